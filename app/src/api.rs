@@ -1,0 +1,103 @@
+//! Typed client of the JSON API: one async fn per endpoint. A non-2xx answer
+//! becomes [`ApiError::Api`] with the server's code and message, so pages can
+//! show it in words.
+
+use node_runtime::wire::{ErrorBody, Health, API_PREFIX};
+use serde::de::DeserializeOwned;
+
+/// What can go wrong talking to the server.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ApiError {
+    /// The server answered with its JSON error body.
+    #[error("{message} ({code}, HTTP {status})")]
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+    },
+    /// The request never got an answer (server down, network dropped).
+    #[error("cannot reach the Glassbox server: {0}")]
+    Network(String),
+    /// The server answered with something that is not the expected JSON.
+    #[error("unexpected answer from the server (HTTP {status}): {message}")]
+    Decode { status: u16, message: String },
+}
+
+async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
+    let url = format!("{API_PREFIX}{path}");
+    let response = gloo_net::http::Request::get(&url)
+        .send()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    decode(status, &text)
+}
+
+/// Maps a status and body to the typed result; kept free of the browser so
+/// it is tested natively.
+pub fn decode<T: DeserializeOwned>(status: u16, body: &str) -> Result<T, ApiError> {
+    if (200..300).contains(&status) {
+        return serde_json::from_str(body).map_err(|err| ApiError::Decode {
+            status,
+            message: err.to_string(),
+        });
+    }
+    match serde_json::from_str::<ErrorBody>(body) {
+        Ok(err) => Err(ApiError::Api {
+            status,
+            code: err.error.code,
+            message: err.error.message,
+        }),
+        Err(_) => Err(ApiError::Decode {
+            status,
+            message: body.chars().take(200).collect(),
+        }),
+    }
+}
+
+/// `GET /api/v1/health`.
+pub async fn health() -> Result<Health, ApiError> {
+    get_json("/health").await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn success_decodes_body() {
+        let h: Health = decode(
+            200,
+            r#"{"status":"ok","version":"1.2.3","database":"sqlite","schema_version":1}"#,
+        )
+        .expect("decodes");
+        assert_eq!(h.version, "1.2.3");
+    }
+
+    #[test]
+    fn error_body_becomes_api_error() {
+        let err = decode::<Health>(
+            404,
+            r#"{"error":{"code":"NOT_FOUND","message":"no such thing","details":null}}"#,
+        )
+        .expect_err("404");
+        assert_eq!(
+            err,
+            ApiError::Api {
+                status: 404,
+                code: "NOT_FOUND".into(),
+                message: "no such thing".into()
+            }
+        );
+    }
+
+    #[test]
+    fn non_json_error_is_decode_error() {
+        let err = decode::<Health>(502, "<html>bad gateway</html>").expect_err("502");
+        assert!(matches!(err, ApiError::Decode { status: 502, .. }));
+    }
+}

@@ -1,0 +1,33 @@
+//! The Glassbox browser app (Leptos, client-side rendered).
+//!
+//! `api` is the typed client of the JSON API (one async fn per endpoint,
+//! non-2xx mapped to the shared wire error); `pages` holds one module per
+//! route. The app depends on `node-runtime` for shared types and must not
+//! depend on the server crate.
+
+pub mod api;
+pub mod pages;
+
+use leptos::prelude::*;
+use leptos_router::components::{Route, Router, Routes, A};
+use leptos_router::path;
+
+/// The root component: navigation and the client-side routes.
+#[component]
+pub fn App() -> impl IntoView {
+    view! {
+        <Router>
+            <header class="topbar">
+                <A href="/" attr:class="brand">"Glassbox"</A>
+                <nav>
+                    <A href="/">"Home"</A>
+                </nav>
+            </header>
+            <main class="page">
+                <Routes fallback=|| view! { <pages::NotFound /> }>
+                    <Route path=path!("/") view=pages::Home />
+                </Routes>
+            </main>
+        </Router>
+    }
+}

@@ -1,0 +1,62 @@
+//! Server configuration from flags and environment variables.
+//!
+//! Every value is checked before start-up continues; a bad value stops the
+//! server with a message naming the flag and the variable.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+/// Resolved configuration for `glassbox serve`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: IpAddr,
+    /// 0 asks the OS for a free port (tests use this).
+    pub port: u16,
+    pub data_dir: PathBuf,
+    /// `sqlite://...` or `postgres://...`.
+    pub database_url: String,
+    /// The directory holding the built app (`dist/`), if any.
+    pub static_dir: Option<PathBuf>,
+}
+
+/// A configuration value that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid {name}: {message}")]
+    Invalid { name: &'static str, message: String },
+}
+
+impl Config {
+    /// The default database: a SQLite file under the data dir.
+    pub fn default_database_url(data_dir: &Path) -> String {
+        format!("sqlite://{}", data_dir.join("glassbox.db").display())
+    }
+
+    pub fn socket_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.bind, self.port)
+    }
+
+    /// Checks the values that can be checked before opening anything.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let url = self.database_url.as_str();
+        if !(url.starts_with("sqlite:")
+            || url.starts_with("postgres://")
+            || url.starts_with("postgresql://"))
+        {
+            return Err(ConfigError::Invalid {
+                name: "--database-url / GLASSBOX_DATABASE_URL",
+                message: format!("`{url}` is neither a sqlite: nor a postgres:// URL"),
+            });
+        }
+        if self.data_dir.exists() && !self.data_dir.is_dir() {
+            return Err(ConfigError::Invalid {
+                name: "--data-dir / GLASSBOX_DATA_DIR",
+                message: format!(
+                    "`{}` exists and is not a directory",
+                    self.data_dir.display()
+                ),
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,62 @@
+//! The Glassbox server: the JSON API under `/api/v1`, storage, and serving
+//! the built browser app.
+//!
+//! `main.rs` only parses configuration and serves; everything else is here so
+//! tests can build the router with [`app`] and call it without a socket.
+//!
+//! The server depends on `node-runtime` for the domain; it must not contain
+//! domain logic of its own (tool execution, the agent loop, graph rules).
+
+pub mod api;
+pub mod config;
+pub mod error;
+pub mod spa;
+pub mod storage;
+
+use std::sync::Arc;
+
+use axum::Router;
+
+pub use config::Config;
+pub use error::ApiError;
+pub use storage::Database;
+
+/// Shared state handed to every handler.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<AppStateInner>,
+}
+
+struct AppStateInner {
+    db: Database,
+    config: Config,
+}
+
+impl AppState {
+    pub fn new(db: Database, config: Config) -> Self {
+        Self {
+            inner: Arc::new(AppStateInner { db, config }),
+        }
+    }
+
+    pub fn db(&self) -> &Database {
+        &self.inner.db
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+}
+
+/// The whole HTTP surface: the API under `/api/v1` and the app at `/`.
+pub fn app(state: AppState) -> Router {
+    let spa = spa::service(state.config().static_dir.as_deref());
+    Router::new()
+        .nest(node_runtime::wire::API_PREFIX, api::router())
+        .with_state(state)
+        .fallback_service(spa)
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+}
+
+/// The server version reported by `/api/v1/health` and `glassbox --version`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

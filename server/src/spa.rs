@@ -1,0 +1,62 @@
+//! Serves the built browser app (Trunk's `dist/`) with a fallback to
+//! `index.html` for client-side routes.
+//!
+//! When the app has not been built, every non-API path answers with a short
+//! page that says how to build it; the API keeps working either way.
+
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tower::ServiceExt;
+use tower_http::services::{ServeDir, ServeFile};
+
+/// The page served at `/` when `dist/index.html` does not exist.
+pub const NOT_BUILT_PAGE: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Glassbox: app not built</title></head>
+<body style="font-family: sans-serif; max-width: 40rem; margin: 3rem auto">
+<h1>Glassbox is running, but the app has not been built</h1>
+<p>The JSON API is available under <a href="/api/v1/health"><code>/api/v1</code></a>.</p>
+<p>To build the browser app, run <code>cargo xtask run</code> from the repository root
+(it installs Trunk and builds the app), or <code>trunk build --release --offline</code>
+and restart the server with <code>--static-dir dist</code>.</p>
+</body></html>
+"#;
+
+/// A service for every path the API does not own.
+pub fn service(
+    static_dir: Option<&Path>,
+) -> impl tower::Service<Request, Response = Response, Error = Infallible, Future = impl Send>
+       + Clone
+       + Send {
+    let dir: Option<PathBuf> = static_dir.map(Path::to_path_buf);
+    tower::service_fn(move |req: Request| {
+        let dir = dir.clone();
+        async move {
+            let Some(dir) = dir else {
+                return Ok(not_built());
+            };
+            let index = dir.join("index.html");
+            if !index.is_file() {
+                return Ok(not_built());
+            }
+            let serve = ServeDir::new(&dir).fallback(ServeFile::new(index));
+            match serve.oneshot(req).await {
+                Ok(res) => Ok(res.map(Body::new)),
+                Err(err) => match err {},
+            }
+        }
+    })
+}
+
+fn not_built() -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        NOT_BUILT_PAGE,
+    )
+        .into_response()
+}

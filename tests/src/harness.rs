@@ -1,0 +1,298 @@
+//! Process guards, the server launcher and the WebDriver session.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A child process (and its process group) killed on drop.
+pub struct ProcessGuard {
+    name: &'static str,
+    child: Child,
+}
+
+impl ProcessGuard {
+    /// Spawns `cmd` as the leader of a new process group.
+    pub fn spawn(name: &'static str, cmd: &mut Command) -> Result<Self, String> {
+        cmd.process_group(0);
+        let child = cmd
+            .spawn()
+            .map_err(|err| format!("cannot start {name} ({cmd:?}): {err}"))?;
+        Ok(Self { name, child })
+    }
+
+    pub fn child_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// Fails if the process has already exited.
+    pub fn check_alive(&mut self) -> Result<(), String> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Err(format!("{} exited early: {status}", self.name)),
+            Ok(None) => Ok(()),
+            Err(err) => Err(format!("cannot query {}: {err}", self.name)),
+        }
+    }
+}
+
+impl Drop for ProcessGuard {
+    fn drop(&mut self) {
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: kill(2) with a negative pid signals the process group we
+        // created in `spawn`; it touches no memory of ours.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent directory")
+        .to_path_buf()
+}
+
+/// Where tests put screenshots and other artifacts: `<workspace>/target/test-artifacts`.
+pub fn artifacts_dir() -> PathBuf {
+    let dir = workspace_root().join("target").join("test-artifacts");
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}
+
+/// The `glassbox` binary: `GLASSBOX_BIN`, else next to this test executable's
+/// `deps/` directory (where `cargo test --workspace` builds it).
+pub fn glassbox_bin() -> Result<PathBuf, String> {
+    if let Ok(path) = std::env::var("GLASSBOX_BIN") {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("test executable has no profile directory")?;
+    let bin = profile_dir.join("glassbox");
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "the glassbox binary is not at {}; build it with `cargo build -p glassbox-server` \
+             or set GLASSBOX_BIN (cargo xtask test does both)",
+            bin.display()
+        ))
+    }
+}
+
+/// A free loopback port (bound once, then released for the child to take).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("loopback bind for a free port");
+    listener
+        .local_addr()
+        .expect("bound socket has an address")
+        .port()
+}
+
+/// A running `glassbox serve` with its own temporary data directory.
+pub struct Server {
+    pub url: String,
+    pub data_dir: tempfile::TempDir,
+    _process: ProcessGuard,
+}
+
+impl Server {
+    /// Starts the server on a free port and waits for its "ready" line.
+    /// `static_dir` is the built app (`dist/`), or `None` for the API only.
+    pub fn start(static_dir: Option<&Path>) -> Result<Self, String> {
+        let data_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(glassbox_bin()?);
+        cmd.arg("serve")
+            .arg("--port")
+            .arg("0")
+            .arg("--data-dir")
+            .arg(data_dir.path())
+            .arg("--static-dir")
+            .arg(static_dir.map_or_else(|| data_dir.path().join("no-app"), Path::to_path_buf))
+            .env_remove("GLASSBOX_DATABASE_URL")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut process = ProcessGuard::spawn("glassbox serve", &mut cmd)?;
+        let stdout = process
+            .child_mut()
+            .stdout
+            .take()
+            .ok_or("server stdout was not captured")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split(" is ready at ").nth(1) {
+                    let _ = tx.send(rest.trim().trim_end_matches('/').to_string());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(60))
+            .map_err(|_| "glassbox serve did not print its ready line within 60 s".to_string())?;
+        Ok(Self {
+            url,
+            data_dir,
+            _process: process,
+        })
+    }
+}
+
+/// Chromium flags that keep it quiet on a closed network (TOOLCHAIN.md).
+pub const CHROMIUM_FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1280,800",
+];
+
+fn find_program(env: &str, candidates: &[&str]) -> Result<PathBuf, String> {
+    if let Ok(path) = std::env::var(env) {
+        return Ok(PathBuf::from(path));
+    }
+    candidates
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            format!(
+                "none of {candidates:?} exists; install Debian's chromium and chromium-driver \
+                 (cargo xtask test does) or set {env}"
+            )
+        })
+}
+
+/// chromedriver plus one WebDriver session with headless Chromium.
+pub struct Browser {
+    pub client: fantoccini::Client,
+    _user_data: tempfile::TempDir,
+    _driver: ProcessGuard,
+}
+
+impl Browser {
+    pub async fn start() -> Result<Self, String> {
+        let chromedriver = find_program("CHROMEDRIVER", &["/usr/bin/chromedriver"])?;
+        let chromium = find_program(
+            "CHROMIUM",
+            &["/usr/bin/chromium", "/usr/bin/chromium-browser"],
+        )?;
+        let port = free_port();
+        let mut cmd = Command::new(chromedriver);
+        cmd.arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut driver = ProcessGuard::spawn("chromedriver", &mut cmd)?;
+        let webdriver_url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            driver.check_alive()?;
+            if Instant::now() > deadline {
+                return Err("chromedriver did not listen within 30 s".into());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let user_data = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|s| s.to_string()).collect();
+        args.push(format!("--user-data-dir={}", user_data.path().display()));
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({ "binary": chromium, "args": args }),
+        );
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = fantoccini::ClientBuilder::new(connector)
+            .capabilities(caps)
+            .connect(&webdriver_url)
+            .await
+            .map_err(|err| format!("cannot open a WebDriver session: {err}"))?;
+        Ok(Self {
+            client,
+            _user_data: user_data,
+            _driver: driver,
+        })
+    }
+
+    /// Saves a PNG screenshot under the artifacts directory.
+    pub async fn screenshot(&self, name: &str) -> Result<PathBuf, String> {
+        let png = self
+            .client
+            .screenshot()
+            .await
+            .map_err(|err| format!("screenshot failed: {err}"))?;
+        let path = artifacts_dir().join(format!("{name}.png"));
+        std::fs::write(&path, png)
+            .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+        Ok(path)
+    }
+
+    /// Ends the WebDriver session (Chromium exits); chromedriver is killed on drop.
+    pub async fn close(self) {
+        let _ = self.client.close().await;
+    }
+}
+
+/// Waits until the element matched by `css` has non-empty text, and returns it.
+pub async fn wait_for_text(
+    client: &fantoccini::Client,
+    css: &str,
+    timeout: Duration,
+) -> Result<String, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(el) = client.find(fantoccini::Locator::Css(css)).await {
+            if let Ok(text) = el.text().await {
+                if !text.trim().is_empty() {
+                    return Ok(text);
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            let source = client.source().await.unwrap_or_default();
+            return Err(format!(
+                "no text in `{css}` after {timeout:?}; page source starts: {}",
+                source.chars().take(2000).collect::<String>()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The built app (`dist/`), from `GLASSBOX_STATIC_DIR` or the workspace root.
+pub fn built_app_dir() -> Result<PathBuf, String> {
+    let dir = std::env::var("GLASSBOX_STATIC_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| workspace_root().join("dist"));
+    if dir.join("index.html").is_file() {
+        Ok(dir)
+    } else {
+        Err(format!(
+            "the app is not built ({} has no index.html); run `cargo xtask test`, which builds it \
+             with trunk before the browser tests",
+            dir.display()
+        ))
+    }
+}
+
+/// False only when GLASSBOX_SKIP_BROWSER=1 (`cargo xtask test --skip-browser`);
+/// says so on stderr, so a skipped browser test is never silent.
+pub fn browser_tests_enabled() -> bool {
+    let skip = std::env::var("GLASSBOX_SKIP_BROWSER").is_ok_and(|v| v == "1");
+    if skip {
+        eprintln!("GLASSBOX_SKIP_BROWSER=1: browser test not run");
+    }
+    !skip
+}

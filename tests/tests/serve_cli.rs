@@ -1,0 +1,77 @@
+//! The real `glassbox` binary over a real loopback socket: start-up, the
+//! page shown without a built app, and a clear error when the port is taken.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+
+use glassbox_tests::harness::{glassbox_bin, Server};
+
+fn http_get(base: &str, path: &str) -> (u16, String) {
+    let addr = base.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).expect("connect to server");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("send request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read response");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn serves_api_and_not_built_page_without_app() {
+    let server = Server::start(None).expect("server starts");
+    let (status, body) = http_get(&server.url, "/api/v1/health");
+    assert_eq!(status, 200, "{body}");
+    let health: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(health["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(health["database"], "sqlite");
+
+    let (status, body) = http_get(&server.url, "/");
+    assert_eq!(status, 200);
+    assert!(body.contains("app has not been built"), "{body}");
+
+    // The embedded database was created under the data dir on first start.
+    assert!(server.data_dir.path().join("glassbox.db").is_file());
+}
+
+#[test]
+fn taken_port_fails_with_message_naming_port_and_flag() {
+    let blocker = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = blocker.local_addr().expect("addr").port();
+    let data = tempfile::tempdir().expect("temp dir");
+    let output = Command::new(glassbox_bin().expect("binary"))
+        .args(["serve", "--port", &port.to_string(), "--data-dir"])
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run glassbox");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("port {port}")), "{stderr}");
+    assert!(stderr.contains("--port"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr}");
+}
+
+#[test]
+fn bad_database_url_names_the_setting() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let output = Command::new(glassbox_bin().expect("binary"))
+        .args(["serve", "--port", "0", "--database-url", "mysql://x"])
+        .arg("--data-dir")
+        .arg(data.path())
+        .output()
+        .expect("run glassbox");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("GLASSBOX_DATABASE_URL"), "{stderr}");
+}
