@@ -1,11 +1,36 @@
 //! Glassbox's domain crate.
 //!
-//! It owns the contracts every other part speaks (the wire types of the JSON
-//! API, and later the tool envelope, agent outputs and the graph model).
+//! It owns the contracts every other part speaks: the tool envelope and the
+//! Agent Node's outputs (`envelope`), the error taxonomy (`error`), call ids
+//! and canonical JSON (`call_id`), tool declarations (`tool_spec`), the
+//! policy guard (`policy`) and the JSON API's wire types (`wire`). Those
+//! modules are plain data and pure functions and compile to wasm.
 //!
-//! It must not know axum, Leptos, SQL or any HTTP server: the browser app
-//! compiles it to wasm, and the server wraps it. Everything that needs the
-//! native runtime (threads, sockets, the file system) sits behind the
-//! `runtime` feature.
+//! Behind the `runtime` feature sit the native parts: the `Tool` trait and
+//! registry (`tool`), secrets (`secrets`), blobs (`blob`), the executor
+//! (`executor`) and the built-in tools (`builtins`).
+//!
+//! It must not know axum, Leptos, SQL storage or any HTTP server: IO goes
+//! through traits (`Tool`, `SecretSource`, `BlobStore`, `SqlBackend`) that
+//! the server implements.
 
+pub mod call_id;
+pub mod envelope;
+pub mod error;
+pub mod policy;
+pub mod tool_spec;
 pub mod wire;
+
+#[cfg(feature = "runtime")]
+pub mod blob;
+#[cfg(feature = "runtime")]
+pub mod builtins;
+#[cfg(feature = "runtime")]
+pub mod executor;
+#[cfg(feature = "runtime")]
+pub mod secrets;
+#[cfg(feature = "runtime")]
+pub mod tool;
+
+pub use envelope::{AgentOutputs, Attachment, AttachmentKind, ToolEnvelope};
+pub use error::{ErrorClass, ErrorCode, ToolError};

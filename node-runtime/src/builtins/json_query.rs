@@ -1,0 +1,200 @@
+//! `json_query@1.0.0`: runs a jq program over JSON with the jaq crates.
+//!
+//! The filters that reach outside the data are removed: `env` (the server's
+//! environment), `input`/`inputs`, `debug`/`stderr` (they write to the
+//! server's log). A program yields at most [`MAX_RESULTS`]
+//! values and runs on a blocking thread under the executor's timeout.
+
+use std::time::{Duration, Instant};
+
+use jaq_core::load::{Arena, File, Loader};
+use jaq_core::{data, Compiler, Ctx, Vars};
+use jaq_json::Val;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::{ErrorCode, ToolError};
+use crate::tool::{Tool, ToolContext};
+use crate::tool_spec::{CachePolicy, SideEffects, ToolCategory, ToolMetadata, ToolSpec};
+
+pub const MAX_RESULTS: usize = 1000;
+/// `halt` stays: in a library it only ends the program with an error value,
+/// and the standard definitions build on it.
+const BLOCKED_FILTERS: &[&str] = &["env", "input", "inputs", "debug", "stderr"];
+
+pub struct JsonQuery;
+
+#[derive(Debug, Deserialize)]
+pub struct JsonQueryInput {
+    pub program: String,
+    pub data: Value,
+}
+
+impl Tool for JsonQuery {
+    type Input = JsonQueryInput;
+    type Output = Value;
+
+    fn spec(&self) -> ToolSpec {
+        let mut metadata = ToolMetadata::new(ToolCategory::Data);
+        metadata.side_effects = SideEffects::None;
+        metadata.cache = CachePolicy::Forever;
+        metadata.timeout_ms = 5_000;
+        ToolSpec {
+            name: "json_query".into(),
+            version: "1.0.0".into(),
+            description: "Runs a jq program over JSON data and returns every result.".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "program": {"type": "string", "minLength": 1, "maxLength": 10000, "description": "a jq program, e.g. .items[] | .name"},
+                    "data": {"description": "the JSON input"}
+                },
+                "required": ["program", "data"],
+                "additionalProperties": false
+            }),
+            output_schema: json!({
+                "type": "object",
+                "properties": {"results": {"type": "array"}},
+                "required": ["results"]
+            }),
+            metadata,
+        }
+    }
+
+    async fn execute(&self, input: JsonQueryInput, ctx: &ToolContext) -> Result<Value, ToolError> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let cancel = ctx.cancel.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            run_jq(&input.program, &input.data, deadline, &cancel)
+        });
+        let results = task
+            .await
+            .map_err(|e| ToolError::unknown(format!("jq task failed: {e}")))??;
+        Ok(json!({ "results": results }))
+    }
+}
+
+/// Compiles and runs `program` over `data`.
+pub fn run_jq(
+    program: &str,
+    data: &Value,
+    deadline: Instant,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Vec<Value>, ToolError> {
+    let bad_program = |message: String| {
+        ToolError::validation(message).with_details(json!({ "path": "/program" }))
+    };
+    let defs = jaq_core::defs()
+        .chain(jaq_std::defs())
+        .chain(jaq_json::defs());
+    let funs = jaq_core::funs()
+        .chain(jaq_std::funs())
+        .chain(jaq_json::funs())
+        .filter(|f| !BLOCKED_FILTERS.contains(&f.0));
+    let loader = Loader::new(defs);
+    let arena = Arena::default();
+    let modules = loader
+        .load(
+            &arena,
+            File {
+                code: program,
+                path: (),
+            },
+        )
+        .map_err(|errs| bad_program(format!("jq program does not parse: {errs:?}")))?;
+    let filter = Compiler::default()
+        .with_funs(funs)
+        .compile(modules)
+        .map_err(|errs| bad_program(format!("jq program does not compile: {errs:?}")))?;
+    let input_text = data.to_string();
+    let input = jaq_json::read::parse_single(input_text.as_bytes())
+        .map_err(|e| ToolError::validation(format!("data is not JSON: {e}")))?;
+    let ctx = Ctx::<data::JustLut<Val>>::new(&filter.lut, Vars::new([]));
+    let mut results = Vec::new();
+    // Not `jaq_core::unwrap_valr`: it calls `std::process::exit` when a
+    // program runs `halt`, which would take the whole server down.
+    for item in filter.id.run((ctx, input)) {
+        if Instant::now() > deadline || cancel.is_cancelled() {
+            return Err(ToolError::new(
+                ErrorCode::Timeout,
+                "jq program ran too long",
+            ));
+        }
+        let program_error = |message: String| {
+            ToolError::validation(message).with_details(json!({ "path": "/program" }))
+        };
+        let value = match item {
+            Ok(v) => v,
+            Err(exn) => {
+                return Err(match exn.get_err() {
+                    Ok(err) => program_error(format!("jq error: {err}")),
+                    Err(exn) => match exn.get_halt() {
+                        Ok(code) => program_error(format!(
+                            "jq error: the program halted with exit code {code}"
+                        )),
+                        Err(_) => program_error("jq error: unexpected exception".to_string()),
+                    },
+                })
+            }
+        };
+        let text = value.to_string();
+        let json_value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        results.push(json_value);
+        if results.len() > MAX_RESULTS {
+            return Err(ToolError::validation(format!(
+                "jq program yields more than {MAX_RESULTS} results"
+            ))
+            .with_details(json!({ "path": "/program" })));
+        }
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio_util::sync::CancellationToken;
+
+    fn check(program: &str, data: Value, expected: Result<Value, &str>) {
+        let got = run_jq(
+            program,
+            &data,
+            Instant::now() + Duration::from_secs(5),
+            &CancellationToken::new(),
+        );
+        match (got, expected) {
+            (Ok(v), Ok(e)) => assert_eq!(Value::Array(v), e, "{program}"),
+            (Err(got), Err(want)) => assert!(got.message.contains(want), "{program}: {got:?}"),
+            (got, want) => panic!("{program}: got {got:?}, want {want:?}"),
+        }
+    }
+
+    #[test]
+    fn programs() {
+        check(".a", json!({"a": 1}), Ok(json!([1])));
+        check(
+            ".items[] | .name",
+            json!({"items": [{"name": "x"}, {"name": "y"}]}),
+            Ok(json!(["x", "y"])),
+        );
+        check("map(. * 2) | add", json!([1, 2, 3]), Ok(json!([12])));
+        check(
+            "[.[] | select(. > 1)] | length",
+            json!([1, 2, 3]),
+            Ok(json!([2])),
+        );
+    }
+
+    #[test]
+    fn bad_programs_and_escapes() {
+        check(".a |", json!({}), Err("does not parse"));
+        check("nosuchfilter", json!({}), Err("does not compile"));
+        check("env", json!({}), Err("does not compile"));
+        check("$ENV", json!({}), Err("does not compile"));
+        check("input", json!({}), Err("does not compile"));
+        check("range(100000)", json!(null), Err("more than"));
+        check(".a.b", json!({"a": 5}), Err("jq error"));
+        // `halt` must end the program with an error, never the process.
+        check("\"bye\" | halt_error(1)", json!(null), Err("jq error"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Deterministic call ids and canonical JSON.
+//!
+//! ```text
+//! call_id = lowercase hex BLAKE3(
+//!     "glassbox.call_id.v1" 0x00 name "@" version 0x00 canonical_input 0x00 n )
+//! ```
+//!
+//! - `canonical_input` is the RFC 8785 (JCS) canonical JSON of the validated
+//!   input, so key order and white space never change an id.
+//! - `n` (decimal) counts the *earlier* calls in the same agent run with the
+//!   same `name@version` and the same canonical input. An id therefore does
+//!   not change when unrelated calls come before it, is the same across runs
+//!   and replays, and repeated identical calls get distinct ids (n = 0, 1, ...).
+//! - The 0x00 separators cannot occur inside the parts (tool refs are
+//!   printable and canonical JSON escapes control characters), so no two
+//!   different triples hash the same bytes.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+const DOMAIN: &[u8] = b"glassbox.call_id.v1";
+
+/// RFC 8785 canonical JSON text of a value.
+pub fn canonical_json(value: &Value) -> String {
+    // Serializing a `serde_json::Value` cannot fail: its keys are strings and
+    // its numbers are finite.
+    serde_json_canonicalizer::to_string(value).expect("a serde_json::Value always canonicalizes")
+}
+
+/// The call id of the `n`-th identical call (`n` from 0).
+pub fn call_id(name: &str, version: &str, canonical_input: &str, n: u64) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(DOMAIN);
+    hasher.update(&[0]);
+    hasher.update(name.as_bytes());
+    hasher.update(b"@");
+    hasher.update(version.as_bytes());
+    hasher.update(&[0]);
+    hasher.update(canonical_input.as_bytes());
+    hasher.update(&[0]);
+    hasher.update(n.to_string().as_bytes());
+    hasher.finalize().to_hex().to_string()
+}
+
+/// Hands out call ids for one agent run, counting identical calls.
+#[derive(Debug, Default, Clone)]
+pub struct CallIdAllocator {
+    seen: HashMap<(String, String), u64>,
+}
+
+impl CallIdAllocator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id for the next call of `name@version` with this input.
+    pub fn next(&mut self, name: &str, version: &str, input: &Value) -> String {
+        let canonical = canonical_json(input);
+        let key = (format!("{name}@{version}"), canonical);
+        let n = self.seen.entry(key.clone()).or_insert(0);
+        let id = call_id(name, version, &key.1, *n);
+        *n += 1;
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn id_is_lowercase_hex_blake3() {
+        let id = call_id("calculator", "1.0.0", "{}", 0);
+        assert_eq!(id.len(), 64);
+        assert!(id
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    }
+
+    #[test]
+    fn unrelated_calls_do_not_shift_ids() {
+        let input = json!({"expression": "2*3"});
+        let mut a = CallIdAllocator::new();
+        let alone = a.next("calculator", "1.0.0", &input);
+        let mut b = CallIdAllocator::new();
+        b.next("http_request", "1.0.0", &json!({"url": "http://x"}));
+        b.next("calculator", "1.0.0", &json!({"expression": "1"}));
+        assert_eq!(b.next("calculator", "1.0.0", &input), alone);
+    }
+
+    #[test]
+    fn repeated_identical_calls_get_distinct_ids() {
+        let input = json!({"a": 1});
+        let mut alloc = CallIdAllocator::new();
+        let first = alloc.next("t", "1.0.0", &input);
+        let second = alloc.next("t", "1.0.0", &input);
+        assert_ne!(first, second);
+        assert_eq!(first, call_id("t", "1.0.0", &canonical_json(&input), 0));
+        assert_eq!(second, call_id("t", "1.0.0", &canonical_json(&input), 1));
+    }
+
+    #[test]
+    fn version_is_part_of_the_id() {
+        assert_ne!(
+            call_id("t", "1.0.0", "{}", 0),
+            call_id("t", "1.0.1", "{}", 0)
+        );
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            (-1.0e12f64..1.0e12).prop_map(|f| json!(f)),
+            "[a-zA-Z0-9 \\u{e9}\\u{1F600}\"\\\\]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z]{1,6}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Rebuilds every object with its keys in reverse order.
+    fn reverse_keys(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.reverse();
+                let mut out = serde_json::Map::new();
+                for (k, v) in entries {
+                    out.insert(k.clone(), reverse_keys(v));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(reverse_keys).collect()),
+            other => other.clone(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn key_order_and_whitespace_never_change_the_id(value in arb_json()) {
+            let pretty = serde_json::to_string_pretty(&value).expect("ser");
+            let reparsed: Value = serde_json::from_str(&pretty).expect("parse");
+            let reordered = reverse_keys(&value);
+            let a = call_id("t", "1.0.0", &canonical_json(&value), 0);
+            prop_assert_eq!(&a, &call_id("t", "1.0.0", &canonical_json(&reparsed), 0));
+            prop_assert_eq!(&a, &call_id("t", "1.0.0", &canonical_json(&reordered), 0));
+        }
+
+        #[test]
+        fn different_n_gives_different_ids(value in arb_json(), n in 0u64..1000, m in 0u64..1000) {
+            prop_assume!(n != m);
+            let c = canonical_json(&value);
+            prop_assert_ne!(call_id("t", "1.0.0", &c, n), call_id("t", "1.0.0", &c, m));
+        }
+
+        #[test]
+        fn canonical_json_round_trips(value in arb_json()) {
+            let text = canonical_json(&value);
+            let back: Value = serde_json::from_str(&text).expect("canonical JSON is JSON");
+            prop_assert_eq!(canonical_json(&back), text);
+        }
+    }
+}

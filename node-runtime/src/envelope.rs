@@ -1,0 +1,175 @@
+//! The `ToolEnvelope`: the receipt of one tool call (seed 003 §3.2), and
+//! `AgentOutputs`, the Agent Node's fixed output contract (§3.1).
+//!
+//! Every key is always present in JSON: absent values are null, false or [].
+//! Fields may be added, never renamed or dropped.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ToolError;
+
+/// What an attachment holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachmentKind {
+    Blob,
+    Image,
+    Table,
+}
+
+/// A rich attachment of a call: a blob holding an oversized payload, an
+/// image or a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub kind: AttachmentKind,
+    pub url: String,
+    #[serde(default)]
+    pub content_type: Option<String>,
+    #[serde(default)]
+    pub bytes: Option<u64>,
+}
+
+/// The receipt of one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolEnvelope {
+    /// Deterministic id; see [`crate::call_id`].
+    pub call_id: String,
+    pub name: String,
+    pub version: String,
+    /// The arguments as sent to the tool.
+    pub input: Value,
+    /// The tool's result; null when the call failed.
+    #[serde(default)]
+    pub output: Value,
+    /// The failure; null when the call succeeded.
+    #[serde(default)]
+    pub error: Option<ToolError>,
+    /// RFC 3339 UTC with milliseconds, e.g. `2026-11-22T10:00:00.123Z`.
+    pub t_start: String,
+    pub t_end: String,
+    #[serde(default)]
+    pub cached: bool,
+    #[serde(default)]
+    pub truncated: bool,
+    #[serde(default)]
+    pub attachments: Vec<Attachment>,
+}
+
+impl ToolEnvelope {
+    /// `name@version`.
+    pub fn tool_ref(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+
+    pub fn is_success(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// The Agent Node's output contract. No configuration changes this shape.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AgentOutputs {
+    /// The final text answer.
+    pub response: String,
+    /// Every executed call, keyed by `call_id`.
+    pub tools_by_id: BTreeMap<String, ToolEnvelope>,
+    /// `call_id`s in execution order.
+    pub tool_order: Vec<String>,
+    /// The envelope of the last *successful* call, or null.
+    #[serde(default)]
+    pub last_tool: Option<ToolEnvelope>,
+    /// Link to this run's trace, or null.
+    #[serde(default)]
+    pub traces_url: Option<String>,
+}
+
+impl AgentOutputs {
+    /// Adds an envelope at the end of the order and keeps `last_tool` the
+    /// last successful call.
+    pub fn record(&mut self, envelope: ToolEnvelope) {
+        if envelope.is_success() {
+            self.last_tool = Some(envelope.clone());
+        }
+        self.tool_order.push(envelope.call_id.clone());
+        self.tools_by_id.insert(envelope.call_id.clone(), envelope);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{ErrorCode, ToolError};
+
+    fn envelope(id: &str, error: Option<ToolError>) -> ToolEnvelope {
+        ToolEnvelope {
+            call_id: id.into(),
+            name: "calculator".into(),
+            version: "1.0.0".into(),
+            input: serde_json::json!({"expression": "1+1"}),
+            output: if error.is_some() {
+                Value::Null
+            } else {
+                serde_json::json!(2)
+            },
+            error,
+            t_start: "2026-11-22T10:00:00.000Z".into(),
+            t_end: "2026-11-22T10:00:00.001Z".into(),
+            cached: false,
+            truncated: false,
+            attachments: vec![],
+        }
+    }
+
+    #[test]
+    fn empty_outputs_have_every_key() {
+        let json = serde_json::to_value(AgentOutputs::default()).expect("ser");
+        assert_eq!(
+            json,
+            serde_json::json!({"response": "", "tools_by_id": {}, "tool_order": [], "last_tool": null, "traces_url": null})
+        );
+    }
+
+    #[test]
+    fn envelope_has_every_key() {
+        let json = serde_json::to_value(envelope("a", None)).expect("ser");
+        let keys: Vec<&str> = json
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        for key in [
+            "call_id",
+            "name",
+            "version",
+            "input",
+            "output",
+            "error",
+            "t_start",
+            "t_end",
+            "cached",
+            "truncated",
+            "attachments",
+        ] {
+            assert!(keys.contains(&key), "missing {key}");
+        }
+    }
+
+    #[test]
+    fn last_tool_is_last_success() {
+        let mut out = AgentOutputs::default();
+        out.record(envelope("a", None));
+        out.record(envelope(
+            "b",
+            Some(ToolError::new(ErrorCode::Timeout, "slow")),
+        ));
+        assert_eq!(out.tool_order, vec!["a", "b"]);
+        assert_eq!(
+            out.last_tool.as_ref().map(|e| e.call_id.as_str()),
+            Some("a")
+        );
+    }
+}
