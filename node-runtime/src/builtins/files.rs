@@ -4,14 +4,16 @@
 //! A path must be relative and free of `..`; after symlinks are resolved it
 //! must still lie inside the root, so a link that points outside is refused.
 //! `write_file` never follows a symlink at the target and never creates
-//! directories outside the root (parents must exist).
+//! directories outside the root (parents must exist). The root is the
+//! tools' sandbox: if it cannot be created or resolved the call fails with
+//! SANDBOX_ERROR.
 
 use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::error::ToolError;
+use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Tool, ToolContext};
 use crate::tool_spec::{SideEffects, ToolCategory, ToolMetadata, ToolSpec};
 
@@ -39,10 +41,17 @@ fn root(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
             "file tools are not enabled for this workspace (no files directory)",
         )
     })?;
-    std::fs::create_dir_all(root)
-        .map_err(|e| ToolError::unknown(format!("cannot create the files directory: {e}")))?;
+    // The files directory is these tools' sandbox: when it cannot be set
+    // up, the sandbox failed (SANDBOX_ERROR), not the caller.
+    let sandbox = |what: &str, e: std::io::Error| {
+        ToolError::new(
+            ErrorCode::SandboxError,
+            format!("the workspace files directory {what}: {e}"),
+        )
+    };
+    std::fs::create_dir_all(root).map_err(|e| sandbox("cannot be created", e))?;
     root.canonicalize()
-        .map_err(|e| ToolError::unknown(format!("cannot resolve the files directory: {e}")))
+        .map_err(|e| sandbox("cannot be resolved", e))
 }
 
 /// Checks the lexical form: relative, no `..`, no prefix.
