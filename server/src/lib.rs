@@ -11,6 +11,7 @@ pub mod api;
 pub mod config;
 pub mod error;
 pub mod spa;
+pub mod sql_tool;
 pub mod storage;
 
 use std::sync::Arc;

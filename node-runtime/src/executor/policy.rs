@@ -18,6 +18,13 @@ impl Stage for PolicyStage {
                 state.side_effects,
                 &state.usage,
             )?;
+            // A deprecated tool still runs; the diagnostic goes to the log
+            // (and graph validation shows it on the node).
+            if let Clearance::Allowed { warning: Some(w) }
+            | Clearance::NeedsApproval { warning: Some(w) } = &clearance
+            {
+                tracing::warn!(call_id = %state.call.call_id, "{w}");
+            }
             if let Clearance::NeedsApproval { .. } = clearance {
                 if !state.scope.approved.contains(&state.call.call_id) {
                     return Err(ToolError::policy_denied(format!(
