@@ -59,6 +59,31 @@ pub struct ToolEnvelope {
 }
 
 impl ToolEnvelope {
+    /// The envelope of a failed call: no output, the error, no attachments.
+    pub fn failed(
+        call_id: String,
+        name: String,
+        version: String,
+        input: Value,
+        error: ToolError,
+        t_start: String,
+        t_end: String,
+    ) -> Self {
+        Self {
+            call_id,
+            name,
+            version,
+            input,
+            output: Value::Null,
+            error: Some(error),
+            t_start,
+            t_end,
+            cached: false,
+            truncated: false,
+            attachments: Vec::new(),
+        }
+    }
+
     /// `name@version`.
     pub fn tool_ref(&self) -> String {
         format!("{}@{}", self.name, self.version)

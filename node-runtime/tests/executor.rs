@@ -465,12 +465,8 @@ async fn cache_is_per_workspace_skips_errors_and_honours_ttl() {
     );
 
     // Writes are never cached even if they would be asked to.
-    let mut approved = f.scope();
-    let call = f.call("write_file", json!({"path": "w.txt", "content": "a"}));
-    approved.approved.insert(call.call_id.clone());
     let e = f
-        .executor
-        .execute(Arc::new(approved), call, Usage::default())
+        .run_approved("write_file", json!({"path": "w.txt", "content": "a"}))
         .await;
     assert!(e.is_success() && !e.cached, "{e:?}");
 }
@@ -493,12 +489,8 @@ async fn writes_need_approval_of_that_exact_call() {
     );
     assert!(!f.files_dir.path().join("a.txt").exists(), "not executed");
 
-    let call = f.call("write_file", json!({"path": "a.txt", "content": "hi"}));
-    let mut approved = f.scope();
-    approved.approved.insert(call.call_id.clone());
     let e = f
-        .executor
-        .execute(Arc::new(approved), call, Usage::default())
+        .run_approved("write_file", json!({"path": "a.txt", "content": "hi"}))
         .await;
     assert!(e.is_success(), "{e:?}");
     assert_eq!(
@@ -583,12 +575,8 @@ async fn file_tools_stay_inside_their_directory() {
     assert_eq!(code(&e), Some(ErrorCode::PolicyDenied));
 
     for path in ["escape/new.txt", "link.txt", "../new.txt"] {
-        let call = f.call("write_file", json!({"path": path, "content": "pwned"}));
-        let mut approved = f.scope();
-        approved.approved.insert(call.call_id.clone());
         let e = f
-            .executor
-            .execute(Arc::new(approved), call, Usage::default())
+            .run_approved("write_file", json!({"path": path, "content": "pwned"}))
             .await;
         assert_eq!(code(&e), Some(ErrorCode::PolicyDenied), "{path}: {e:?}");
     }
@@ -633,13 +621,7 @@ async fn builtin_tools_reject_bad_input() {
         .await;
     assert!(e.error.is_some());
     // An approved write with bad input still fails validation.
-    let call = f.call("write_file", json!({"path": "a.txt"}));
-    let mut approved = f.scope();
-    approved.approved.insert(call.call_id.clone());
-    let e = f
-        .executor
-        .execute(Arc::new(approved), call, Usage::default())
-        .await;
+    let e = f.run_approved("write_file", json!({"path": "a.txt"})).await;
     assert_eq!(code(&e), Some(ErrorCode::ValidationError), "{e:?}");
     // An unknown method counts as a write, so the guard stops it first.
     let e = f

@@ -1,6 +1,8 @@
 //! `sql_query` end to end through the executor against real databases:
 //! a SQLite file and the machine's Postgres (GLASSBOX_TEST_POSTGRES_URL).
 
+mod common;
+
 use std::sync::Arc;
 
 use glassbox_server::sql_tool::SqlxBackend;
@@ -12,7 +14,7 @@ use node_runtime::policy::{Policy, Usage};
 use node_runtime::secrets::MemorySecrets;
 use node_runtime::tool::ToolRegistry;
 use node_runtime::{ErrorCode, ToolEnvelope};
-use serde_json::{json, Value};
+use serde_json::json;
 use sqlx::Connection;
 
 struct Harness {
@@ -130,30 +132,10 @@ async fn sql_query_on_sqlite() {
 
 #[tokio::test]
 async fn sql_query_on_postgres() {
-    let Ok(admin_url) = std::env::var("GLASSBOX_TEST_POSTGRES_URL") else {
-        eprintln!("GLASSBOX_TEST_POSTGRES_URL is not set: Postgres sql_query test not run (cargo xtask test sets it)");
+    let Some(temp) = common::TempPgDatabase::create("glassbox_sqltool").await else {
         return;
     };
-    let name = format!(
-        "glassbox_sqltool_{}_{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock")
-            .as_nanos()
-    );
-    let mut admin = sqlx::PgConnection::connect(&admin_url)
-        .await
-        .expect("admin");
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .expect("create db");
-    let base = admin_url
-        .rsplit_once('/')
-        .map(|(b, _)| b.to_string())
-        .expect("db path");
-    let url = format!("{base}/{name}");
+    let url = temp.url.clone();
     let outcome = async {
         let mut conn = sqlx::PgConnection::connect(&url).await.map_err(|e| e.to_string())?;
         sqlx::raw_sql("CREATE TABLE items (id INT PRIMARY KEY, name TEXT); INSERT INTO items VALUES (1,'alpha'),(2,'beta'),(3,'gamma');")
@@ -173,11 +155,7 @@ async fn sql_query_on_postgres() {
         Ok::<_, String>(err)
     }
     .await;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await
-        .expect("drop db");
+    temp.drop_now().await;
     let err = outcome.expect("postgres scenario");
     assert_eq!(err.code, ErrorCode::Timeout, "{err:?}");
-    let _: Value = Value::Null;
 }

@@ -248,19 +248,9 @@ impl Executor {
                 truncated: out.truncated,
                 attachments: out.attachments,
             },
-            Err(error) => ToolEnvelope {
-                call_id,
-                name,
-                version,
-                input,
-                output: Value::Null,
-                error: Some(error),
-                t_start,
-                t_end,
-                cached: false,
-                truncated: false,
-                attachments: Vec::new(),
-            },
+            Err(error) => {
+                ToolEnvelope::failed(call_id, name, version, input, error, t_start, t_end)
+            }
         }
     }
 
@@ -338,19 +328,7 @@ pub fn error_envelope(
     error: ToolError,
 ) -> ToolEnvelope {
     let now = now_rfc3339();
-    ToolEnvelope {
-        call_id,
-        name,
-        version,
-        input,
-        output: Value::Null,
-        error: Some(error),
-        t_start: now.clone(),
-        t_end: now,
-        cached: false,
-        truncated: false,
-        attachments: Vec::new(),
-    }
+    ToolEnvelope::failed(call_id, name, version, input, error, now.clone(), now)
 }
 
 /// RFC 3339 UTC with milliseconds.

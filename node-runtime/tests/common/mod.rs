@@ -200,6 +200,16 @@ impl Fixture {
         scope
     }
 
+    /// Runs one call in a fresh scope in which a human approved exactly it.
+    pub async fn run_approved(&mut self, name: &str, input: Value) -> ToolEnvelope {
+        let call = self.call(name, input);
+        let mut scope = self.scope();
+        scope.approved.insert(call.call_id.clone());
+        self.executor
+            .execute(Arc::new(scope), call, Usage::default())
+            .await
+    }
+
     pub async fn run(&mut self, scope: &Arc<CallScope>, name: &str, input: Value) -> ToolEnvelope {
         let call = self.call(name, input);
         self.executor
