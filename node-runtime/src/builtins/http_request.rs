@@ -171,27 +171,12 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     if seg[..6].iter().all(|s| *s == 0) {
         return Some("IPv4-compatible IPv6");
     }
-    if seg[0] == 0x2002 {
-        let v4 = Ipv4Addr::new(
-            (seg[1] >> 8) as u8,
-            seg[1] as u8,
-            (seg[2] >> 8) as u8,
-            seg[2] as u8,
-        );
-        if forbidden_v4(v4).is_some() {
-            return Some("6to4 address of a refused IPv4 address");
-        }
+    // 6to4 (2002:AABB:CCDD::) and NAT64 (64:ff9b::AABB:CCDD) embed an IPv4.
+    if seg[0] == 0x2002 && forbidden_v4(embedded_v4(seg[1], seg[2])).is_some() {
+        return Some("6to4 address of a refused IPv4 address");
     }
-    if seg[0] == 0x64 && seg[1] == 0xff9b {
-        let v4 = Ipv4Addr::new(
-            (seg[6] >> 8) as u8,
-            seg[6] as u8,
-            (seg[7] >> 8) as u8,
-            seg[7] as u8,
-        );
-        if forbidden_v4(v4).is_some() {
-            return Some("NAT64 address of a refused IPv4 address");
-        }
+    if seg[0] == 0x64 && seg[1] == 0xff9b && forbidden_v4(embedded_v4(seg[6], seg[7])).is_some() {
+        return Some("NAT64 address of a refused IPv4 address");
     }
     if seg[0] == 0x2001 && seg[1] == 0 {
         return Some("Teredo tunnel");
@@ -209,6 +194,13 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
         return Some("multicast");
     }
     None
+}
+
+/// The IPv4 address held by two IPv6 segments.
+fn embedded_v4(hi: u16, lo: u16) -> Ipv4Addr {
+    let [a, b] = hi.to_be_bytes();
+    let [c, d] = lo.to_be_bytes();
+    Ipv4Addr::new(a, b, c, d)
 }
 
 /// A URL that passed the guard, with the address to connect to.
