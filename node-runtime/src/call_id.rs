@@ -15,8 +15,9 @@
 //!   printable and canonical JSON escapes control characters), so no two
 //!   different triples hash the same bytes.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 const DOMAIN: &[u8] = b"glassbox.call_id.v1";
@@ -84,10 +85,12 @@ pub fn call_id(name: &str, version: &str, canonical_input: &str, n: u64) -> Stri
     hasher.finalize().to_hex().to_string()
 }
 
-/// Hands out call ids for one agent run, counting identical calls.
-#[derive(Debug, Default, Clone)]
+/// Hands out call ids for one agent run, counting identical calls. It
+/// serializes with the run, so a resumed run continues the count.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallIdAllocator {
-    seen: HashMap<(String, String), u64>,
+    /// `name@version` NUL canonical input -> calls so far.
+    seen: BTreeMap<String, u64>,
 }
 
 impl CallIdAllocator {
@@ -98,11 +101,16 @@ impl CallIdAllocator {
     /// The id for the next call of `name@version` with this input.
     pub fn next(&mut self, name: &str, version: &str, input: &Value) -> String {
         let canonical = canonical_json(input);
-        let key = (format!("{name}@{version}"), canonical);
-        let n = self.seen.entry(key.clone()).or_insert(0);
-        let id = call_id(name, version, &key.1, *n);
-        *n += 1;
-        id
+        let id_n = {
+            let n = self
+                .seen
+                .entry(format!("{name}@{version}\0{canonical}"))
+                .or_insert(0);
+            let current = *n;
+            *n += 1;
+            current
+        };
+        call_id(name, version, &canonical, id_n)
     }
 }
 

@@ -109,6 +109,10 @@ pub struct AgentOutputs {
     /// Link to this run's trace, or null.
     #[serde(default)]
     pub traces_url: Option<String>,
+    /// Which limit forced the final answer (`max_iterations`,
+    /// `max_tool_calls`, `max_budget`), or null. An additive field.
+    #[serde(default)]
+    pub limit_reached: Option<String>,
 }
 
 impl AgentOutputs {
@@ -153,7 +157,7 @@ mod tests {
         let json = serde_json::to_value(AgentOutputs::default()).expect("ser");
         assert_eq!(
             json,
-            serde_json::json!({"response": "", "tools_by_id": {}, "tool_order": [], "last_tool": null, "traces_url": null})
+            serde_json::json!({"response": "", "tools_by_id": {}, "tool_order": [], "last_tool": null, "traces_url": null, "limit_reached": null})
         );
     }
 

@@ -14,6 +14,7 @@
 //! through traits (`Tool`, `SecretSource`, `BlobStore`, `SqlBackend`) that
 //! the server implements.
 
+pub mod agent_config;
 pub mod call_id;
 pub mod envelope;
 pub mod error;
@@ -22,11 +23,15 @@ pub mod tool_spec;
 pub mod wire;
 
 #[cfg(feature = "runtime")]
+pub mod agent;
+#[cfg(feature = "runtime")]
 pub mod blob;
 #[cfg(feature = "runtime")]
 pub mod builtins;
 #[cfg(feature = "runtime")]
 pub mod executor;
+#[cfg(feature = "runtime")]
+pub mod model;
 #[cfg(feature = "runtime")]
 pub mod secrets;
 #[cfg(feature = "runtime")]

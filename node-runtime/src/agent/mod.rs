@@ -1,0 +1,710 @@
+//! The Agent Node: an LLM tool-calling loop whose every step is visible,
+//! stoppable and reproducible.
+//!
+//! Each iteration: policy check -> model call -> tool calls -> executor
+//! batch -> envelopes -> tool results back to the model in its provider's
+//! format (failures as code and message; the model decides what to do). It
+//! ends at a text answer. When `max_iterations`, `max_tool_calls` or the
+//! budget is hit, one last model call without tools asks for a final answer,
+//! and `limit_reached` says why.
+//!
+//! The whole run is an [`AgentRun`] value that serializes: a run suspended
+//! for approval is persisted by the host and resumed later with
+//! [`AgentRuntime::decide`] and [`AgentRuntime::drive`]. Tools run only
+//! through a [`ToolRunner`]: live ([`LiveTools`], the executor) or replayed
+//! ([`replay`]), so a replay never makes a live call.
+
+pub mod approval;
+pub mod events;
+pub mod replay;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent_config::AgentConfig;
+use crate::call_id::CallIdAllocator;
+use crate::envelope::{AgentOutputs, ToolEnvelope};
+use crate::error::ToolError;
+use crate::executor::{error_envelope, now_rfc3339, CallScope, Executor, ToolCall};
+use crate::model::{
+    ChatModel, ChatRequest, ChatResponse, Message, ModelError, ProviderToolCall, ToolDefinition,
+};
+use crate::policy::{check_tool_call, Clearance, Usage};
+use crate::secrets::SecretOwner;
+use crate::tool::{RegisteredTool, ToolEnv, ToolRegistry};
+use crate::tool_spec::split_tool_ref;
+
+pub use approval::{ApprovalError, ApprovalRequest, Decision};
+pub use events::{AgentEvent, EventSink, NullSink, VecSink};
+
+/// Why a run could not go on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("REPLAY_DIVERGED at step {step}: {message}")]
+    ReplayDiverged { step: usize, message: String },
+    #[error("agent configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    WaitingForApproval,
+    Finished,
+    Failed { message: String },
+}
+
+/// One call of the current model turn, waiting to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    pub provider_call: ProviderToolCall,
+    pub call_id: String,
+    /// `name@version` when the model named an enabled tool.
+    pub tool_ref: Option<String>,
+    pub approval: Option<ApprovalRequest>,
+    pub decision: Option<Decision>,
+}
+
+/// One model exchange as recorded for replay: only the messages appended
+/// since the previous exchange, not counting the assistant message that
+/// repeats the previous response, so every message is stored once and a
+/// bundle grows linearly with the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedExchange {
+    pub step: usize,
+    pub appended: Vec<Message>,
+    pub tools_offered: bool,
+    pub response: ChatResponse,
+    pub t_start: String,
+    pub t_end: String,
+}
+
+/// A decision as recorded for replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    pub call_id: String,
+    pub token: String,
+    pub decision: Decision,
+    pub decided_at: String,
+}
+
+/// Provider tool-call id <-> our call id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallMapping {
+    pub provider_call_id: String,
+    pub call_id: String,
+}
+
+/// The whole state of one Agent Node run. It serializes to JSON, so the
+/// host can persist it at any suspension and resume it after a restart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRun {
+    pub run_id: String,
+    pub workspace_id: String,
+    pub config: AgentConfig,
+    pub status: RunStatus,
+    pub messages: Vec<Message>,
+    pub outputs: AgentOutputs,
+    pub usage: Usage,
+    pub ids: CallIdAllocator,
+    pub pending: Vec<PendingCall>,
+    pub used_tokens: BTreeSet<String>,
+    /// The tools as offered to the model (before the adapter normalizes them).
+    pub tool_definitions: Vec<ToolDefinition>,
+    pub exchanges: Vec<RecordedExchange>,
+    pub envelopes: Vec<ToolEnvelope>,
+    pub approvals: Vec<ApprovalRecord>,
+    pub call_map: Vec<CallMapping>,
+    /// How many of `messages` are already in `exchanges`.
+    pub recorded_messages: usize,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+}
+
+/// What `drive` came back with.
+// One value per `drive` call, moved once: boxing the outputs buys nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Finished(AgentOutputs),
+    /// Waiting for these approvals; persist the run and come back with decisions.
+    Suspended(Vec<ApprovalRequest>),
+}
+
+/// A batch entry: a call for the executor, or one that fails without running.
+pub enum BatchItem {
+    Execute(ToolCall),
+    Fail {
+        call_id: String,
+        name: String,
+        version: String,
+        input: Value,
+        error: ToolError,
+    },
+}
+
+/// Runs a batch of calls and returns one envelope per item, in order.
+pub trait ToolRunner: Send + Sync {
+    fn run_batch<'a>(
+        &'a self,
+        run: &'a AgentRun,
+        items: Vec<BatchItem>,
+        approved: HashSet<String>,
+    ) -> BoxFuture<'a, Result<Vec<ToolEnvelope>, AgentError>>;
+}
+
+/// The live runner: the executor, in the run's workspace.
+pub struct LiveTools {
+    pub executor: Arc<Executor>,
+    pub owner: SecretOwner,
+    pub env: Arc<ToolEnv>,
+    pub cancel: CancellationToken,
+}
+
+impl ToolRunner for LiveTools {
+    fn run_batch<'a>(
+        &'a self,
+        run: &'a AgentRun,
+        items: Vec<BatchItem>,
+        approved: HashSet<String>,
+    ) -> BoxFuture<'a, Result<Vec<ToolEnvelope>, AgentError>> {
+        Box::pin(async move {
+            let mut policy = run.config.policy.clone();
+            policy.enabled_tools = run.config.tools.clone();
+            let scope = Arc::new(CallScope {
+                owner: self.owner.clone(),
+                policy,
+                approved,
+                cancel: self.cancel.clone(),
+                env: self.env.clone(),
+            });
+            let mut slots: Vec<Option<ToolEnvelope>> = Vec::with_capacity(items.len());
+            let mut calls = Vec::new();
+            let mut positions = Vec::new();
+            for (i, item) in items.into_iter().enumerate() {
+                match item {
+                    BatchItem::Execute(call) => {
+                        calls.push(call);
+                        positions.push(i);
+                        slots.push(None);
+                    }
+                    BatchItem::Fail {
+                        call_id,
+                        name,
+                        version,
+                        input,
+                        error,
+                    } => {
+                        slots.push(Some(error_envelope(call_id, name, version, input, error)));
+                    }
+                }
+            }
+            let executed = self.executor.execute_batch(scope, calls, run.usage).await;
+            for (pos, envelope) in positions.into_iter().zip(executed) {
+                slots[pos] = Some(envelope);
+            }
+            Ok(slots.into_iter().flatten().collect())
+        })
+    }
+}
+
+/// What drives runs: the tools that exist and the key approvals are bound with.
+pub struct AgentRuntime {
+    pub registry: Arc<ToolRegistry>,
+    pub approval_key: [u8; 32],
+}
+
+fn tool_name_map(run: &AgentRun) -> HashMap<String, String> {
+    run.config
+        .tools
+        .iter()
+        .filter_map(|r| split_tool_ref(r).map(|(n, _)| (n.to_string(), r.clone())))
+        .collect()
+}
+
+impl AgentRuntime {
+    /// A new run of `config` (nothing is called yet).
+    pub fn start(
+        &self,
+        run_id: &str,
+        workspace_id: &str,
+        config: AgentConfig,
+    ) -> Result<AgentRun, AgentError> {
+        let mut definitions = Vec::new();
+        let mut names = HashSet::new();
+        for reference in &config.tools {
+            let (name, version) = split_tool_ref(reference).ok_or_else(|| {
+                AgentError::Config(format!("`{reference}` is not a name@version tool ref"))
+            })?;
+            if !names.insert(name.to_string()) {
+                return Err(AgentError::Config(format!(
+                    "tool {name} is enabled in two versions"
+                )));
+            }
+            let tool = self
+                .registry
+                .get(name, version)
+                .map_err(|e| AgentError::Config(e.to_string()))?;
+            definitions.push(ToolDefinition::from_spec(&tool.spec));
+        }
+        Ok(Self::new_run(run_id, workspace_id, config, definitions))
+    }
+
+    /// A run with the given tool definitions (replay uses the recorded ones,
+    /// so it needs no tool version to be registered here).
+    pub fn new_run(
+        run_id: &str,
+        workspace_id: &str,
+        config: AgentConfig,
+        definitions: Vec<ToolDefinition>,
+    ) -> AgentRun {
+        let messages = vec![Message::User {
+            text: config.user_prompt.clone(),
+        }];
+        let outputs = AgentOutputs {
+            traces_url: config.traces_url.clone(),
+            ..AgentOutputs::default()
+        };
+        AgentRun {
+            run_id: run_id.to_string(),
+            workspace_id: workspace_id.to_string(),
+            config,
+            status: RunStatus::Running,
+            messages,
+            outputs,
+            usage: Usage::default(),
+            ids: CallIdAllocator::new(),
+            pending: Vec::new(),
+            used_tokens: BTreeSet::new(),
+            tool_definitions: definitions,
+            exchanges: Vec::new(),
+            envelopes: Vec::new(),
+            approvals: Vec::new(),
+            call_map: Vec::new(),
+            recorded_messages: 0,
+            started_at: now_rfc3339(),
+            finished_at: None,
+        }
+    }
+
+    fn registered(&self, tool_ref: &str) -> Option<Arc<RegisteredTool>> {
+        let (name, version) = split_tool_ref(tool_ref)?;
+        self.registry.get(name, version).ok()
+    }
+
+    /// Records an operator's decision on one pending write.
+    pub fn decide(
+        &self,
+        run: &mut AgentRun,
+        token: &str,
+        decision: Decision,
+        sink: &dyn EventSink,
+    ) -> Result<(), AgentError> {
+        if run.used_tokens.contains(token) {
+            return Err(ApprovalError::AlreadyUsed.into());
+        }
+        let run_id = run.run_id.clone();
+        let pending = run
+            .pending
+            .iter_mut()
+            .find(|p| p.approval.as_ref().is_some_and(|a| a.token == token) && p.decision.is_none())
+            .ok_or(ApprovalError::UnknownToken)?;
+        let tool_ref = pending.tool_ref.clone().unwrap_or_default();
+        let expected = approval::approval_token(
+            &self.approval_key,
+            &run_id,
+            &pending.call_id,
+            &tool_ref,
+            &pending.provider_call.arguments,
+        );
+        if expected != token {
+            return Err(ApprovalError::Tampered.into());
+        }
+        if let Decision::Deny { reason } = &decision {
+            if reason.trim().is_empty() {
+                return Err(ApprovalError::ReasonRequired.into());
+            }
+        }
+        pending.decision = Some(decision.clone());
+        let call_id = pending.call_id.clone();
+        run.used_tokens.insert(token.to_string());
+        run.approvals.push(ApprovalRecord {
+            call_id: call_id.clone(),
+            token: token.to_string(),
+            decision: decision.clone(),
+            decided_at: now_rfc3339(),
+        });
+        sink.emit(AgentEvent::ApprovalDecided { call_id, decision });
+        Ok(())
+    }
+
+    /// Runs until the run finishes or waits for approvals.
+    pub async fn drive(
+        &self,
+        run: &mut AgentRun,
+        model: &dyn ChatModel,
+        tools: &dyn ToolRunner,
+        sink: &dyn EventSink,
+    ) -> Result<Step, AgentError> {
+        match self.drive_inner(run, model, tools, sink).await {
+            Ok(step) => Ok(step),
+            Err(err) => {
+                run.status = RunStatus::Failed {
+                    message: err.to_string(),
+                };
+                sink.emit(AgentEvent::Failed {
+                    message: err.to_string(),
+                });
+                Err(err)
+            }
+        }
+    }
+
+    async fn drive_inner(
+        &self,
+        run: &mut AgentRun,
+        model: &dyn ChatModel,
+        tools: &dyn ToolRunner,
+        sink: &dyn EventSink,
+    ) -> Result<Step, AgentError> {
+        loop {
+            if let RunStatus::Finished = run.status {
+                return Ok(Step::Finished(run.outputs.clone()));
+            }
+            if !run.pending.is_empty() {
+                let waiting: Vec<ApprovalRequest> = run
+                    .pending
+                    .iter()
+                    .filter(|p| p.decision.is_none())
+                    .filter_map(|p| p.approval.clone())
+                    .collect();
+                if !waiting.is_empty() {
+                    run.status = RunStatus::WaitingForApproval;
+                    return Ok(Step::Suspended(waiting));
+                }
+                run.status = RunStatus::Running;
+                self.execute_pending(run, tools, sink).await?;
+                continue;
+            }
+            let policy = &run.config.policy;
+            let limit = if run.usage.iterations >= policy.max_iterations {
+                Some("max_iterations")
+            } else if run.usage.tool_calls >= policy.max_tool_calls {
+                Some("max_tool_calls")
+            } else if policy.max_budget.is_some_and(|b| run.usage.cost >= b) {
+                Some("max_budget")
+            } else {
+                None
+            };
+            if let Some(limit) = limit {
+                return self.forced_final(run, model, sink, limit).await;
+            }
+            run.usage.iterations += 1;
+            let iteration = run.usage.iterations;
+            sink.emit(AgentEvent::IterationStarted { iteration });
+            let response = self.call_model(run, model, true).await?;
+            sink.emit(AgentEvent::ModelCalled {
+                iteration,
+                stop_reason: response.stop_reason,
+                usage: response.usage,
+                tool_calls: response.tool_calls.len(),
+                tools_offered: true,
+            });
+            run.messages.push(Message::Assistant {
+                text: response.text.clone(),
+                tool_calls: response.tool_calls.clone(),
+            });
+            if response.tool_calls.is_empty() {
+                return Ok(self.finish(run, response.text, sink));
+            }
+            self.plan_batch(run, &response.tool_calls, sink);
+        }
+    }
+
+    /// Calls the model with the conversation so far and records the exchange.
+    async fn call_model(
+        &self,
+        run: &mut AgentRun,
+        model: &dyn ChatModel,
+        with_tools: bool,
+    ) -> Result<ChatResponse, AgentError> {
+        // The conversation moves into the request and back: cloning the whole
+        // history on every call would make a long run quadratic.
+        let request = ChatRequest {
+            system: std::mem::take(&mut run.config.system_prompt),
+            messages: std::mem::take(&mut run.messages),
+            tools: if with_tools {
+                std::mem::take(&mut run.tool_definitions)
+            } else {
+                Vec::new()
+            },
+            params: run.config.params.clone(),
+        };
+        let t_start = now_rfc3339();
+        let result = model.complete(&request).await;
+        run.config.system_prompt = request.system;
+        run.messages = request.messages;
+        if with_tools {
+            run.tool_definitions = request.tools;
+        }
+        let response = result.map_err(|e| match e {
+            ModelError::ReplayDiverged { step, message } => {
+                AgentError::ReplayDiverged { step, message }
+            }
+            other => AgentError::Model(other),
+        })?;
+        run.usage.cost += response.cost;
+        // Each message is stored once: the assistant message that follows an
+        // exchange is that exchange's response, so the next exchange's delta
+        // starts after it (replay rebuilds it from the response).
+        let from = if run.exchanges.is_empty() {
+            run.recorded_messages
+        } else {
+            run.recorded_messages + 1
+        };
+        run.exchanges.push(RecordedExchange {
+            step: run.exchanges.len() + 1,
+            appended: run.messages[from.min(run.messages.len())..].to_vec(),
+            tools_offered: with_tools,
+            response: response.clone(),
+            t_start,
+            t_end: now_rfc3339(),
+        });
+        run.recorded_messages = run.messages.len();
+        Ok(response)
+    }
+
+    /// Allocates call ids and decides which calls need approval.
+    fn plan_batch(&self, run: &mut AgentRun, calls: &[ProviderToolCall], sink: &dyn EventSink) {
+        let names = tool_name_map(run);
+        let mut policy = run.config.policy.clone();
+        policy.enabled_tools = run.config.tools.clone();
+        for (i, call) in calls.iter().enumerate() {
+            let tool_ref = names.get(&call.name).cloned();
+            let (name, version) = tool_ref
+                .as_deref()
+                .and_then(split_tool_ref)
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .unwrap_or_else(|| (call.name.clone(), "unknown".to_string()));
+            let call_id = run.ids.next(&name, &version, &call.arguments);
+            run.call_map.push(CallMapping {
+                provider_call_id: call.id.clone(),
+                call_id: call_id.clone(),
+            });
+            let mut approval = None;
+            if let Some(tool) = tool_ref.as_deref().and_then(|r| self.registered(r)) {
+                let usage = Usage {
+                    tool_calls: run.usage.tool_calls + i as u32,
+                    ..run.usage
+                };
+                let side_effects = tool.side_effects_for(&call.arguments);
+                if let Ok(Clearance::NeedsApproval { .. }) =
+                    check_tool_call(&policy, &tool.spec, side_effects, &usage)
+                {
+                    let reference = tool.spec.key();
+                    let token = approval::approval_token(
+                        &self.approval_key,
+                        &run.run_id,
+                        &call_id,
+                        &reference,
+                        &call.arguments,
+                    );
+                    let request = ApprovalRequest {
+                        call_id: call_id.clone(),
+                        tool: reference,
+                        args_summary: approval::summarize_args(&call.arguments),
+                        effect_description: tool
+                            .spec
+                            .metadata
+                            .effect_description
+                            .clone()
+                            .unwrap_or_else(|| {
+                                format!("{} changes external state.", tool.spec.name)
+                            }),
+                        token,
+                    };
+                    sink.emit(AgentEvent::ApprovalRequested {
+                        request: request.clone(),
+                    });
+                    approval = Some(request);
+                }
+            }
+            run.pending.push(PendingCall {
+                provider_call: call.clone(),
+                call_id,
+                tool_ref,
+                approval,
+                decision: None,
+            });
+        }
+    }
+
+    /// Runs the decided batch and feeds the results back as messages.
+    async fn execute_pending(
+        &self,
+        run: &mut AgentRun,
+        tools: &dyn ToolRunner,
+        sink: &dyn EventSink,
+    ) -> Result<(), AgentError> {
+        let pending = std::mem::take(&mut run.pending);
+        let mut items = Vec::with_capacity(pending.len());
+        let mut approved = HashSet::new();
+        for p in &pending {
+            let input = p.provider_call.arguments.clone();
+            let item = match (&p.tool_ref, &p.decision) {
+                (None, _) => BatchItem::Fail {
+                    call_id: p.call_id.clone(),
+                    name: p.provider_call.name.clone(),
+                    version: "unknown".into(),
+                    input,
+                    error: ToolError::policy_denied(format!(
+                        "the model called `{}`, which is not an enabled tool",
+                        p.provider_call.name
+                    ))
+                    .with_details(json!({ "reason": "NOT_ENABLED" })),
+                },
+                (Some(r), Some(Decision::Deny { reason })) => {
+                    let (name, version) = split_tool_ref(r).unwrap_or((r, ""));
+                    BatchItem::Fail {
+                        call_id: p.call_id.clone(),
+                        name: name.into(),
+                        version: version.into(),
+                        input,
+                        error: ToolError::policy_denied(format!(
+                            "a human denied this call: {reason}"
+                        ))
+                        .with_details(json!({ "reason": "APPROVAL_DENIED", "note": reason })),
+                    }
+                }
+                (Some(r), Some(Decision::Revise { note })) => {
+                    let (name, version) = split_tool_ref(r).unwrap_or((r, ""));
+                    BatchItem::Fail {
+                        call_id: p.call_id.clone(),
+                        name: name.into(),
+                        version: version.into(),
+                        input,
+                        error: ToolError::policy_denied(format!(
+                            "a human asked for a revision: {note}"
+                        ))
+                        .with_details(json!({ "reason": "REVISION_REQUESTED", "note": note })),
+                    }
+                }
+                (Some(r), decision) => {
+                    if matches!(decision, Some(Decision::Approve)) {
+                        approved.insert(p.call_id.clone());
+                    }
+                    match self.registered(r) {
+                        Some(tool) => BatchItem::Execute(ToolCall {
+                            call_id: p.call_id.clone(),
+                            tool,
+                            input,
+                        }),
+                        None => BatchItem::Fail {
+                            call_id: p.call_id.clone(),
+                            name: p.provider_call.name.clone(),
+                            version: "unknown".into(),
+                            input,
+                            error: ToolError::policy_denied(format!("tool {r} is not registered")),
+                        },
+                    }
+                }
+            };
+            let tool = p
+                .tool_ref
+                .clone()
+                .unwrap_or_else(|| format!("{}@unknown", p.provider_call.name));
+            sink.emit(AgentEvent::ToolCallStarted {
+                call_id: p.call_id.clone(),
+                tool,
+                input: p.provider_call.arguments.clone(),
+            });
+            items.push(item);
+        }
+        let executed_count = items
+            .iter()
+            .filter(|i| matches!(i, BatchItem::Execute(_)))
+            .count() as u32;
+        let envelopes = tools.run_batch(run, items, approved).await?;
+        if envelopes.len() != pending.len() {
+            return Err(AgentError::Config(format!(
+                "tool runner returned {} envelopes for {} calls",
+                envelopes.len(),
+                pending.len()
+            )));
+        }
+        run.usage.tool_calls += executed_count;
+        for (p, envelope) in pending.iter().zip(envelopes) {
+            let (content, is_error) = match &envelope.error {
+                Some(err) => (json!({ "error": err }), true),
+                None => (envelope.output.clone(), false),
+            };
+            run.messages.push(Message::ToolResult {
+                provider_call_id: p.provider_call.id.clone(),
+                name: p.provider_call.name.clone(),
+                content,
+                is_error,
+            });
+            sink.emit(AgentEvent::ToolCallFinished {
+                envelope: envelope.clone(),
+            });
+            run.envelopes.push(envelope.clone());
+            run.outputs.record(envelope);
+        }
+        Ok(())
+    }
+
+    async fn forced_final(
+        &self,
+        run: &mut AgentRun,
+        model: &dyn ChatModel,
+        sink: &dyn EventSink,
+        limit: &str,
+    ) -> Result<Step, AgentError> {
+        sink.emit(AgentEvent::LimitReached {
+            limit: limit.to_string(),
+        });
+        run.outputs.limit_reached = Some(limit.to_string());
+        run.messages.push(Message::User {
+            text: format!("The {limit} limit was reached, so no more tools can be called. Give your final answer now from what you know."),
+        });
+        let response = self.call_model(run, model, false).await?;
+        sink.emit(AgentEvent::ModelCalled {
+            iteration: run.usage.iterations,
+            stop_reason: response.stop_reason,
+            usage: response.usage,
+            tool_calls: 0,
+            tools_offered: false,
+        });
+        run.messages.push(Message::Assistant {
+            text: response.text.clone(),
+            tool_calls: Vec::new(),
+        });
+        let text = if response.text.trim().is_empty() {
+            format!("Stopped: the {limit} limit was reached before an answer was found.")
+        } else {
+            response.text
+        };
+        Ok(self.finish(run, text, sink))
+    }
+
+    fn finish(&self, run: &mut AgentRun, response: String, sink: &dyn EventSink) -> Step {
+        run.outputs.response = response;
+        run.status = RunStatus::Finished;
+        run.finished_at = Some(now_rfc3339());
+        sink.emit(AgentEvent::Finished {
+            outputs: run.outputs.clone(),
+        });
+        Step::Finished(run.outputs.clone())
+    }
+}

@@ -1,0 +1,81 @@
+//! The Agent Node's configuration as saved in a workflow: prompts, the
+//! enabled tool versions, policy and model provider. Plain data, shared with
+//! the app's configuration panel; it never holds a secret value, only the
+//! name of the secret to use.
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::Policy;
+
+/// Which model provider an Agent Node talks to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ProviderConfig {
+    /// Deterministic turns from a script (offline default).
+    Scripted { script: serde_json::Value },
+    /// OpenAI Chat Completions or any compatible server (Ollama, vLLM, ...).
+    Openai {
+        base_url: String,
+        model: String,
+        /// Name of the secret holding the API key; none for local servers.
+        #[serde(default)]
+        api_key_secret: Option<String>,
+    },
+    /// Anthropic Messages API.
+    Anthropic {
+        base_url: String,
+        model: String,
+        api_key_secret: String,
+    },
+}
+
+impl ProviderConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Scripted { .. } => "scripted",
+            Self::Openai { .. } => "openai",
+            Self::Anthropic { .. } => "anthropic",
+        }
+    }
+}
+
+/// Sampling parameters sent with every model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelParams {
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+}
+
+fn default_max_tokens() -> u32 {
+    1024
+}
+
+impl Default for ModelParams {
+    fn default() -> Self {
+        Self {
+            temperature: None,
+            max_tokens: default_max_tokens(),
+        }
+    }
+}
+
+/// Everything an Agent Node run needs besides its inputs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentConfig {
+    #[serde(default)]
+    pub system_prompt: String,
+    /// The user prompt after the node's inputs were rendered into it.
+    pub user_prompt: String,
+    /// Enabled tools as exact `name@version` refs (one version per name).
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub policy: Policy,
+    pub provider: ProviderConfig,
+    #[serde(default)]
+    pub params: ModelParams,
+    /// Written into `AgentOutputs.traces_url`.
+    #[serde(default)]
+    pub traces_url: Option<String>,
+}

@@ -1,0 +1,154 @@
+//! The scripted provider: deterministic turns from a JSON script. It powers
+//! the examples, tests and benchmarks, and is the offline default.
+//!
+//! ```json
+//! {"turns": [
+//!    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+//!    {"text": "The answer is 42."}],
+//!  "final_answer": "used when a limit forces an answer without tools"}
+//! ```
+//!
+//! The turn played is the number of assistant messages already in the
+//! request, so the model is stateless: a resumed or replayed run gets the
+//! same turn for the same history. Each turn may add `latency_ms`, `usage`
+//! and `cost`.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{
+    ChatModel, ChatRequest, ChatResponse, Message, ModelError, ProviderToolCall, StopReason,
+    TokenUsage, ToolDefinition,
+};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptCall {
+    #[serde(default)]
+    id: Option<String>,
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Turn {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    tool_calls: Vec<ScriptCall>,
+    #[serde(default)]
+    latency_ms: u64,
+    #[serde(default)]
+    usage: Option<TokenUsage>,
+    #[serde(default)]
+    cost: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Script {
+    turns: Vec<Turn>,
+    #[serde(default)]
+    final_answer: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ScriptedModel {
+    script: Script,
+}
+
+impl ScriptedModel {
+    /// Parses a script; a bad script names the field that is wrong.
+    pub fn from_json(script: &Value) -> Result<Self, ModelError> {
+        let script: Script = serde_json::from_value(script.clone())
+            .map_err(|e| ModelError::Config(format!("invalid scripted provider script: {e}")))?;
+        Ok(Self { script })
+    }
+}
+
+impl ChatModel for ScriptedModel {
+    fn provider(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn tool_schemas(&self, tools: &[ToolDefinition]) -> Vec<Value> {
+        tools
+            .iter()
+            .map(|t| serde_json::json!({"name": t.name, "description": t.description,
+                "input_schema": super::schema::normalize(&t.input_schema, super::schema::Strictness::default())}))
+            .collect()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        Box::pin(async move {
+            let index = request
+                .messages
+                .iter()
+                .filter(|m| matches!(m, Message::Assistant { .. }))
+                .count();
+            if request.tools.is_empty() {
+                // A forced final answer: no tools may be called.
+                let text = self
+                    .script
+                    .turns
+                    .get(index)
+                    .filter(|t| t.tool_calls.is_empty() && !t.text.is_empty())
+                    .map(|t| t.text.clone())
+                    .or_else(|| self.script.final_answer.clone())
+                    .unwrap_or_else(|| {
+                        format!("I had to stop after {index} steps; this is what I found so far.")
+                    });
+                return Ok(ChatResponse {
+                    text,
+                    tool_calls: vec![],
+                    usage: TokenUsage::default(),
+                    cost: 0.0,
+                    stop_reason: StopReason::EndTurn,
+                });
+            }
+            let turn = self.script.turns.get(index).ok_or_else(|| {
+                ModelError::Script(format!(
+                    "the script has {} turns; turn {} was requested",
+                    self.script.turns.len(),
+                    index + 1
+                ))
+            })?;
+            if turn.latency_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(turn.latency_ms)).await;
+            }
+            let tool_calls: Vec<ProviderToolCall> = turn
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| ProviderToolCall {
+                    id: c
+                        .id
+                        .clone()
+                        .unwrap_or_else(|| format!("script_{index}_{i}")),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect();
+            let stop_reason = if tool_calls.is_empty() {
+                StopReason::EndTurn
+            } else {
+                StopReason::ToolUse
+            };
+            Ok(ChatResponse {
+                text: turn.text.clone(),
+                tool_calls,
+                usage: turn.usage.unwrap_or_default(),
+                cost: turn.cost,
+                stop_reason,
+            })
+        })
+    }
+}
