@@ -18,6 +18,7 @@ pub mod agent_config;
 pub mod call_id;
 pub mod envelope;
 pub mod error;
+pub mod graph;
 pub mod policy;
 pub mod tool_spec;
 pub mod wire;

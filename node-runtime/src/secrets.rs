@@ -8,22 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-/// Where a secret was found. Ordered by precedence: user first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SecretScope {
-    User,
-    Workspace,
-    Org,
-}
-
-impl SecretScope {
-    /// Resolution order.
-    pub const ORDER: [SecretScope; 3] = [Self::User, Self::Workspace, Self::Org];
-}
+pub use crate::tool_spec::SecretScope;
 
 /// A secret value. Its `Debug`, `Display` and `Serialize` never show it;
 /// only [`SecretValue::expose`] does, at the point of use.

@@ -110,6 +110,20 @@ impl ToolMetadata {
     }
 }
 
+/// Where a secret was found. Ordered by precedence: user first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretScope {
+    User,
+    Workspace,
+    Org,
+}
+
+impl SecretScope {
+    /// Resolution order.
+    pub const ORDER: [SecretScope; 3] = [Self::User, Self::Workspace, Self::Org];
+}
+
 /// A tool's full declaration: identity, schemas and metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {

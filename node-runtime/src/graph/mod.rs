@@ -1,0 +1,380 @@
+//! The workflow graph: the versioned JSON format users save, the node kinds
+//! and their handles, pinned-handle resolution, validation and
+//! materialize-as-node. Plain data and pure functions (wasm-safe), shared by
+//! the browser app and the server; the engine that runs a graph is
+//! `engine` (runtime feature).
+//!
+//! # Format (version 1)
+//!
+//! ```json
+//! {"format_version": 1, "id": "wf1", "name": "Weather", "revision": 3,
+//!  "nodes": [{"id": "in", "label": "Input", "position": {"x": 0, "y": 0},
+//!             "kind": "input", "config": {"schema": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
+//!  "edges": [{"id": "e1", "source": {"node": "in", "handle": "city"},
+//!             "target": {"node": "agent", "handle": "city"}}]}
+//! ```
+//!
+//! A node's `kind` selects its `config` (see [`NodeKind`]). Handles are
+//! derived from the config ([`Node::inputs`], [`Node::outputs`]); an Agent
+//! node always has the five fixed outputs plus one per pinned handle,
+//! whatever its tools, so saved edges never break.
+
+pub mod materialize;
+pub mod pins;
+pub mod validate;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agent_config::{ModelParams, ProviderConfig};
+use crate::policy::Policy;
+use crate::tool_spec::SecretScope;
+
+pub use pins::{OnMissing, PinSelector, PinStrategy, PinnedHandle};
+
+pub const WORKFLOW_FORMAT_VERSION: u32 = 1;
+
+/// The Agent Node's fixed outputs (seed 003 §3.1), always present.
+pub const AGENT_OUTPUTS: [&str; 5] = [
+    "response",
+    "tools_by_id",
+    "tool_order",
+    "last_tool",
+    "traces_url",
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workflow {
+    pub format_version: u32,
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub revision: u64,
+    pub nodes: Vec<Node>,
+    #[serde(default)]
+    pub edges: Vec<Edge>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Position {
+    pub x: f64,
+    pub y: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub id: String,
+    #[serde(default)]
+    pub label: String,
+    #[serde(default)]
+    pub position: Position,
+    #[serde(flatten)]
+    pub kind: NodeKind,
+}
+
+/// The node kinds and their configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "config", rename_all = "snake_case")]
+pub enum NodeKind {
+    /// The workflow's inputs: one output per property of `schema`.
+    Input(InputConfig),
+    Agent(AgentNodeConfig),
+    /// One tool@version; each input field fixed or wired.
+    Tool(ToolNodeConfig),
+    /// Text rendered by minijinja over the node's inputs.
+    Template(TemplateConfig),
+    /// Routes its input to `true` or `false`.
+    Branch(BranchConfig),
+    /// Collects the workflow's result: one input per name.
+    Output(OutputConfig),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputConfig {
+    /// A JSON Schema of type object; each property is an output handle.
+    pub schema: Value,
+}
+
+/// One tool version offered to the agent, switched on or off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSelection {
+    /// `name@version`.
+    pub tool: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentNodeConfig {
+    #[serde(default)]
+    pub system_prompt: String,
+    /// A minijinja template; its variables are the node's input handles.
+    pub prompt: String,
+    #[serde(default)]
+    pub tools: Vec<ToolSelection>,
+    #[serde(default)]
+    pub policy: Policy,
+    pub provider: ProviderConfig,
+    #[serde(default)]
+    pub params: ModelParams,
+    #[serde(default)]
+    pub pins: Vec<PinnedHandle>,
+}
+
+impl AgentNodeConfig {
+    /// The enabled tool refs, the agent's allow-list.
+    pub fn enabled_tools(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .filter(|t| t.enabled)
+            .map(|t| t.tool.clone())
+            .collect()
+    }
+}
+
+/// Where a Tool node input field gets its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FieldSource {
+    Fixed {
+        value: Value,
+    },
+    /// From the edge that targets the handle of the same name.
+    Wired,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolNodeConfig {
+    /// `name@version`.
+    pub tool: String,
+    #[serde(default)]
+    pub inputs: BTreeMap<String, FieldSource>,
+    /// Which secret scope the call should use (recorded when materialized).
+    #[serde(default)]
+    pub secret_scope: Option<SecretScope>,
+    /// A JSON Pointer applied to the tool's output for the `output` handle.
+    #[serde(default)]
+    pub output_path: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateConfig {
+    pub template: String,
+}
+
+/// The comparison a Branch node makes on the value at `pointer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Condition {
+    Equals { value: Value },
+    NotEquals { value: Value },
+    Exists,
+    IsNull,
+    Truthy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BranchConfig {
+    /// JSON Pointer into the input, e.g. `/error/code` of a Tool node's
+    /// envelope to route "on VALIDATION_ERROR go to review".
+    #[serde(default)]
+    pub pointer: String,
+    pub condition: Condition,
+}
+
+impl BranchConfig {
+    /// Whether `input` takes the `true` side.
+    pub fn evaluate(&self, input: &Value) -> bool {
+        let at = if self.pointer.is_empty() {
+            Some(input)
+        } else {
+            input.pointer(&self.pointer)
+        };
+        match &self.condition {
+            Condition::Equals { value } => at == Some(value),
+            Condition::NotEquals { value } => at != Some(value),
+            Condition::Exists => at.is_some(),
+            Condition::IsNull => at.is_none_or(Value::is_null),
+            Condition::Truthy => match at {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+                Some(Value::String(s)) => !s.is_empty(),
+                Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+                Some(Value::Array(a)) => !a.is_empty(),
+                Some(_) => true,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    /// The result's field names; each is an input handle.
+    pub fields: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandleRef {
+    pub node: String,
+    pub handle: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Edge {
+    pub id: String,
+    pub source: HandleRef,
+    pub target: HandleRef,
+}
+
+/// Variables a minijinja template reads (its input handles), sorted.
+pub fn template_variables(template: &str) -> Result<BTreeSet<String>, String> {
+    let env = minijinja::Environment::new();
+    let tmpl = env.template_from_str(template).map_err(|e| e.to_string())?;
+    Ok(tmpl.undeclared_variables(false).into_iter().collect())
+}
+
+impl Node {
+    pub fn kind_name(&self) -> &'static str {
+        match &self.kind {
+            NodeKind::Input(_) => "input",
+            NodeKind::Agent(_) => "agent",
+            NodeKind::Tool(_) => "tool",
+            NodeKind::Template(_) => "template",
+            NodeKind::Branch(_) => "branch",
+            NodeKind::Output(_) => "output",
+        }
+    }
+
+    /// Input handle names.
+    pub fn inputs(&self) -> Vec<String> {
+        match &self.kind {
+            NodeKind::Input(_) => Vec::new(),
+            NodeKind::Agent(c) => template_variables(&c.prompt)
+                .map(|v| v.into_iter().collect())
+                .unwrap_or_default(),
+            NodeKind::Template(c) => template_variables(&c.template)
+                .map(|v| v.into_iter().collect())
+                .unwrap_or_default(),
+            NodeKind::Tool(c) => c
+                .inputs
+                .iter()
+                .filter(|(_, s)| matches!(s, FieldSource::Wired))
+                .map(|(k, _)| k.clone())
+                .collect(),
+            NodeKind::Branch(_) => vec!["value".into()],
+            NodeKind::Output(c) => c.fields.clone(),
+        }
+    }
+
+    /// Output handle names.
+    pub fn outputs(&self) -> Vec<String> {
+        match &self.kind {
+            NodeKind::Input(c) => c
+                .schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default(),
+            NodeKind::Agent(c) => AGENT_OUTPUTS
+                .iter()
+                .map(|s| s.to_string())
+                .chain(c.pins.iter().map(|p| p.name.clone()))
+                .collect(),
+            NodeKind::Tool(_) => vec!["output".into(), "error".into(), "envelope".into()],
+            NodeKind::Template(_) => vec!["text".into()],
+            NodeKind::Branch(_) => vec!["true".into(), "false".into()],
+            NodeKind::Output(_) => Vec::new(),
+        }
+    }
+}
+
+/// Why a workflow document was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkflowError {
+    #[error("workflow JSON does not parse: {0}")]
+    NotJson(String),
+    #[error("workflow format_version {found} is not supported (this Glassbox reads {WORKFLOW_FORMAT_VERSION})")]
+    UnknownVersion { found: Value },
+    #[error("invalid workflow at `{path}`: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl Workflow {
+    /// Parses and checks a workflow document; errors name the JSON path.
+    pub fn from_json(text: &str) -> Result<Self, WorkflowError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| WorkflowError::NotJson(e.to_string()))?;
+        Self::from_value(&value)
+    }
+
+    pub fn from_value(value: &Value) -> Result<Self, WorkflowError> {
+        match value.get("format_version") {
+            Some(v) if v.as_u64() == Some(u64::from(WORKFLOW_FORMAT_VERSION)) => {}
+            Some(other) => {
+                return Err(WorkflowError::UnknownVersion {
+                    found: other.clone(),
+                })
+            }
+            None => {
+                return Err(WorkflowError::Invalid {
+                    path: "format_version".into(),
+                    message: "missing field".into(),
+                })
+            }
+        }
+        let wf: Workflow =
+            serde_path_to_error::deserialize(value).map_err(|e| WorkflowError::Invalid {
+                path: e.path().to_string(),
+                message: e.inner().to_string(),
+            })?;
+        let mut seen = BTreeSet::new();
+        for (i, node) in wf.nodes.iter().enumerate() {
+            if node.id.is_empty() {
+                return Err(WorkflowError::Invalid {
+                    path: format!("nodes[{i}].id"),
+                    message: "empty node id".into(),
+                });
+            }
+            if !seen.insert(node.id.as_str()) {
+                return Err(WorkflowError::Invalid {
+                    path: format!("nodes[{i}].id"),
+                    message: format!("duplicate node id `{}`", node.id),
+                });
+            }
+        }
+        let mut edge_ids = BTreeSet::new();
+        for (i, edge) in wf.edges.iter().enumerate() {
+            if !edge_ids.insert(edge.id.as_str()) {
+                return Err(WorkflowError::Invalid {
+                    path: format!("edges[{i}].id"),
+                    message: format!("duplicate edge id `{}`", edge.id),
+                });
+            }
+        }
+        Ok(wf)
+    }
+
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a workflow is plain data and always serializes")
+    }
+}

@@ -1,0 +1,497 @@
+//! Graph validation. It returns diagnostics and never panics: cycles,
+//! dangling edges, unknown handles, unknown or blocked tools (errors),
+//! deprecated tools and pins on disabled tools (warnings), schema-known type
+//! mismatches. Every diagnostic names its node and, where there is one, its
+//! handle.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{template_variables, FieldSource, Node, NodeKind, Workflow, AGENT_OUTPUTS};
+use crate::tool_spec::{split_tool_ref, Lifecycle, ToolSpec};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// Stable code, e.g. `CYCLE`, `PIN_TOOL_DISABLED`.
+    pub code: String,
+    pub message: String,
+    pub node: String,
+    #[serde(default)]
+    pub handle: Option<String>,
+}
+
+/// Whether the diagnostics allow a run (no errors).
+pub fn runnable(diagnostics: &[Diagnostic]) -> bool {
+    diagnostics.iter().all(|d| d.severity != Severity::Error)
+}
+
+/// The tool versions validation knows about.
+pub trait ToolCatalog {
+    fn spec(&self, name: &str, version: &str) -> Option<&ToolSpec>;
+}
+
+impl ToolCatalog for [ToolSpec] {
+    fn spec(&self, name: &str, version: &str) -> Option<&ToolSpec> {
+        self.iter().find(|s| s.name == name && s.version == version)
+    }
+}
+
+impl ToolCatalog for Vec<ToolSpec> {
+    fn spec(&self, name: &str, version: &str) -> Option<&ToolSpec> {
+        self.as_slice().spec(name, version)
+    }
+}
+
+/// A coarse JSON type, for the mismatches a schema makes certain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JsonType {
+    Known(&'static str),
+    Any,
+}
+
+fn schema_type(schema: Option<&Value>) -> JsonType {
+    match schema.and_then(|s| s.get("type")).and_then(Value::as_str) {
+        Some("string") => JsonType::Known("string"),
+        Some("number") => JsonType::Known("number"),
+        Some("integer") => JsonType::Known("integer"),
+        Some("boolean") => JsonType::Known("boolean"),
+        Some("object") => JsonType::Known("object"),
+        Some("array") => JsonType::Known("array"),
+        _ => JsonType::Any,
+    }
+}
+
+fn compatible(source: JsonType, target: JsonType) -> bool {
+    match (source, target) {
+        (JsonType::Any, _) | (_, JsonType::Any) => true,
+        (JsonType::Known(a), JsonType::Known(b)) => a == b || (a == "integer" && b == "number"),
+    }
+}
+
+struct Ctx<'a> {
+    catalog: &'a dyn ToolCatalog,
+    out: Vec<Diagnostic>,
+}
+
+impl<'a> Ctx<'a> {
+    fn push(
+        &mut self,
+        severity: Severity,
+        code: &str,
+        node: &str,
+        handle: Option<&str>,
+        message: String,
+    ) {
+        self.out.push(Diagnostic {
+            severity,
+            code: code.into(),
+            message,
+            node: node.into(),
+            handle: handle.map(str::to_string),
+        });
+    }
+
+    fn tool(&self, reference: &str) -> Result<&'a ToolSpec, String> {
+        let catalog: &'a dyn ToolCatalog = self.catalog;
+        let (name, version) = split_tool_ref(reference)
+            .ok_or_else(|| format!("`{reference}` is not a name@version tool ref"))?;
+        catalog
+            .spec(name, version)
+            .ok_or_else(|| format!("tool {reference} is not registered"))
+    }
+
+    /// Unknown, blocked and deprecated tool checks for one reference.
+    fn check_tool(&mut self, node: &str, reference: &str, enabled: bool) {
+        match self.tool(reference).map(|s| s.metadata.lifecycle) {
+            Err(message) => self.push(Severity::Error, "UNKNOWN_TOOL", node, None, message),
+            Ok(Lifecycle::Blocked) if enabled => self.push(
+                Severity::Error,
+                "TOOL_BLOCKED",
+                node,
+                None,
+                format!("tool {reference} is blocked and cannot run"),
+            ),
+            Ok(Lifecycle::Deprecated) => self.push(
+                Severity::Warning,
+                "TOOL_DEPRECATED",
+                node,
+                None,
+                format!("tool {reference} is deprecated"),
+            ),
+            Ok(_) => {}
+        }
+    }
+
+    fn output_type(&self, node: &Node, handle: &str) -> JsonType {
+        match &node.kind {
+            NodeKind::Input(c) => {
+                schema_type(c.schema.pointer(&format!("/properties/{}", escape(handle))))
+            }
+            NodeKind::Agent(_) => match handle {
+                "response" => JsonType::Known("string"),
+                "tools_by_id" => JsonType::Known("object"),
+                "tool_order" => JsonType::Known("array"),
+                _ => JsonType::Any,
+            },
+            NodeKind::Tool(c) => match handle {
+                "output" if c.output_path.is_none() => self
+                    .tool(&c.tool)
+                    .map(|s| schema_type(Some(&s.output_schema)))
+                    .unwrap_or(JsonType::Any),
+                "envelope" => JsonType::Known("object"),
+                _ => JsonType::Any,
+            },
+            NodeKind::Template(_) => JsonType::Known("string"),
+            _ => JsonType::Any,
+        }
+    }
+
+    fn input_type(&self, node: &Node, handle: &str) -> JsonType {
+        match &node.kind {
+            NodeKind::Tool(c) => self
+                .tool(&c.tool)
+                .map(|s| {
+                    schema_type(
+                        s.input_schema
+                            .pointer(&format!("/properties/{}", escape(handle))),
+                    )
+                })
+                .unwrap_or(JsonType::Any),
+            _ => JsonType::Any,
+        }
+    }
+}
+
+/// JSON Pointer escaping of one key.
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// Validates a workflow against the known tools.
+pub fn validate(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Diagnostic> {
+    let mut cx = Ctx {
+        catalog,
+        out: Vec::new(),
+    };
+    let nodes: BTreeMap<&str, &Node> = workflow.nodes.iter().map(|n| (n.id.as_str(), n)).collect();
+
+    for node in &workflow.nodes {
+        match &node.kind {
+            NodeKind::Agent(c) => {
+                if let Err(e) = template_variables(&c.prompt) {
+                    cx.push(
+                        Severity::Error,
+                        "TEMPLATE",
+                        &node.id,
+                        None,
+                        format!("the prompt does not parse: {e}"),
+                    );
+                }
+                let mut names = BTreeSet::new();
+                for t in &c.tools {
+                    cx.check_tool(&node.id, &t.tool, t.enabled);
+                    if let Some((name, _)) = split_tool_ref(&t.tool) {
+                        if t.enabled && !names.insert(name.to_string()) {
+                            cx.push(
+                                Severity::Error,
+                                "TOOL_TWICE",
+                                &node.id,
+                                None,
+                                format!("tool {name} is enabled in two versions"),
+                            );
+                        }
+                    }
+                }
+                let enabled: BTreeSet<String> = c
+                    .tools
+                    .iter()
+                    .filter(|t| t.enabled)
+                    .filter_map(|t| split_tool_ref(&t.tool).map(|(n, _)| n.to_string()))
+                    .collect();
+                let mut pin_names = BTreeSet::new();
+                for pin in &c.pins {
+                    if AGENT_OUTPUTS.contains(&pin.name.as_str())
+                        || !pin_names.insert(pin.name.as_str())
+                    {
+                        cx.push(
+                            Severity::Error,
+                            "PIN_NAME",
+                            &node.id,
+                            Some(&pin.name),
+                            format!("pin name `{}` is already an output of this node", pin.name),
+                        );
+                    }
+                    if !enabled.contains(&pin.selector.tool) {
+                        cx.push(
+                            Severity::Warning,
+                            "PIN_TOOL_DISABLED",
+                            &node.id,
+                            Some(&pin.name),
+                            format!("pin `{}` listens to {}, which is not enabled; it will output its on_missing value", pin.name, pin.selector.tool),
+                        );
+                    }
+                    if pin.selector.strategy == super::PinStrategy::ByCallId
+                        && pin.selector.call_id.is_none()
+                    {
+                        cx.push(
+                            Severity::Error,
+                            "PIN_CALL_ID",
+                            &node.id,
+                            Some(&pin.name),
+                            format!("pin `{}` selects by call id but names none", pin.name),
+                        );
+                    }
+                }
+            }
+            NodeKind::Tool(c) => {
+                cx.check_tool(&node.id, &c.tool, true);
+                if let Ok(spec) = cx.tool(&c.tool) {
+                    let required: Vec<String> = spec
+                        .input_schema
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .map(|r| {
+                            r.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_string)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    for field in required {
+                        if !c.inputs.contains_key(&field) {
+                            cx.push(
+                                Severity::Error,
+                                "MISSING_FIELD",
+                                &node.id,
+                                Some(&field),
+                                format!("required field `{field}` is neither fixed nor wired"),
+                            );
+                        }
+                    }
+                    let known = spec
+                        .input_schema
+                        .get("properties")
+                        .and_then(Value::as_object);
+                    for (field, source) in &c.inputs {
+                        if known.is_some_and(|k| !k.contains_key(field))
+                            && spec.input_schema.get("additionalProperties")
+                                == Some(&Value::Bool(false))
+                        {
+                            cx.push(
+                                Severity::Error,
+                                "UNKNOWN_FIELD",
+                                &node.id,
+                                Some(field),
+                                format!("{} has no field `{field}`", c.tool),
+                            );
+                        }
+                        if let FieldSource::Fixed { value } = source {
+                            let expected = schema_type(known.and_then(|k| k.get(field)));
+                            if !compatible(value_type(value), expected) {
+                                cx.push(Severity::Error, "TYPE_MISMATCH", &node.id, Some(field), format!("fixed value of `{field}` is not of the type the tool expects"));
+                            }
+                        }
+                    }
+                }
+            }
+            NodeKind::Template(c) => {
+                if let Err(e) = template_variables(&c.template) {
+                    cx.push(
+                        Severity::Error,
+                        "TEMPLATE",
+                        &node.id,
+                        None,
+                        format!("the template does not parse: {e}"),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // Edges: dangling, unknown handles, types, one edge per input.
+    let mut wired: BTreeSet<(&str, &str)> = BTreeSet::new();
+    for edge in &workflow.edges {
+        let (Some(source), Some(target)) = (
+            nodes.get(edge.source.node.as_str()),
+            nodes.get(edge.target.node.as_str()),
+        ) else {
+            let missing = if nodes.contains_key(edge.source.node.as_str()) {
+                &edge.target
+            } else {
+                &edge.source
+            };
+            cx.push(
+                Severity::Error,
+                "DANGLING_EDGE",
+                &missing.node,
+                Some(&missing.handle),
+                format!(
+                    "edge `{}` points at node `{}`, which does not exist",
+                    edge.id, missing.node
+                ),
+            );
+            continue;
+        };
+        if !source.outputs().contains(&edge.source.handle) {
+            cx.push(
+                Severity::Error,
+                "UNKNOWN_HANDLE",
+                &source.id,
+                Some(&edge.source.handle),
+                format!(
+                    "node `{}` has no output `{}`",
+                    source.id, edge.source.handle
+                ),
+            );
+            continue;
+        }
+        if !target.inputs().contains(&edge.target.handle) {
+            cx.push(
+                Severity::Error,
+                "UNKNOWN_HANDLE",
+                &target.id,
+                Some(&edge.target.handle),
+                format!("node `{}` has no input `{}`", target.id, edge.target.handle),
+            );
+            continue;
+        }
+        if !wired.insert((target.id.as_str(), edge.target.handle.as_str())) {
+            cx.push(
+                Severity::Error,
+                "DUPLICATE_INPUT",
+                &target.id,
+                Some(&edge.target.handle),
+                format!(
+                    "input `{}` of `{}` has more than one edge",
+                    edge.target.handle, target.id
+                ),
+            );
+        }
+        let (from, to) = (
+            cx.output_type(source, &edge.source.handle),
+            cx.input_type(target, &edge.target.handle),
+        );
+        if !compatible(from, to) {
+            cx.push(
+                Severity::Error,
+                "TYPE_MISMATCH",
+                &target.id,
+                Some(&edge.target.handle),
+                format!(
+                    "`{}.{}` gives {:?} but `{}.{}` expects {:?}",
+                    source.id, edge.source.handle, from, target.id, edge.target.handle, to
+                ),
+            );
+        }
+    }
+    for node in &workflow.nodes {
+        for input in node.inputs() {
+            if !wired.contains(&(node.id.as_str(), input.as_str())) {
+                let severity = if matches!(node.kind, NodeKind::Tool(_) | NodeKind::Branch(_)) {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                };
+                cx.push(
+                    severity,
+                    "UNWIRED_INPUT",
+                    &node.id,
+                    Some(&input),
+                    format!("input `{input}` of `{}` has no edge", node.id),
+                );
+            }
+        }
+    }
+
+    // Cycles (Kahn): whatever cannot be ordered sits on a cycle.
+    if topological_order(workflow).is_err() {
+        let ordered: BTreeSet<String> = partial_order(workflow).into_iter().collect();
+        for node in &workflow.nodes {
+            if !ordered.contains(&node.id) {
+                cx.push(
+                    Severity::Error,
+                    "CYCLE",
+                    &node.id,
+                    None,
+                    format!("node `{}` is on a cycle", node.id),
+                );
+            }
+        }
+    }
+    cx.out
+        .sort_by(|a, b| (a.severity, &a.node, &a.code).cmp(&(b.severity, &b.node, &b.code)));
+    cx.out
+}
+
+fn value_type(v: &Value) -> JsonType {
+    match v {
+        Value::String(_) => JsonType::Known("string"),
+        Value::Number(n) if n.is_i64() || n.is_u64() => JsonType::Known("integer"),
+        Value::Number(_) => JsonType::Known("number"),
+        Value::Bool(_) => JsonType::Known("boolean"),
+        Value::Object(_) => JsonType::Known("object"),
+        Value::Array(_) => JsonType::Known("array"),
+        Value::Null => JsonType::Any,
+    }
+}
+
+fn partial_order(workflow: &Workflow) -> Vec<String> {
+    let ids: BTreeSet<&str> = workflow.nodes.iter().map(|n| n.id.as_str()).collect();
+    let mut indegree: BTreeMap<&str, usize> = ids.iter().map(|id| (*id, 0)).collect();
+    let mut succ: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for e in &workflow.edges {
+        if ids.contains(e.source.node.as_str()) && ids.contains(e.target.node.as_str()) {
+            *indegree.entry(e.target.node.as_str()).or_default() += 1;
+            succ.entry(e.source.node.as_str())
+                .or_default()
+                .push(e.target.node.as_str());
+        }
+    }
+    // Nodes in document order so the result is stable.
+    let mut queue: VecDeque<&str> = workflow
+        .nodes
+        .iter()
+        .map(|n| n.id.as_str())
+        .filter(|id| indegree[id] == 0)
+        .collect();
+    let mut order = Vec::new();
+    while let Some(id) = queue.pop_front() {
+        order.push(id.to_string());
+        for next in succ.get(id).into_iter().flatten() {
+            if let Some(d) = indegree.get_mut(next) {
+                *d -= 1;
+                if *d == 0 {
+                    queue.push_back(next);
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Node ids in an order where every edge goes forward, or the nodes on cycles.
+pub fn topological_order(workflow: &Workflow) -> Result<Vec<String>, Vec<String>> {
+    let order = partial_order(workflow);
+    if order.len() == workflow.nodes.len() {
+        Ok(order)
+    } else {
+        let done: BTreeSet<&String> = order.iter().collect();
+        Err(workflow
+            .nodes
+            .iter()
+            .map(|n| n.id.clone())
+            .filter(|id| !done.contains(id))
+            .collect())
+    }
+}
