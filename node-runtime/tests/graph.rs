@@ -415,6 +415,23 @@ fn every_strategy_with_every_on_missing() {
             );
         }
     }
+    // A call the policy refused because the tool is disabled never ran: missing.
+    let mut denied = envelope("x", "web_search", json!(null), true);
+    denied.error = Some(
+        ToolError::new(ErrorCode::PolicyDenied, "not enabled")
+            .with_details(json!({"reason": "NOT_ENABLED"})),
+    );
+    let p = pin(
+        "p",
+        "web_search",
+        PinStrategy::Latest,
+        OnMissing::StaleLastSuccess,
+    );
+    assert_eq!(
+        resolve(&p, &outputs(vec![denied]), || Some(json!(7))),
+        Ok(PinValue::Missing(json!(7)))
+    );
+
     // A path into the output; a path that is absent counts as missing.
     let mut p = pin(
         "p",

@@ -19,6 +19,8 @@
 //! node always has the five fixed outputs plus one per pinned handle,
 //! whatever its tools, so saved edges never break.
 
+#[cfg(feature = "runtime")]
+pub mod engine;
 pub mod materialize;
 pub mod pins;
 pub mod validate;

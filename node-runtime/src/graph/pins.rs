@@ -81,6 +81,16 @@ pub struct PinError {
     pub strategy: PinStrategy,
 }
 
+/// Whether the call never ran because its tool was not enabled (the model
+/// asked for it anyway). Such a call is not a call "to that tool" for a pin:
+/// a disabled tool leaves its pins missing, so `on_missing` applies.
+fn never_ran_because_disabled(envelope: &ToolEnvelope) -> bool {
+    envelope.error.as_ref().is_some_and(|e| {
+        e.code == crate::error::ErrorCode::PolicyDenied
+            && e.details.get("reason").and_then(Value::as_str) == Some("NOT_ENABLED")
+    })
+}
+
 /// Picks the envelope a pin selects, if any.
 pub fn select<'a>(pin: &PinnedHandle, outputs: &'a AgentOutputs) -> Option<&'a ToolEnvelope> {
     let calls = || {
@@ -88,7 +98,7 @@ pub fn select<'a>(pin: &PinnedHandle, outputs: &'a AgentOutputs) -> Option<&'a T
             .tool_order
             .iter()
             .filter_map(|id| outputs.tools_by_id.get(id))
-            .filter(|e| e.name == pin.selector.tool)
+            .filter(|e| e.name == pin.selector.tool && !never_ran_because_disabled(e))
     };
     match pin.selector.strategy {
         PinStrategy::Latest => calls().next_back(),
