@@ -20,7 +20,7 @@ use axum::Router;
 
 pub use config::Config;
 pub use error::ApiError;
-pub use storage::Database;
+pub use storage::Store;
 
 /// Shared state handed to every handler.
 #[derive(Clone)]
@@ -29,18 +29,18 @@ pub struct AppState {
 }
 
 struct AppStateInner {
-    db: Database,
+    db: Store,
     config: Config,
 }
 
 impl AppState {
-    pub fn new(db: Database, config: Config) -> Self {
+    pub fn new(db: Store, config: Config) -> Self {
         Self {
             inner: Arc::new(AppStateInner { db, config }),
         }
     }
 
-    pub fn db(&self) -> &Database {
+    pub fn db(&self) -> &Store {
         &self.inner.db
     }
 

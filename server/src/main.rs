@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use glassbox_server::{app, AppState, Config, Database, VERSION};
+use glassbox_server::{app, AppState, Config, Store, VERSION};
 
 #[derive(Parser)]
 #[command(name = "glassbox", version = VERSION, about = "Glassbox: agent workflows whose every tool call is visible.")]
@@ -29,7 +29,7 @@ struct DbArgs {
     /// Directory for the embedded database and other local state.
     #[arg(long, env = "GLASSBOX_DATA_DIR", default_value = "data")]
     data_dir: PathBuf,
-    /// Database URL: sqlite://FILE or postgres://... (default: a SQLite file in the data dir).
+    /// Store URL: sqlite://FILE or postgres://... (default: a SQLite file in the data dir).
     #[arg(long, env = "GLASSBOX_DATABASE_URL")]
     database_url: Option<String>,
 }
@@ -116,7 +116,7 @@ impl Failure {
     }
 }
 
-async fn open_database(config: &Config) -> Result<Database, Failure> {
+async fn open_database(config: &Config) -> Result<Store, Failure> {
     config.validate().map_err(Failure::config)?;
     if config.database_url.starts_with("sqlite:") {
         std::fs::create_dir_all(&config.data_dir).map_err(|err| {
@@ -126,7 +126,7 @@ async fn open_database(config: &Config) -> Result<Database, Failure> {
             ))
         })?;
     }
-    Database::open(&config.database_url)
+    Store::open(&config.database_url)
         .await
         .map_err(Failure::runtime)
 }

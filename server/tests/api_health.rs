@@ -2,14 +2,14 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use glassbox_server::{app, AppState, Config, Database};
+use glassbox_server::{app, AppState, Config, Store};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
 async fn state(static_dir: Option<std::path::PathBuf>) -> (AppState, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = Config::default_database_url(dir.path());
-    let db = Database::open(&url).await.expect("sqlite opens");
+    let db = Store::open(&url).await.expect("sqlite opens");
     let config = Config {
         bind: [127, 0, 0, 1].into(),
         port: 0,

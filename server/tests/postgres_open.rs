@@ -5,7 +5,7 @@
 
 mod common;
 
-use glassbox_server::Database;
+use glassbox_server::Store;
 
 #[tokio::test]
 async fn postgres_opens_and_migrates_fresh_database() {
@@ -14,12 +14,12 @@ async fn postgres_opens_and_migrates_fresh_database() {
     };
     let url = temp.url.clone();
     let result = async {
-        let db = Database::open(&url).await.map_err(|e| e.to_string())?;
+        let db = Store::open(&url).await.map_err(|e| e.to_string())?;
         let backend = db.backend();
         let version = db.schema_version().await.map_err(|e| e.to_string())?;
         db.close().await;
         // Opening again applies nothing new.
-        let db = Database::open(&url).await.map_err(|e| e.to_string())?;
+        let db = Store::open(&url).await.map_err(|e| e.to_string())?;
         let again = db.schema_version().await.map_err(|e| e.to_string())?;
         db.close().await;
         Ok::<_, String>((backend, version, again))

@@ -1,20 +1,28 @@
-//! Storage: the embedded SQLite database (default) or Postgres.
+//! Storage: the embedded SQLite database (default, WAL, a file under the
+//! data dir) or Postgres (scale-out).
 //!
-//! Both backends carry their own migrations under `server/migrations/`; they
-//! run on start-up and by `glassbox migrate`.
+//! Each backend has its own migrations (`server/migrations/sqlite`,
+//! `server/migrations/postgres`), applied with its typed driver on open.
+//! After that, [`Store`] runs one set of SQL statements on either backend
+//! through sqlx's `Any` driver: the schema keeps to types both share (text
+//! timestamps and JSON, BIGINT, REAL), and `$1` placeholders work on both.
+//! The conformance suite (`server/tests/store_conformance.rs`) runs the same
+//! tests against both.
+//!
+//! Every query that reads tenant data filters by `workspace_id`: a caller
+//! from workspace A gets "not found" for anything of workspace B.
+
+mod records;
 
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::any::AnyPoolOptions;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::AnyPool;
 
-/// An open, migrated database.
-#[derive(Clone, Debug)]
-pub enum Database {
-    Sqlite(SqlitePool),
-    Postgres(PgPool),
-}
+pub use records::*;
 
 /// Why the database could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -28,9 +36,38 @@ pub enum OpenError {
     },
 }
 
-impl Database {
+/// A storage failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error(
+        "stale revision: the request is based on revision {expected}, the stored one is {actual}"
+    )]
+    Conflict { expected: i64, actual: i64 },
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// An open, migrated database.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+impl Store {
     /// Opens (creating a SQLite file when missing) and migrates.
     pub async fn open(url: &str) -> Result<Self, OpenError> {
+        sqlx::any::install_default_drivers();
         let connect_err = |source| OpenError::Connect {
             url: redact_url(url),
             source,
@@ -39,15 +76,16 @@ impl Database {
             url: redact_url(url),
             source,
         };
-        if url.starts_with("sqlite:") {
+        let backend = if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)
                 .map_err(connect_err)?
                 .create_if_missing(true)
                 .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Full)
                 .foreign_keys(true)
                 .busy_timeout(Duration::from_secs(5));
             let pool = SqlitePoolOptions::new()
-                .max_connections(8)
+                .max_connections(1)
                 .connect_with(options)
                 .await
                 .map_err(connect_err)?;
@@ -55,10 +93,11 @@ impl Database {
                 .run(&pool)
                 .await
                 .map_err(migrate_err)?;
-            Ok(Self::Sqlite(pool))
+            pool.close().await;
+            Backend::Sqlite
         } else {
             let pool = PgPoolOptions::new()
-                .max_connections(16)
+                .max_connections(2)
                 .acquire_timeout(Duration::from_secs(10))
                 .connect(url)
                 .await
@@ -67,32 +106,49 @@ impl Database {
                 .run(&pool)
                 .await
                 .map_err(migrate_err)?;
-            Ok(Self::Postgres(pool))
-        }
+            pool.close().await;
+            Backend::Postgres
+        };
+        // The Any pool. WAL mode is stored in the SQLite file (set above);
+        // sqlx's SQLite connections default to foreign keys on, synchronous
+        // FULL and a 5 s busy timeout, which is what we want.
+        let any_url = url.to_string();
+        let pool = AnyPoolOptions::new()
+            .max_connections(match backend {
+                Backend::Sqlite => 8,
+                Backend::Postgres => 16,
+            })
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(&any_url)
+            .await
+            .map_err(connect_err)?;
+        Ok(Self { pool, backend })
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
     }
 
     /// `"sqlite"` or `"postgres"`.
     pub fn backend(&self) -> &'static str {
-        match self {
-            Self::Sqlite(_) => "sqlite",
-            Self::Postgres(_) => "postgres",
+        match self.backend {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
         }
     }
 
     /// The newest applied migration; also proves the database answers.
     pub async fn schema_version(&self) -> Result<i64, sqlx::Error> {
-        const SQL: &str = "SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success";
-        match self {
-            Self::Sqlite(pool) => sqlx::query_scalar(SQL).fetch_one(pool).await,
-            Self::Postgres(pool) => sqlx::query_scalar(SQL).fetch_one(pool).await,
-        }
+        sqlx::query_scalar(
+            "SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success = $1",
+        )
+        .bind(true)
+        .fetch_one(&self.pool)
+        .await
     }
 
     pub async fn close(&self) {
-        match self {
-            Self::Sqlite(pool) => pool.close().await,
-            Self::Postgres(pool) => pool.close().await,
-        }
+        self.pool.close().await;
     }
 }
 
@@ -137,12 +193,11 @@ mod tests {
     async fn sqlite_file_is_created_and_migrated() {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("g.db").display());
-        let db = Database::open(&url).await.expect("opens");
+        let db = Store::open(&url).await.expect("opens");
         assert_eq!(db.backend(), "sqlite");
-        assert!(db.schema_version().await.expect("query") >= 1);
+        assert!(db.schema_version().await.expect("query") >= 2);
         db.close().await;
-        // A second open of the same file reapplies nothing and still works.
-        let db = Database::open(&url).await.expect("reopens");
-        assert!(db.schema_version().await.expect("query") >= 1);
+        let db = Store::open(&url).await.expect("reopens");
+        assert!(db.schema_version().await.expect("query") >= 2);
     }
 }

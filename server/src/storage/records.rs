@@ -1,0 +1,662 @@
+//! The records and their queries. Every tenant query takes the workspace.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Store, StoreError};
+use node_runtime::graph::Workflow;
+
+pub fn now() -> String {
+    node_runtime::executor::now_rfc3339()
+}
+
+/// A new id: UUID v7 (time-ordered), lowercase hex with dashes.
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct WorkflowRow {
+    pub id: String,
+    pub workspace_id: String,
+    pub name: String,
+    pub revision: i64,
+    pub document: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl WorkflowRow {
+    pub fn workflow(&self) -> Result<Workflow, StoreError> {
+        Workflow::from_json(&self.document)
+            .map_err(|e| StoreError::Corrupt(format!("workflow {}: {e}", self.id)))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct RevisionRow {
+    pub workflow_id: String,
+    pub revision: i64,
+    pub document: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct RunRow {
+    pub id: String,
+    pub workspace_id: String,
+    pub workflow_id: Option<String>,
+    pub workflow_revision: Option<i64>,
+    /// `run` or `replay`.
+    pub kind: String,
+    pub replay_of: Option<String>,
+    /// queued | running | waiting_for_approval | succeeded | failed | cancelled
+    pub status: String,
+    pub trigger_kind: String,
+    pub inputs: String,
+    pub outputs: Option<String>,
+    pub error: Option<String>,
+    pub record: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    pub workflow_id: Option<String>,
+    pub status: Option<String>,
+    pub limit: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct EventRow {
+    pub run_id: String,
+    pub seq: i64,
+    pub event: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct ApprovalRow {
+    pub token: String,
+    pub workspace_id: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub call_id: String,
+    pub tool: String,
+    pub args_summary: String,
+    pub effect_description: String,
+    /// pending | approved | denied | revision_requested
+    pub status: String,
+    pub decided_by: Option<String>,
+    pub note: Option<String>,
+    pub created_at: String,
+    pub decided_at: Option<String>,
+}
+
+/// Seed 001's invocation record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct InvocationRow {
+    pub id: String,
+    pub workspace_id: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub call_id: String,
+    pub tool_name: String,
+    pub tool_version: String,
+    /// pending | approved | rejected | running | completed | failed
+    pub status: String,
+    pub approval_required: i64,
+    pub approval_status: Option<String>,
+    pub decided_by: Option<String>,
+    pub reason: Option<String>,
+    pub input: String,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub cost: f64,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub completed_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct InvocationFilter {
+    pub status: Option<String>,
+    pub tool: Option<String>,
+    pub run_id: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub limit: i64,
+}
+
+fn limit(l: i64) -> i64 {
+    if l <= 0 {
+        100
+    } else {
+        l.min(1000)
+    }
+}
+
+impl Store {
+    // ---- tenancy -----------------------------------------------------------
+
+    pub async fn ensure_workspace(&self, id: &str, name: &str) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING")
+            .bind(id)
+            .bind(name)
+            .bind(now())
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn ensure_user(&self, id: &str, name: &str) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING")
+            .bind(id)
+            .bind(name)
+            .bind(now())
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn add_membership(
+        &self,
+        workspace_id: &str,
+        user_id: &str,
+        role: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO memberships (workspace_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = $3")
+            .bind(workspace_id)
+            .bind(user_id)
+            .bind(role)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// (workspace id, role) for each membership of a user.
+    pub async fn memberships(&self, user_id: &str) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT workspace_id, role FROM memberships WHERE user_id = $1 ORDER BY workspace_id",
+        )
+        .bind(user_id)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// Stores a token by its hash (the token itself is never stored).
+    pub async fn insert_token(
+        &self,
+        token_hash: &str,
+        user_id: &str,
+        kind: &str,
+        expires_at: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO api_tokens (token_hash, user_id, kind, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)")
+            .bind(token_hash)
+            .bind(user_id)
+            .bind(kind)
+            .bind(now())
+            .bind(expires_at)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// The user of a valid token of `kind`. A `signin` token is single-use:
+    /// taking it marks it used in the same statement.
+    pub async fn token_user(
+        &self,
+        token_hash: &str,
+        kind: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let now = now();
+        if kind == "signin" {
+            let user: Option<String> = sqlx::query_scalar(
+                "UPDATE api_tokens SET used_at = $1 WHERE token_hash = $2 AND kind = 'signin' AND used_at IS NULL AND (expires_at IS NULL OR expires_at > $1) RETURNING user_id",
+            )
+            .bind(&now)
+            .bind(token_hash)
+            .fetch_optional(self.pool())
+            .await?;
+            return Ok(user);
+        }
+        Ok(sqlx::query_scalar("SELECT user_id FROM api_tokens WHERE token_hash = $1 AND kind = $2 AND (expires_at IS NULL OR expires_at > $3)")
+            .bind(token_hash)
+            .bind(kind)
+            .bind(&now)
+            .fetch_optional(self.pool())
+            .await?)
+    }
+
+    // ---- workflows ---------------------------------------------------------
+
+    /// Creates a workflow at revision 1 (the document's revision is set).
+    pub async fn create_workflow(
+        &self,
+        workspace_id: &str,
+        workflow: &Workflow,
+    ) -> Result<WorkflowRow, StoreError> {
+        let mut wf = workflow.clone();
+        wf.revision = 1;
+        let document = wf.to_json();
+        let t = now();
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("INSERT INTO workflows (id, workspace_id, name, revision, document, created_at, updated_at) VALUES ($1, $2, $3, 1, $4, $5, $5)")
+            .bind(&wf.id)
+            .bind(workspace_id)
+            .bind(&wf.name)
+            .bind(&document)
+            .bind(&t)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("INSERT INTO workflow_revisions (workflow_id, revision, document, created_at) VALUES ($1, 1, $2, $3)")
+            .bind(&wf.id)
+            .bind(&document)
+            .bind(&t)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        self.get_workflow(workspace_id, &wf.id).await
+    }
+
+    pub async fn list_workflows(&self, workspace_id: &str) -> Result<Vec<WorkflowRow>, StoreError> {
+        Ok(sqlx::query_as("SELECT id, workspace_id, name, revision, document, created_at, updated_at FROM workflows WHERE workspace_id = $1 ORDER BY updated_at DESC, id")
+            .bind(workspace_id)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    pub async fn get_workflow(
+        &self,
+        workspace_id: &str,
+        id: &str,
+    ) -> Result<WorkflowRow, StoreError> {
+        sqlx::query_as("SELECT id, workspace_id, name, revision, document, created_at, updated_at FROM workflows WHERE workspace_id = $1 AND id = $2")
+            .bind(workspace_id)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("workflow {id}")))
+    }
+
+    /// Saves a new revision if `base_revision` is the stored one; a stale
+    /// base is refused (nothing is overwritten).
+    pub async fn update_workflow(
+        &self,
+        workspace_id: &str,
+        id: &str,
+        base_revision: i64,
+        workflow: &Workflow,
+    ) -> Result<WorkflowRow, StoreError> {
+        let current = self.get_workflow(workspace_id, id).await?;
+        if current.revision != base_revision {
+            return Err(StoreError::Conflict {
+                expected: base_revision,
+                actual: current.revision,
+            });
+        }
+        let next = base_revision + 1;
+        let mut wf = workflow.clone();
+        wf.id = id.to_string();
+        wf.revision = next as u64;
+        let document = wf.to_json();
+        let t = now();
+        let mut tx = self.pool().begin().await?;
+        let updated = sqlx::query("UPDATE workflows SET name = $1, revision = $2, document = $3, updated_at = $4 WHERE workspace_id = $5 AND id = $6 AND revision = $7")
+            .bind(&wf.name)
+            .bind(next)
+            .bind(&document)
+            .bind(&t)
+            .bind(workspace_id)
+            .bind(id)
+            .bind(base_revision)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if updated != 1 {
+            // Someone saved in between: refuse rather than overwrite.
+            tx.rollback().await?;
+            let actual = self.get_workflow(workspace_id, id).await?.revision;
+            return Err(StoreError::Conflict {
+                expected: base_revision,
+                actual,
+            });
+        }
+        sqlx::query("INSERT INTO workflow_revisions (workflow_id, revision, document, created_at) VALUES ($1, $2, $3, $4)")
+            .bind(id)
+            .bind(next)
+            .bind(&document)
+            .bind(&t)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        self.get_workflow(workspace_id, id).await
+    }
+
+    pub async fn delete_workflow(&self, workspace_id: &str, id: &str) -> Result<(), StoreError> {
+        let n = sqlx::query("DELETE FROM workflows WHERE workspace_id = $1 AND id = $2")
+            .bind(workspace_id)
+            .bind(id)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+        if n == 0 {
+            return Err(StoreError::NotFound(format!("workflow {id}")));
+        }
+        Ok(())
+    }
+
+    pub async fn list_revisions(
+        &self,
+        workspace_id: &str,
+        id: &str,
+    ) -> Result<Vec<RevisionRow>, StoreError> {
+        self.get_workflow(workspace_id, id).await?;
+        Ok(sqlx::query_as("SELECT workflow_id, revision, document, created_at FROM workflow_revisions WHERE workflow_id = $1 ORDER BY revision DESC")
+            .bind(id)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    // ---- runs and events ---------------------------------------------------
+
+    pub async fn create_run(&self, run: &RunRow) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO runs (id, workspace_id, workflow_id, workflow_revision, kind, replay_of, status, trigger_kind, inputs, outputs, error, record, created_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)")
+            .bind(&run.id)
+            .bind(&run.workspace_id)
+            .bind(&run.workflow_id)
+            .bind(run.workflow_revision)
+            .bind(&run.kind)
+            .bind(&run.replay_of)
+            .bind(&run.status)
+            .bind(&run.trigger_kind)
+            .bind(&run.inputs)
+            .bind(&run.outputs)
+            .bind(&run.error)
+            .bind(&run.record)
+            .bind(&run.created_at)
+            .bind(&run.finished_at)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn set_run_status(&self, run_id: &str, status: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE runs SET status = $1 WHERE id = $2")
+            .bind(status)
+            .bind(run_id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn finish_run(
+        &self,
+        run_id: &str,
+        status: &str,
+        outputs: Option<&Value>,
+        error: Option<&str>,
+        record: Option<&Value>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE runs SET status = $1, outputs = $2, error = $3, record = $4, finished_at = $5 WHERE id = $6")
+            .bind(status)
+            .bind(outputs.map(Value::to_string))
+            .bind(error)
+            .bind(record.map(Value::to_string))
+            .bind(now())
+            .bind(run_id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn get_run(&self, workspace_id: &str, id: &str) -> Result<RunRow, StoreError> {
+        sqlx::query_as("SELECT * FROM runs WHERE workspace_id = $1 AND id = $2")
+            .bind(workspace_id)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("run {id}")))
+    }
+
+    pub async fn list_runs(
+        &self,
+        workspace_id: &str,
+        filter: &RunFilter,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT * FROM runs WHERE workspace_id = $1 AND ($2 IS NULL OR workflow_id = $2) AND ($3 IS NULL OR status = $3) ORDER BY created_at DESC, id DESC LIMIT $4",
+        )
+        .bind(workspace_id)
+        .bind(&filter.workflow_id)
+        .bind(&filter.status)
+        .bind(limit(filter.limit))
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    pub async fn append_event(
+        &self,
+        run_id: &str,
+        seq: i64,
+        event: &Value,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO run_events (run_id, seq, event, created_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(run_id)
+        .bind(seq)
+        .bind(event.to_string())
+        .bind(now())
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Events of a run with `seq > after`, in order (the run must be the caller's).
+    pub async fn events_after(
+        &self,
+        workspace_id: &str,
+        run_id: &str,
+        after: i64,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        self.get_run(workspace_id, run_id).await?;
+        Ok(sqlx::query_as("SELECT run_id, seq, event, created_at FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq")
+            .bind(run_id)
+            .bind(after)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    // ---- approvals ---------------------------------------------------------
+
+    pub async fn insert_approval(&self, a: &ApprovalRow) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO approvals (token, workspace_id, run_id, node_id, call_id, tool, args_summary, effect_description, status, decided_by, note, created_at, decided_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (token) DO NOTHING")
+            .bind(&a.token)
+            .bind(&a.workspace_id)
+            .bind(&a.run_id)
+            .bind(&a.node_id)
+            .bind(&a.call_id)
+            .bind(&a.tool)
+            .bind(&a.args_summary)
+            .bind(&a.effect_description)
+            .bind(&a.status)
+            .bind(&a.decided_by)
+            .bind(&a.note)
+            .bind(&a.created_at)
+            .bind(&a.decided_at)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn pending_approvals(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<ApprovalRow>, StoreError> {
+        Ok(sqlx::query_as("SELECT * FROM approvals WHERE workspace_id = $1 AND status = 'pending' ORDER BY created_at")
+            .bind(workspace_id)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    pub async fn get_approval(
+        &self,
+        workspace_id: &str,
+        token: &str,
+    ) -> Result<ApprovalRow, StoreError> {
+        sqlx::query_as("SELECT * FROM approvals WHERE workspace_id = $1 AND token = $2")
+            .bind(workspace_id)
+            .bind(token)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or_else(|| StoreError::NotFound("approval".into()))
+    }
+
+    /// Records a decision on a pending approval; a decided one is refused
+    /// (`Conflict`), so a token decides once.
+    pub async fn decide_approval(
+        &self,
+        workspace_id: &str,
+        token: &str,
+        status: &str,
+        decided_by: &str,
+        note: Option<&str>,
+    ) -> Result<ApprovalRow, StoreError> {
+        let n = sqlx::query("UPDATE approvals SET status = $1, decided_by = $2, note = $3, decided_at = $4 WHERE workspace_id = $5 AND token = $6 AND status = 'pending'")
+            .bind(status)
+            .bind(decided_by)
+            .bind(note)
+            .bind(now())
+            .bind(workspace_id)
+            .bind(token)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+        let row = self.get_approval(workspace_id, token).await?;
+        if n == 0 {
+            return Err(StoreError::Conflict {
+                expected: 0,
+                actual: 1,
+            });
+        }
+        Ok(row)
+    }
+
+    // ---- invocations -------------------------------------------------------
+
+    pub async fn upsert_invocation(&self, i: &InvocationRow) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO tool_invocations (id, workspace_id, run_id, node_id, call_id, tool_name, tool_version, status, approval_required, approval_status, decided_by, reason, input, output, error, cost, created_at, started_at, completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO UPDATE SET status = $8, approval_status = COALESCE($10, tool_invocations.approval_status), decided_by = COALESCE($11, tool_invocations.decided_by), reason = COALESCE($12, tool_invocations.reason), output = $14, error = $15, cost = $16, started_at = COALESCE(tool_invocations.started_at, $18), completed_at = $19")
+            .bind(&i.id)
+            .bind(&i.workspace_id)
+            .bind(&i.run_id)
+            .bind(&i.node_id)
+            .bind(&i.call_id)
+            .bind(&i.tool_name)
+            .bind(&i.tool_version)
+            .bind(&i.status)
+            .bind(i.approval_required)
+            .bind(&i.approval_status)
+            .bind(&i.decided_by)
+            .bind(&i.reason)
+            .bind(&i.input)
+            .bind(&i.output)
+            .bind(&i.error)
+            .bind(i.cost)
+            .bind(&i.created_at)
+            .bind(&i.started_at)
+            .bind(&i.completed_at)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn list_invocations(
+        &self,
+        workspace_id: &str,
+        f: &InvocationFilter,
+    ) -> Result<Vec<InvocationRow>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT * FROM tool_invocations WHERE workspace_id = $1 AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR tool_name = $3) AND ($4 IS NULL OR run_id = $4) AND ($5 IS NULL OR created_at >= $5) AND ($6 IS NULL OR created_at <= $6) ORDER BY created_at DESC, id DESC LIMIT $7",
+        )
+        .bind(workspace_id)
+        .bind(&f.status)
+        .bind(&f.tool)
+        .bind(&f.run_id)
+        .bind(&f.since)
+        .bind(&f.until)
+        .bind(limit(f.limit))
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    // ---- bundles and pins --------------------------------------------------
+
+    pub async fn put_bundle(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        bundle: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO replay_bundles (run_id, node_id, bundle) VALUES ($1, $2, $3) ON CONFLICT (run_id, node_id) DO UPDATE SET bundle = $3")
+            .bind(run_id)
+            .bind(node_id)
+            .bind(bundle)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn get_bundle(
+        &self,
+        workspace_id: &str,
+        run_id: &str,
+        node_id: &str,
+    ) -> Result<String, StoreError> {
+        self.get_run(workspace_id, run_id).await?;
+        sqlx::query_scalar("SELECT bundle FROM replay_bundles WHERE run_id = $1 AND node_id = $2")
+            .bind(run_id)
+            .bind(node_id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("bundle of node {node_id}")))
+    }
+
+    pub async fn pin_value(
+        &self,
+        workflow_id: &str,
+        node_id: &str,
+        pin: &str,
+    ) -> Result<Option<Value>, StoreError> {
+        let text: Option<String> = sqlx::query_scalar(
+            "SELECT value FROM pin_history WHERE workflow_id = $1 AND node_id = $2 AND pin = $3",
+        )
+        .bind(workflow_id)
+        .bind(node_id)
+        .bind(pin)
+        .fetch_optional(self.pool())
+        .await?;
+        text.map(|t| serde_json::from_str(&t).map_err(|e| StoreError::Corrupt(e.to_string())))
+            .transpose()
+    }
+
+    pub async fn set_pin_value(
+        &self,
+        workflow_id: &str,
+        node_id: &str,
+        pin: &str,
+        value: &Value,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO pin_history (workflow_id, node_id, pin, value, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workflow_id, node_id, pin) DO UPDATE SET value = $4, updated_at = $5")
+            .bind(workflow_id)
+            .bind(node_id)
+            .bind(pin)
+            .bind(value.to_string())
+            .bind(now())
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}

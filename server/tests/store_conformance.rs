@@ -1,0 +1,367 @@
+//! One storage conformance suite, run against SQLite and Postgres.
+
+mod common;
+
+use glassbox_server::storage::*;
+use node_runtime::graph::{Workflow, WORKFLOW_FORMAT_VERSION};
+use serde_json::json;
+
+fn workflow(id: &str, name: &str) -> Workflow {
+    Workflow {
+        format_version: WORKFLOW_FORMAT_VERSION,
+        id: id.into(),
+        name: name.into(),
+        revision: 0,
+        nodes: vec![],
+        edges: vec![],
+    }
+}
+
+fn run_row(id: &str, ws: &str, wf: Option<&str>, status: &str) -> RunRow {
+    RunRow {
+        id: id.into(),
+        workspace_id: ws.into(),
+        workflow_id: wf.map(str::to_string),
+        workflow_revision: Some(1),
+        kind: "run".into(),
+        replay_of: None,
+        status: status.into(),
+        trigger_kind: "api".into(),
+        inputs: "{}".into(),
+        outputs: None,
+        error: None,
+        record: None,
+        created_at: now(),
+        finished_at: None,
+    }
+}
+
+async fn conformance(store: Store) {
+    store.ensure_workspace("a", "A").await.expect("ws a");
+    store.ensure_workspace("b", "B").await.expect("ws b");
+    store.ensure_user("u1", "Ada").await.expect("user");
+    store
+        .add_membership("a", "u1", "admin")
+        .await
+        .expect("member");
+    assert_eq!(
+        store.memberships("u1").await.expect("m"),
+        vec![("a".to_string(), "admin".to_string())]
+    );
+
+    // Tokens: stored by hash; sign-in tokens are single-use.
+    store
+        .insert_token("h-signin", "u1", "signin", None)
+        .await
+        .expect("token");
+    assert_eq!(
+        store.token_user("h-signin", "signin").await.expect("q"),
+        Some("u1".into())
+    );
+    assert_eq!(
+        store.token_user("h-signin", "signin").await.expect("q"),
+        None,
+        "single use"
+    );
+    store
+        .insert_token("h-session", "u1", "session", None)
+        .await
+        .expect("token");
+    assert_eq!(
+        store.token_user("h-session", "session").await.expect("q"),
+        Some("u1".into())
+    );
+    assert_eq!(
+        store.token_user("h-session", "signin").await.expect("q"),
+        None,
+        "kind matters"
+    );
+    store
+        .insert_token("h-old", "u1", "session", Some("2000-01-01T00:00:00.000Z"))
+        .await
+        .expect("token");
+    assert_eq!(
+        store.token_user("h-old", "session").await.expect("q"),
+        None,
+        "expired"
+    );
+
+    // Workflows with revisions and the stale-revision refusal.
+    let created = store
+        .create_workflow("a", &workflow("w1", "First"))
+        .await
+        .expect("create");
+    assert_eq!(created.revision, 1);
+    let v2 = store
+        .update_workflow("a", "w1", 1, &workflow("w1", "Second"))
+        .await
+        .expect("update");
+    assert_eq!((v2.revision, v2.name.as_str()), (2, "Second"));
+    assert_eq!(v2.workflow().expect("parses").revision, 2);
+    match store
+        .update_workflow("a", "w1", 1, &workflow("w1", "Stale"))
+        .await
+    {
+        Err(StoreError::Conflict {
+            expected: 1,
+            actual: 2,
+        }) => {}
+        other => panic!("stale revision must be refused: {other:?}"),
+    }
+    assert_eq!(
+        store.get_workflow("a", "w1").await.expect("get").name,
+        "Second",
+        "nothing overwritten"
+    );
+    let revs = store.list_revisions("a", "w1").await.expect("revs");
+    assert_eq!(
+        revs.iter().map(|r| r.revision).collect::<Vec<_>>(),
+        vec![2, 1]
+    );
+    // Tenancy: workspace b sees nothing of a.
+    assert!(matches!(
+        store.get_workflow("b", "w1").await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(store.list_workflows("b").await.expect("list").is_empty());
+    assert!(matches!(
+        store
+            .update_workflow("b", "w1", 2, &workflow("w1", "x"))
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        store.delete_workflow("b", "w1").await,
+        Err(StoreError::NotFound(_))
+    ));
+
+    // Runs and events, in order, after a sequence number.
+    store
+        .create_run(&run_row("r1", "a", Some("w1"), "running"))
+        .await
+        .expect("run");
+    store
+        .create_run(&run_row("r2", "a", Some("w1"), "succeeded"))
+        .await
+        .expect("run");
+    for seq in 1..=5 {
+        store
+            .append_event("r1", seq, &json!({"n": seq}))
+            .await
+            .expect("event");
+    }
+    let after2 = store.events_after("a", "r1", 2).await.expect("events");
+    assert_eq!(
+        after2.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![3, 4, 5]
+    );
+    assert!(matches!(
+        store.events_after("b", "r1", 0).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(
+        store.append_event("r1", 3, &json!({})).await.is_err(),
+        "a sequence number is used once"
+    );
+    store
+        .finish_run(
+            "r1",
+            "succeeded",
+            Some(&json!({"x": 1})),
+            None,
+            Some(&json!({"nodes": {}})),
+        )
+        .await
+        .expect("finish");
+    let r1 = store.get_run("a", "r1").await.expect("get");
+    assert_eq!(
+        (r1.status.as_str(), r1.outputs.as_deref()),
+        ("succeeded", Some("{\"x\":1}"))
+    );
+    assert!(r1.finished_at.is_some());
+    let filtered = store
+        .list_runs(
+            "a",
+            &RunFilter {
+                status: Some("succeeded".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(filtered.len(), 2);
+    assert!(store
+        .list_runs("b", &RunFilter::default())
+        .await
+        .expect("list")
+        .is_empty());
+
+    // Approvals decide once.
+    let approval = ApprovalRow {
+        token: "tok".into(),
+        workspace_id: "a".into(),
+        run_id: "r1".into(),
+        node_id: "agent".into(),
+        call_id: "c1".into(),
+        tool: "write_file@1.0.0".into(),
+        args_summary: "{}".into(),
+        effect_description: "writes".into(),
+        status: "pending".into(),
+        decided_by: None,
+        note: None,
+        created_at: now(),
+        decided_at: None,
+    };
+    store.insert_approval(&approval).await.expect("approval");
+    assert_eq!(
+        store.pending_approvals("a").await.expect("pending").len(),
+        1
+    );
+    assert!(store
+        .pending_approvals("b")
+        .await
+        .expect("pending")
+        .is_empty());
+    assert!(matches!(
+        store
+            .decide_approval("b", "tok", "approved", "u2", None)
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    let decided = store
+        .decide_approval("a", "tok", "denied", "u1", Some("no"))
+        .await
+        .expect("decide");
+    assert_eq!(
+        (decided.status.as_str(), decided.note.as_deref()),
+        ("denied", Some("no"))
+    );
+    assert!(matches!(
+        store
+            .decide_approval("a", "tok", "approved", "u1", None)
+            .await,
+        Err(StoreError::Conflict { .. })
+    ));
+    assert!(store
+        .pending_approvals("a")
+        .await
+        .expect("pending")
+        .is_empty());
+
+    // Invocations: upsert through the lifecycle, filters.
+    let mut inv = InvocationRow {
+        id: "r1/c1".into(),
+        workspace_id: "a".into(),
+        run_id: "r1".into(),
+        node_id: "agent".into(),
+        call_id: "c1".into(),
+        tool_name: "calculator".into(),
+        tool_version: "1.0.0".into(),
+        status: "running".into(),
+        approval_required: 0,
+        approval_status: None,
+        decided_by: None,
+        reason: None,
+        input: "{}".into(),
+        output: None,
+        error: None,
+        cost: 0.0,
+        created_at: now(),
+        started_at: Some(now()),
+        completed_at: None,
+    };
+    store.upsert_invocation(&inv).await.expect("running");
+    inv.status = "completed".into();
+    inv.output = Some("42".into());
+    inv.completed_at = Some(now());
+    store.upsert_invocation(&inv).await.expect("completed");
+    let listed = store
+        .list_invocations(
+            "a",
+            &InvocationFilter {
+                tool: Some("calculator".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].status.as_str(), listed[0].output.as_deref()),
+        ("completed", Some("42"))
+    );
+    assert!(listed[0].started_at.is_some());
+    assert!(store
+        .list_invocations(
+            "a",
+            &InvocationFilter {
+                status: Some("failed".into()),
+                ..Default::default()
+            }
+        )
+        .await
+        .expect("list")
+        .is_empty());
+    assert!(store
+        .list_invocations("b", &InvocationFilter::default())
+        .await
+        .expect("list")
+        .is_empty());
+
+    // Bundles and pin history.
+    store
+        .put_bundle("r1", "agent", "{\"b\":1}")
+        .await
+        .expect("bundle");
+    assert_eq!(
+        store.get_bundle("a", "r1", "agent").await.expect("get"),
+        "{\"b\":1}"
+    );
+    assert!(matches!(
+        store.get_bundle("b", "r1", "agent").await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(
+        store.pin_value("w1", "agent", "p").await.expect("pin"),
+        None
+    );
+    store
+        .set_pin_value("w1", "agent", "p", &json!({"v": 1}))
+        .await
+        .expect("set");
+    store
+        .set_pin_value("w1", "agent", "p", &json!({"v": 2}))
+        .await
+        .expect("set");
+    assert_eq!(
+        store.pin_value("w1", "agent", "p").await.expect("pin"),
+        Some(json!({"v": 2}))
+    );
+
+    // Deleting a workflow removes its revisions.
+    store.delete_workflow("a", "w1").await.expect("delete");
+    assert!(matches!(
+        store.list_revisions("a", "w1").await,
+        Err(StoreError::NotFound(_))
+    ));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn conformance_sqlite() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("c.db").display()))
+        .await
+        .expect("open");
+    conformance(store).await;
+}
+
+#[tokio::test]
+async fn conformance_postgres() {
+    let Some(temp) = common::TempPgDatabase::create("glassbox_conf").await else {
+        return;
+    };
+    let store = Store::open(&temp.url).await.expect("open postgres");
+    conformance(store).await;
+    temp.drop_now().await;
+}
