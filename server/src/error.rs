@@ -3,13 +3,22 @@
 //! Every non-2xx response has the body `{"error": {"code", "message",
 //! "details"}}` (see `node_runtime::wire::ErrorBody`). Internal errors are
 //! logged with their cause and answered with a generic message: details of
-//! the server's insides never reach the caller.
+//! the server's insides never reach the caller. [`ApiJson`] is the JSON
+//! extractor whose rejections use the same shape, so malformed input gets
+//! the same kind of answer as invalid input.
 
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequestParts, Query};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use node_runtime::wire::{ErrorBody, ErrorDetail};
-use serde_json::Value;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use crate::storage::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -17,6 +26,14 @@ pub enum ApiError {
     NotFound { message: String },
     #[error("{message}")]
     BadRequest { message: String, details: Value },
+    #[error("{message}")]
+    Unprocessable { message: String, details: Value },
+    #[error("{message}")]
+    Conflict { message: String, details: Value },
+    #[error("{message}")]
+    Unauthorized { message: String },
+    #[error("{message}")]
+    PayloadTooLarge { message: String },
     #[error("internal error: {0}")]
     Internal(#[from] anyhow::Error),
 }
@@ -28,10 +45,34 @@ impl ApiError {
         }
     }
 
+    pub fn bad_request(message: impl Into<String>, details: Value) -> Self {
+        Self::BadRequest {
+            message: message.into(),
+            details,
+        }
+    }
+
+    pub fn unprocessable(message: impl Into<String>, details: Value) -> Self {
+        Self::Unprocessable {
+            message: message.into(),
+            details,
+        }
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::Unauthorized {
+            message: message.into(),
+        }
+    }
+
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             Self::NotFound { .. } => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             Self::BadRequest { .. } => (StatusCode::BAD_REQUEST, "BAD_REQUEST"),
+            Self::Unprocessable { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "INVALID"),
+            Self::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
+            Self::Unauthorized { .. } => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
+            Self::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
         }
     }
@@ -43,12 +84,29 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound(what) => Self::not_found(format!("{what} not found")),
+            StoreError::Conflict { expected, actual } => Self::Conflict {
+                message: format!("stale revision: your change is based on revision {expected}, but revision {actual} is stored; reload and apply it again"),
+                details: json!({ "base_revision": expected, "current_revision": actual }),
+            },
+            other => Self::Internal(other.into()),
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
         let (message, details) = match self {
-            Self::NotFound { message } => (message, Value::Null),
-            Self::BadRequest { message, details } => (message, details),
+            Self::NotFound { message }
+            | Self::Unauthorized { message }
+            | Self::PayloadTooLarge { message } => (message, Value::Null),
+            Self::BadRequest { message, details }
+            | Self::Unprocessable { message, details }
+            | Self::Conflict { message, details } => (message, details),
             Self::Internal(err) => {
                 tracing::error!(error = ?err, "internal error");
                 (
@@ -65,5 +123,58 @@ impl IntoResponse for ApiError {
             },
         };
         (status, Json(body)).into_response()
+    }
+}
+
+/// `Json<T>` whose rejections are [`ApiError`]s naming the problem.
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(Self(v)),
+            Err(rejection) => Err(match &rejection {
+                JsonRejection::JsonDataError(_) => {
+                    ApiError::unprocessable(rejection.body_text(), Value::Null)
+                }
+                JsonRejection::JsonSyntaxError(_) => {
+                    ApiError::bad_request(rejection.body_text(), Value::Null)
+                }
+                JsonRejection::MissingJsonContentType(_) => ApiError::bad_request(
+                    "send the body as JSON with `content-type: application/json`",
+                    Value::Null,
+                ),
+                _ if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                    ApiError::PayloadTooLarge {
+                        message: "the request body is larger than the server accepts".into(),
+                    }
+                }
+                _ => ApiError::bad_request(rejection.body_text(), Value::Null),
+            }),
+        }
+    }
+}
+
+/// `Query<T>` whose rejection is an [`ApiError`] naming the parameter.
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(v)| Self(v))
+            .map_err(|r| ApiError::bad_request(r.body_text(), Value::Null))
     }
 }

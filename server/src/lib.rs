@@ -8,8 +8,10 @@
 //! domain logic of its own (tool execution, the agent loop, graph rules).
 
 pub mod api;
+pub mod auth;
 pub mod config;
 pub mod error;
+pub mod runs;
 pub mod spa;
 pub mod sql_tool;
 pub mod storage;
@@ -31,13 +33,23 @@ pub struct AppState {
 struct AppStateInner {
     db: Store,
     config: Config,
+    runs: Arc<runs::Runs>,
 }
 
 impl AppState {
     pub fn new(db: Store, config: Config) -> Self {
+        let runs = runs::Runs::new(
+            db.clone(),
+            config.data_dir.clone(),
+            Some("/runs/{run_id}/trace".into()),
+        );
         Self {
-            inner: Arc::new(AppStateInner { db, config }),
+            inner: Arc::new(AppStateInner { db, config, runs }),
         }
+    }
+
+    pub fn runs(&self) -> &Arc<runs::Runs> {
+        &self.inner.runs
     }
 
     pub fn db(&self) -> &Store {

@@ -22,6 +22,32 @@ enum Command {
     Serve(ServeArgs),
     /// Apply database migrations and exit.
     Migrate(DbArgs),
+    /// Run a workflow file headlessly and print its outputs as JSON.
+    Run(RunArgs),
+    /// Replay a recorded run hermetically and report whether it matches.
+    Replay(ReplayArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// The workflow JSON file.
+    file: PathBuf,
+    /// An input field, `name=value` (a JSON value, or else a string).
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    inputs: Vec<String>,
+    /// Print the whole run (every node's record) instead of the outputs.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// The id of a recorded run (as printed by `glassbox run`).
+    run_id: String,
 }
 
 #[derive(Args)]
@@ -47,6 +73,9 @@ struct ServeArgs {
     /// Directory of the built app (Trunk's dist/).
     #[arg(long, env = "GLASSBOX_STATIC_DIR", default_value = "dist")]
     static_dir: PathBuf,
+    /// Workflows loaded into the default workspace on first start.
+    #[arg(long, env = "GLASSBOX_EXAMPLES_DIR", default_value = "examples")]
+    examples_dir: PathBuf,
 }
 
 impl DbArgs {
@@ -84,6 +113,8 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve(args).await,
             Command::Migrate(args) => migrate(args).await,
+            Command::Run(args) => run_file(args).await,
+            Command::Replay(args) => replay_run(args).await,
         }
     });
     match result {
@@ -171,8 +202,13 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
             "the app is not built; `/` shows how to build it (the API works)"
         );
     }
+    let signin = glassbox_server::auth::bootstrap(&db)
+        .await
+        .map_err(Failure::runtime)?;
+    load_examples(&db, &args.examples_dir).await;
     let state = AppState::new(db.clone(), config);
     println!("Glassbox {VERSION} is ready at http://{local}/");
+    println!("Sign in as the local admin (one-time link, valid 24 h): http://{local}/signin?token={signin}");
     let _ = std::io::stdout().flush();
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown_signal())
@@ -181,6 +217,163 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
     db.close().await;
     println!("Glassbox stopped.");
     Ok(())
+}
+
+/// Loads `dir/*.json` into the default workspace when it has no workflows.
+async fn load_examples(db: &Store, dir: &std::path::Path) {
+    let ws = glassbox_server::auth::DEFAULT_WORKSPACE;
+    match db.list_workflows(ws).await {
+        Ok(existing) if existing.is_empty() => {}
+        _ => return,
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let loaded = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| {
+                node_runtime::graph::Workflow::from_json(&text).map_err(|e| e.to_string())
+            });
+        match loaded {
+            Ok(mut wf) => {
+                wf.id = glassbox_server::storage::new_id();
+                match db.create_workflow(ws, &wf).await {
+                    Ok(_) => tracing::info!(file = %path.display(), "loaded example workflow"),
+                    Err(e) => {
+                        tracing::warn!(file = %path.display(), error = %e, "cannot store example workflow")
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "skipping example workflow")
+            }
+        }
+    }
+}
+
+fn parse_inputs(pairs: &[String]) -> Result<serde_json::Map<String, serde_json::Value>, Failure> {
+    let mut map = serde_json::Map::new();
+    for pair in pairs {
+        let (k, v) = pair
+            .split_once('=')
+            .ok_or_else(|| Failure::config(format!("--input `{pair}` is not NAME=VALUE")))?;
+        let value =
+            serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+        map.insert(k.to_string(), value);
+    }
+    Ok(map)
+}
+
+async fn run_file(args: RunArgs) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| Failure::config(format!("cannot read {}: {e}", args.file.display())))?;
+    let workflow = node_runtime::graph::Workflow::from_json(&text)
+        .map_err(|e| Failure::config(format!("{}: {e}", args.file.display())))?;
+    let inputs = parse_inputs(&args.inputs)?;
+    let config = args.db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
+    let db = open_database(&config).await?;
+    glassbox_server::auth::bootstrap(&db)
+        .await
+        .map_err(Failure::runtime)?;
+    let runs = glassbox_server::runs::Runs::new(db.clone(), config.data_dir.clone(), None);
+    let row = runs
+        .run_to_end(
+            glassbox_server::auth::DEFAULT_WORKSPACE,
+            workflow,
+            inputs,
+            "cli",
+        )
+        .await
+        .map_err(Failure::runtime)?;
+    let parse = |s: &Option<String>| {
+        s.as_deref()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .unwrap_or(serde_json::Value::Null)
+    };
+    let record = parse(&row.record);
+    let mut agents = serde_json::Map::new();
+    if let Some(nodes) = record.get("nodes").and_then(serde_json::Value::as_object) {
+        for (id, node) in nodes {
+            if node.get("bundle").is_some_and(|b| !b.is_null()) {
+                let outputs = &node["outputs"];
+                let contract: serde_json::Map<String, serde_json::Value> =
+                    node_runtime::graph::AGENT_OUTPUTS
+                        .iter()
+                        .map(|k| (k.to_string(), outputs[*k].clone()))
+                        .collect();
+                agents.insert(id.clone(), serde_json::Value::Object(contract));
+            }
+        }
+    }
+    let printed = if args.json {
+        serde_json::json!({"run_id": row.id, "status": row.status, "outputs": parse(&row.outputs), "agent_outputs": agents, "record": record})
+    } else {
+        serde_json::json!({"run_id": row.id, "status": row.status, "outputs": parse(&row.outputs), "agent_outputs": agents, "error": row.error})
+    };
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&printed).unwrap_or_default()
+    );
+    db.close().await;
+    if row.status == "succeeded" {
+        Ok(())
+    } else {
+        Err(Failure::runtime(format!(
+            "the run ended {}: {}",
+            row.status,
+            row.error.unwrap_or_default()
+        )))
+    }
+}
+
+async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
+    let config = args.db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
+    let db = open_database(&config).await?;
+    let row = db
+        .get_run(glassbox_server::auth::DEFAULT_WORKSPACE, &args.run_id)
+        .await
+        .map_err(|e| Failure::config(format!("run {}: {e}", args.run_id)))?;
+    let record: serde_json::Value = row
+        .record
+        .as_deref()
+        .and_then(|t| serde_json::from_str(t).ok())
+        .ok_or_else(|| {
+            Failure::runtime(format!(
+                "run {} has no record to replay (it did not finish)",
+                args.run_id
+            ))
+        })?;
+    let workflow: node_runtime::graph::Workflow =
+        serde_json::from_value(record["workflow"].clone())
+            .map_err(|e| Failure::runtime(format!("the run's record holds no workflow: {e}")))?;
+    let recorded: node_runtime::graph::engine::WorkflowRun = serde_json::from_value(record.clone())
+        .map_err(|e| Failure::runtime(format!("the run's record is unreadable: {e}")))?;
+    let runs = glassbox_server::runs::Runs::new(db.clone(), config.data_dir.clone(), None);
+    let result =
+        node_runtime::graph::engine::replay_workflow(runs.agents(), &workflow, &recorded).await;
+    db.close().await;
+    match result {
+        Ok(outputs) if outputs == recorded.outputs => {
+            println!(
+                "{}",
+                serde_json::json!({"run_id": args.run_id, "match": true, "outputs": outputs})
+            );
+            Ok(())
+        }
+        Ok(outputs) => Err(Failure::runtime(format!(
+            "replay differs: recorded {} but replayed {}",
+            serde_json::json!(recorded.outputs),
+            serde_json::json!(outputs)
+        ))),
+        Err(e) => Err(Failure::runtime(format!("replay diverged: {e}"))),
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

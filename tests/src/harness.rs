@@ -50,12 +50,15 @@ impl Drop for ProcessGuard {
     }
 }
 
-/// The workspace root (the parent of this crate's directory).
+/// The workspace root (the parent of this crate's directory). Cargo sets
+/// `CARGO_MANIFEST_DIR` when it runs a test, which is right even when the
+/// binary was built from another checkout sharing the target dir; the
+/// compile-time value is the fallback.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent directory")
-        .to_path_buf()
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest.parent().map(Path::to_path_buf).unwrap_or(manifest)
 }
 
 /// Where tests put screenshots and other artifacts: `<workspace>/target/test-artifacts`.

@@ -75,3 +75,64 @@ fn bad_database_url_names_the_setting() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("GLASSBOX_DATABASE_URL"), "{stderr}");
 }
+
+#[test]
+fn run_prints_agent_outputs_and_replay_matches() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let example = glassbox_tests::harness::workspace_root()
+        .join("examples")
+        .join("hello_agent.json");
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .arg("run")
+        .arg(&example)
+        .arg("--data-dir")
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .output()
+        .expect("run glassbox");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    let agent = &printed["agent_outputs"]["agent"];
+    for key in [
+        "response",
+        "tools_by_id",
+        "tool_order",
+        "last_tool",
+        "traces_url",
+    ] {
+        assert!(
+            agent.as_object().is_some_and(|o| o.contains_key(key)),
+            "{key} missing: {agent}"
+        );
+    }
+    assert_eq!(printed["outputs"]["product"], 42.0);
+    let run_id = printed["run_id"].as_str().expect("run id");
+
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .args(["replay", run_id, "--data-dir"])
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .output()
+        .expect("replay");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verdict: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(verdict["match"], true);
+
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .args(["replay", "no-such-run", "--data-dir"])
+        .arg(data.path())
+        .output()
+        .expect("replay");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-run"));
+}

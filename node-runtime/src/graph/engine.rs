@@ -440,6 +440,14 @@ impl Runner<'_> {
             cancel: self.cancel.child_token(),
             env: self.services.env.clone(),
         });
+        self.sink.emit(WorkflowEvent::Agent {
+            node_id: node.id.clone(),
+            event: Box::new(AgentEvent::ToolCallStarted {
+                call_id: call_id.clone(),
+                tool: config.tool.clone(),
+                input: input.clone(),
+            }),
+        });
         let envelope = self
             .services
             .executor
@@ -453,6 +461,12 @@ impl Runner<'_> {
                 Usage::default(),
             )
             .await;
+        self.sink.emit(WorkflowEvent::Agent {
+            node_id: node.id.clone(),
+            event: Box::new(AgentEvent::ToolCallFinished {
+                envelope: envelope.clone(),
+            }),
+        });
         Ok(NodeResult {
             outputs: tool_outputs(config, &envelope),
             bundle: None,

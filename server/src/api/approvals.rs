@@ -1,0 +1,118 @@
+//! Approvals: the pending list (with a count for the UI badge), approve,
+//! deny (reason required) and request revision (note required).
+
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use node_runtime::agent::approval::Decision;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::Caller;
+use crate::error::ApiJson;
+use crate::storage::StoreError;
+use crate::{ApiError, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/approvals", get(pending))
+        .route("/approvals/{token}/approve", post(approve))
+        .route("/approvals/{token}/deny", post(deny))
+        .route("/approvals/{token}/revise", post(revise))
+}
+
+async fn pending(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let rows = state.db().pending_approvals(&caller.workspace_id).await?;
+    Ok(Json(json!({"count": rows.len(), "pending": rows})))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ReasonBody {
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+async fn decide(
+    state: &AppState,
+    caller: &Caller,
+    token: &str,
+    status: &str,
+    decision: Decision,
+    note: Option<String>,
+) -> Result<Json<Value>, ApiError> {
+    let row = state
+        .db()
+        .decide_approval(
+            &caller.workspace_id,
+            token,
+            status,
+            &caller.user_id,
+            note.as_deref(),
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict { .. } => ApiError::Conflict {
+                message: "this approval was already decided".into(),
+                details: json!({}),
+            },
+            other => other.into(),
+        })?;
+    let delivered = state.runs().deliver(token, decision);
+    Ok(Json(json!({"approval": row, "delivered": delivered})))
+}
+
+async fn approve(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(token): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    decide(&state, &caller, &token, "approved", Decision::Approve, None).await
+}
+
+async fn deny(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(token): Path<String>,
+    ApiJson(body): ApiJson<ReasonBody>,
+) -> Result<Json<Value>, ApiError> {
+    let reason = body
+        .reason
+        .filter(|r| !r.trim().is_empty())
+        .ok_or_else(|| {
+            ApiError::unprocessable("a denial needs a reason", json!({"path": "reason"}))
+        })?;
+    decide(
+        &state,
+        &caller,
+        &token,
+        "denied",
+        Decision::Deny {
+            reason: reason.clone(),
+        },
+        Some(reason),
+    )
+    .await
+}
+
+async fn revise(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(token): Path<String>,
+    ApiJson(body): ApiJson<ReasonBody>,
+) -> Result<Json<Value>, ApiError> {
+    let note = body.note.filter(|r| !r.trim().is_empty()).ok_or_else(|| {
+        ApiError::unprocessable("a revision request needs a note", json!({"path": "note"}))
+    })?;
+    decide(
+        &state,
+        &caller,
+        &token,
+        "revision_requested",
+        Decision::Revise { note: note.clone() },
+        Some(note),
+    )
+    .await
+}

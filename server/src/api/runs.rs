@@ -1,0 +1,202 @@
+//! Runs: start (returns the id at once; the run proceeds in the
+//! background), get, list with filters, cancel, and the event stream.
+//!
+//! `GET /runs/{id}/events` is Server-Sent Events: every event of the run in
+//! order, the SSE `id` being its sequence number. A subscriber first gets
+//! the stored events after `Last-Event-ID` (or `?after=`), then follows the
+//! live run; events already sent are never repeated. The stream ends when
+//! the run has ended.
+
+use std::convert::Infallible;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::stream::{self, Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tokio_stream::wrappers::BroadcastStream;
+
+use crate::auth::Caller;
+use crate::error::{ApiJson, ApiQuery};
+use crate::storage::{RunFilter, RunRow};
+use crate::{ApiError, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/runs", post(start).get(list))
+        .route("/runs/{id}", get(get_one))
+        .route("/runs/{id}/cancel", post(cancel))
+        .route("/runs/{id}/events", get(events))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StartBody {
+    workflow_id: String,
+    #[serde(default)]
+    inputs: Map<String, Value>,
+}
+
+async fn start(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<StartBody>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let row = state
+        .db()
+        .get_workflow(&caller.workspace_id, &body.workflow_id)
+        .await?;
+    let workflow = row.workflow()?;
+    let run_id = state
+        .runs()
+        .start(&caller.workspace_id, workflow, body.inputs, "api")
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"run_id": run_id, "status": "queued"})),
+    ))
+}
+
+fn view(run: &RunRow) -> Value {
+    let parse = |s: &Option<String>| {
+        s.as_deref()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .unwrap_or(Value::Null)
+    };
+    let record = parse(&run.record);
+    // Every Agent node's outputs, for convenience.
+    let agents: Map<String, Value> = record
+        .get("nodes")
+        .and_then(Value::as_object)
+        .map(|nodes| {
+            nodes
+                .iter()
+                .filter(|(_, n)| n.get("bundle").is_some_and(|b| !b.is_null()))
+                .map(|(id, n)| (id.clone(), n["outputs"].clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({
+        "id": run.id, "workflow_id": run.workflow_id, "workflow_revision": run.workflow_revision,
+        "kind": run.kind, "replay_of": run.replay_of, "status": run.status, "trigger": run.trigger_kind,
+        "inputs": parse(&Some(run.inputs.clone())), "outputs": parse(&run.outputs), "error": run.error,
+        "created_at": run.created_at, "finished_at": run.finished_at,
+        "nodes": record.get("nodes").cloned().unwrap_or(Value::Null),
+        "agent_outputs": agents,
+    })
+}
+
+async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(view(
+        &state.db().get_run(&caller.workspace_id, &id).await?,
+    )))
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    workflow_id: Option<String>,
+    status: Option<String>,
+    #[serde(default)]
+    limit: i64,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let rows = state
+        .db()
+        .list_runs(
+            &caller.workspace_id,
+            &RunFilter {
+                workflow_id: q.workflow_id,
+                status: q.status,
+                limit: q.limit,
+            },
+        )
+        .await?;
+    let items: Vec<Value> = rows
+        .iter()
+        .map(|r| json!({"id": r.id, "workflow_id": r.workflow_id, "kind": r.kind, "status": r.status, "trigger": r.trigger_kind, "created_at": r.created_at, "finished_at": r.finished_at}))
+        .collect();
+    Ok(Json(json!({"runs": items})))
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let run = state.db().get_run(&caller.workspace_id, &id).await?;
+    let cancelled = state.runs().cancel(&run.id);
+    Ok(Json(
+        json!({"run_id": run.id, "cancelled": cancelled, "status": run.status}),
+    ))
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    after: Option<i64>,
+}
+
+fn sse_event(seq: i64, value: &Value) -> Event {
+    let kind = value.get("type").and_then(Value::as_str).unwrap_or("event");
+    let kind = if kind == "Agent" {
+        value
+            .pointer("/event/type")
+            .and_then(Value::as_str)
+            .unwrap_or("Agent")
+    } else {
+        kind
+    };
+    Event::default()
+        .id(seq.to_string())
+        .event(kind)
+        .data(value.to_string())
+}
+
+async fn events(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<EventsQuery>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .or(q.after)
+        .unwrap_or(0);
+    // Subscribe before reading the stored events, so nothing falls between.
+    let live = state.runs().subscribe(&id);
+    let stored = state
+        .db()
+        .events_after(&caller.workspace_id, &id, after)
+        .await?;
+    let last_stored = stored.last().map_or(after, |e| e.seq);
+    let stored = stream::iter(stored.into_iter().map(|e| {
+        let value: Value = serde_json::from_str(&e.event).unwrap_or(Value::Null);
+        Ok(sse_event(e.seq, &value))
+    }));
+    let live = match live {
+        Some(rx) => BroadcastStream::new(rx)
+            .filter_map(move |item| async move {
+                match item {
+                    Ok((seq, value)) if seq > last_stored => Some(Ok(sse_event(seq, &value))),
+                    _ => None,
+                }
+            })
+            .boxed(),
+        None => stream::empty().boxed(),
+    };
+    Ok(Sse::new(stored.chain(live)).keep_alive(KeepAlive::default()))
+}

@@ -1,0 +1,92 @@
+//! `GET /api/v1/tools`: the registry for discovery, with filters, and
+//! `GET /api/v1/invocations`: seed 001's invocation records.
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use node_runtime::tool::registry::ListFilter;
+use node_runtime::tool_spec::ToolCategory;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::Caller;
+use crate::error::ApiQuery;
+use crate::storage::InvocationFilter;
+use crate::{ApiError, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/tools", get(list))
+        .route("/invocations", get(invocations))
+}
+
+#[derive(Deserialize)]
+struct ToolQuery {
+    category: Option<ToolCategory>,
+    q: Option<String>,
+    #[serde(default)]
+    include_deprecated: bool,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    ApiQuery(q): ApiQuery<ToolQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = ListFilter {
+        category: q.category,
+        text: q.q,
+        include_deprecated: q.include_deprecated,
+    };
+    let tools: Vec<Value> = state
+        .runs()
+        .registry()
+        .list(&filter)
+        .iter()
+        .map(|t| {
+            let m = &t.spec.metadata;
+            // Secret values arrive with encryption at rest; until a secret
+            // is set in some scope it is reported missing.
+            let secrets: Vec<Value> = m.secrets.iter().map(|s| json!({"name": s, "status": "missing", "scope": null})).collect();
+            json!({
+                "name": t.spec.name, "version": t.spec.version, "ref": t.spec.key(),
+                "description": t.spec.description, "category": m.category, "side_effects": m.side_effects,
+                "lifecycle": m.lifecycle, "cache": m.cache, "timeout_ms": m.timeout_ms,
+                "auth": {"ok": secrets.is_empty(), "secrets": secrets},
+                "input_schema": t.spec.input_schema, "output_schema": t.spec.output_schema,
+            })
+        })
+        .collect();
+    Ok(Json(json!({"tools": tools})))
+}
+
+#[derive(Deserialize)]
+struct InvocationQuery {
+    status: Option<String>,
+    tool: Option<String>,
+    run_id: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    #[serde(default)]
+    limit: i64,
+}
+
+async fn invocations(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<InvocationQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = InvocationFilter {
+        status: q.status,
+        tool: q.tool,
+        run_id: q.run_id,
+        since: q.since,
+        until: q.until,
+        limit: q.limit,
+    };
+    let rows = state
+        .db()
+        .list_invocations(&caller.workspace_id, &filter)
+        .await?;
+    Ok(Json(json!({"invocations": rows})))
+}

@@ -1,0 +1,134 @@
+//! Authentication and tenancy.
+//!
+//! API tokens are random, shown once, and stored only as their BLAKE3 hash.
+//! On start the server makes sure a local admin exists in the default
+//! workspace and prints a sign-in URL carrying a one-time token, which the
+//! app exchanges (`POST /api/v1/auth/exchange`) for a session token. Every
+//! other API call carries `Authorization: Bearer <token>`; the workspace is
+//! `X-Glassbox-Workspace` if the user belongs to it, else the user's first.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
+use crate::storage::Store;
+use crate::{ApiError, AppState};
+
+pub const DEFAULT_WORKSPACE: &str = "default";
+pub const ADMIN_USER: &str = "admin";
+const SIGNIN_TTL_HOURS: i64 = 24;
+const SESSION_TTL_DAYS: i64 = 30;
+
+/// A fresh random token (two v4 UUIDs, 244 random bits), as hex.
+pub fn new_token() -> String {
+    format!(
+        "gbx_{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+pub fn hash_token(token: &str) -> String {
+    blake3::hash(token.as_bytes()).to_hex().to_string()
+}
+
+fn in_hours(hours: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::hours(hours))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Ensures the default workspace and the local admin; returns a new
+/// one-time sign-in token.
+pub async fn bootstrap(store: &Store) -> Result<String, crate::storage::StoreError> {
+    store
+        .ensure_workspace(DEFAULT_WORKSPACE, "Default workspace")
+        .await?;
+    store.ensure_user(ADMIN_USER, "Local admin").await?;
+    store
+        .add_membership(DEFAULT_WORKSPACE, ADMIN_USER, "admin")
+        .await?;
+    let token = new_token();
+    store
+        .insert_token(
+            &hash_token(&token),
+            ADMIN_USER,
+            "signin",
+            Some(&in_hours(SIGNIN_TTL_HOURS)),
+        )
+        .await?;
+    Ok(token)
+}
+
+/// Trades a one-time sign-in token for a session token.
+pub async fn exchange(store: &Store, signin_token: &str) -> Result<(String, String), ApiError> {
+    let user = store
+        .token_user(&hash_token(signin_token), "signin")
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("this sign-in link is invalid, expired or already used; restart the server for a new one"))?;
+    let session = new_token();
+    store
+        .insert_token(
+            &hash_token(&session),
+            &user,
+            "session",
+            Some(&in_hours(SESSION_TTL_DAYS * 24)),
+        )
+        .await?;
+    Ok((session, user))
+}
+
+/// The caller: a user acting in one workspace.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub user_id: String,
+    pub workspace_id: String,
+    pub role: String,
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or_else(|| {
+                ApiError::unauthorized("sign in first: send `Authorization: Bearer <token>`")
+            })?;
+        let hash = hash_token(token.trim());
+        let store = state.db();
+        let user = match store.token_user(&hash, "session").await? {
+            Some(u) => u,
+            None => store
+                .token_user(&hash, "api")
+                .await?
+                .ok_or_else(|| ApiError::unauthorized("the token is invalid or expired"))?,
+        };
+        let memberships = store.memberships(&user).await?;
+        let wanted = parts
+            .headers
+            .get("x-glassbox-workspace")
+            .and_then(|v| v.to_str().ok());
+        let (workspace_id, role) = match wanted {
+            // Asking for a workspace you do not belong to looks exactly like
+            // asking for one that does not exist.
+            Some(w) => memberships
+                .into_iter()
+                .find(|(id, _)| id == w)
+                .ok_or_else(|| ApiError::not_found(format!("workspace {w} not found")))?,
+            None => memberships
+                .into_iter()
+                .next()
+                .ok_or_else(|| ApiError::unauthorized("this user belongs to no workspace"))?,
+        };
+        Ok(Self {
+            user_id: user,
+            workspace_id,
+            role,
+        })
+    }
+}

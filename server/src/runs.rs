@@ -1,0 +1,535 @@
+//! Runs: starting workflow runs in the background, persisting and
+//! broadcasting their events, keeping seed 001's invocation records, and
+//! connecting approval decisions to the runs waiting for them.
+//!
+//! Each run has one writer task. The engine's events go through a channel
+//! to that task, which gives each a sequence number, stores it, updates the
+//! invocation records, and then broadcasts it; so the stored order is the
+//! broadcast order, and an SSE subscriber can read stored events first and
+//! then follow the broadcast without gaps or duplicates.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use node_runtime::agent::approval::{ApprovalRequest, Decision};
+use node_runtime::agent::{AgentEvent, AgentRuntime};
+use node_runtime::blob::FsBlobStore;
+use node_runtime::executor::{Executor, ExecutorConfig};
+use node_runtime::graph::engine::{
+    run_workflow, ApprovalGate, EngineServices, MemoryPinHistory, PinHistory, PlainModels,
+    RunOutcome, WorkflowEvent, WorkflowSink,
+};
+use node_runtime::graph::{NodeKind, Workflow};
+use node_runtime::secrets::{MemorySecrets, SecretOwner};
+use node_runtime::tool::{ToolEnv, ToolRegistry};
+use serde_json::{json, Map, Value};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::storage::{new_id, now, ApprovalRow, InvocationRow, RunRow, Store, StoreError};
+
+/// A run in progress.
+struct LiveRun {
+    cancel: CancellationToken,
+    events: broadcast::Sender<(i64, Value)>,
+}
+
+/// Shared by every run of the server.
+pub struct Runs {
+    store: Store,
+    registry: Arc<ToolRegistry>,
+    executor: Arc<Executor>,
+    agents: Arc<AgentRuntime>,
+    data_dir: PathBuf,
+    traces_url: Option<String>,
+    live: Mutex<HashMap<String, Arc<LiveRun>>>,
+    waiters: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
+}
+
+/// The approval key: a random key kept in the data dir, so tokens stay
+/// valid across restarts and cannot be forged without the file.
+fn approval_key(data_dir: &std::path::Path) -> [u8; 32] {
+    let path = data_dir.join("approval.key");
+    if let Ok(bytes) = std::fs::read(&path) {
+        if let Ok(key) = <[u8; 32]>::try_from(bytes.as_slice()) {
+            return key;
+        }
+    }
+    let mut key = [0u8; 32];
+    key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    let _ = std::fs::create_dir_all(data_dir);
+    if let Err(e) = std::fs::write(&path, key) {
+        tracing::warn!(error = %e, "cannot keep the approval key; approvals will not survive a restart");
+    }
+    key
+}
+
+impl Runs {
+    pub fn new(store: Store, data_dir: PathBuf, traces_url: Option<String>) -> Arc<Self> {
+        let mut registry = ToolRegistry::new();
+        node_runtime::builtins::register_builtins(&mut registry)
+            .expect("the built-in tools have valid schemas and unique versions");
+        let registry = Arc::new(registry);
+        let executor = Arc::new(Executor::new(
+            ExecutorConfig::default(),
+            Arc::new(MemorySecrets::new()),
+            Arc::new(FsBlobStore::new(data_dir.join("blobs"))),
+        ));
+        let agents = Arc::new(AgentRuntime {
+            registry: registry.clone(),
+            approval_key: approval_key(&data_dir),
+        });
+        Arc::new(Self {
+            store,
+            registry,
+            executor,
+            agents,
+            data_dir,
+            traces_url,
+            live: Mutex::new(HashMap::new()),
+            waiters: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    pub fn agents(&self) -> &Arc<AgentRuntime> {
+        &self.agents
+    }
+
+    /// Creates the run record and starts it in the background.
+    pub async fn start(
+        self: &Arc<Self>,
+        workspace_id: &str,
+        workflow: Workflow,
+        inputs: Map<String, Value>,
+        trigger: &str,
+    ) -> Result<String, StoreError> {
+        let run_id = new_id();
+        self.store
+            .create_run(&RunRow {
+                id: run_id.clone(),
+                workspace_id: workspace_id.into(),
+                workflow_id: Some(workflow.id.clone()),
+                workflow_revision: Some(workflow.revision as i64),
+                kind: "run".into(),
+                replay_of: None,
+                status: "queued".into(),
+                trigger_kind: trigger.into(),
+                inputs: Value::Object(inputs.clone()).to_string(),
+                outputs: None,
+                error: None,
+                record: None,
+                created_at: now(),
+                finished_at: None,
+            })
+            .await?;
+        let (events, _) = broadcast::channel(1024);
+        let live = Arc::new(LiveRun {
+            cancel: CancellationToken::new(),
+            events,
+        });
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(run_id.clone(), live.clone());
+        let this = self.clone();
+        let ws = workspace_id.to_string();
+        let id = run_id.clone();
+        tokio::spawn(async move {
+            this.execute(&ws, &id, workflow, inputs, live).await;
+            this.live
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+        });
+        Ok(run_id)
+    }
+
+    /// Runs a workflow to its end, in this task (the CLI uses this directly).
+    pub async fn run_to_end(
+        self: &Arc<Self>,
+        workspace_id: &str,
+        workflow: Workflow,
+        inputs: Map<String, Value>,
+        trigger: &str,
+    ) -> Result<RunRow, StoreError> {
+        let run_id = self.start(workspace_id, workflow, inputs, trigger).await?;
+        loop {
+            if !self
+                .live
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(&run_id)
+            {
+                return self.store.get_run(workspace_id, &run_id).await;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn execute(
+        self: &Arc<Self>,
+        ws: &str,
+        run_id: &str,
+        workflow: Workflow,
+        inputs: Map<String, Value>,
+        live: Arc<LiveRun>,
+    ) {
+        let _ = self.store.set_run_status(run_id, "running").await;
+        let (tx, rx) = mpsc::unbounded_channel::<WorkflowEvent>();
+        let writer = tokio::spawn(write_events(
+            self.store.clone(),
+            ws.to_string(),
+            run_id.to_string(),
+            rx,
+            live.events.clone(),
+        ));
+        // Pins: the history of this workflow, loaded before and saved after.
+        let pins = Arc::new(MemoryPinHistory::default());
+        for node in &workflow.nodes {
+            if let NodeKind::Agent(c) = &node.kind {
+                for pin in &c.pins {
+                    if let Ok(Some(v)) = self
+                        .store
+                        .pin_value(&workflow.id, &node.id, &pin.name)
+                        .await
+                    {
+                        pins.record(&workflow.id, &node.id, &pin.name, &v);
+                    }
+                }
+            }
+        }
+        let files = self.data_dir.join("files").join(ws);
+        let services = EngineServices {
+            registry: self.registry.clone(),
+            executor: self.executor.clone(),
+            agents: self.agents.clone(),
+            models: Arc::new(PlainModels),
+            approvals: Arc::new(StoreGate {
+                runs: self.clone(),
+                workspace_id: ws.into(),
+                run_id: run_id.into(),
+            }),
+            pin_history: pins.clone(),
+            owner: SecretOwner {
+                user_id: None,
+                workspace_id: ws.into(),
+                org_id: None,
+            },
+            env: Arc::new(ToolEnv {
+                files_root: Some(files),
+                ..ToolEnv::default()
+            }),
+            traces_url: self.traces_url.clone(),
+        };
+        let sink = ChannelSink(tx);
+        let result = run_workflow(
+            &services,
+            &workflow,
+            run_id,
+            inputs,
+            &sink,
+            live.cancel.clone(),
+        )
+        .await;
+        drop(sink);
+        let _ = writer.await;
+        match result {
+            Ok(run) => {
+                for (node_id, record) in &run.nodes {
+                    if let Some(bundle) = &record.bundle {
+                        let _ = self
+                            .store
+                            .put_bundle(run_id, node_id, &bundle.to_json())
+                            .await;
+                    }
+                }
+                for node in &workflow.nodes {
+                    if let NodeKind::Agent(c) = &node.kind {
+                        for pin in &c.pins {
+                            if let Some(v) = pins.last_resolved(&workflow.id, &node.id, &pin.name) {
+                                let _ = self
+                                    .store
+                                    .set_pin_value(&workflow.id, &node.id, &pin.name, &v)
+                                    .await;
+                            }
+                        }
+                    }
+                }
+                let status = match run.outcome {
+                    RunOutcome::Succeeded => "succeeded",
+                    RunOutcome::Failed => "failed",
+                    RunOutcome::Cancelled => "cancelled",
+                };
+                let outputs = json!(run.outputs);
+                // The record carries the workflow it ran, so a replay needs nothing else.
+                let mut record = serde_json::to_value(&run).unwrap_or(Value::Null);
+                if let Some(obj) = record.as_object_mut() {
+                    obj.insert("workflow".into(), json!(workflow));
+                }
+                let error = run.nodes.values().find_map(|n| {
+                    n.error
+                        .clone()
+                        .filter(|_| n.status == node_runtime::graph::engine::NodeStatus::Failed)
+                });
+                if let Err(e) = self
+                    .store
+                    .finish_run(
+                        run_id,
+                        status,
+                        Some(&outputs),
+                        error.as_deref(),
+                        Some(&record),
+                    )
+                    .await
+                {
+                    tracing::error!(run_id, error = %e, "cannot record the end of a run");
+                }
+            }
+            Err(e) => {
+                let _ = self
+                    .store
+                    .finish_run(run_id, "failed", None, Some(&e.to_string()), None)
+                    .await;
+            }
+        }
+    }
+
+    /// Subscribes to a live run's events (None when it is not running here).
+    pub fn subscribe(&self, run_id: &str) -> Option<broadcast::Receiver<(i64, Value)>> {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(run_id)
+            .map(|l| l.events.subscribe())
+    }
+
+    pub fn cancel(&self, run_id: &str) -> bool {
+        match self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(run_id)
+        {
+            Some(l) => {
+                l.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Hands a recorded decision to the run waiting for it.
+    pub fn deliver(&self, token: &str, decision: Decision) -> bool {
+        match self
+            .waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(token)
+        {
+            Some(tx) => tx.send(decision).is_ok(),
+            None => false,
+        }
+    }
+}
+
+struct ChannelSink(mpsc::UnboundedSender<WorkflowEvent>);
+
+impl WorkflowSink for ChannelSink {
+    fn emit(&self, event: WorkflowEvent) {
+        let _ = self.0.send(event);
+    }
+}
+
+/// Approvals for one run: each request is stored, then the run waits until
+/// someone decides it through the API.
+struct StoreGate {
+    runs: Arc<Runs>,
+    workspace_id: String,
+    run_id: String,
+}
+
+impl ApprovalGate for StoreGate {
+    fn decide<'a>(
+        &'a self,
+        node_id: &'a str,
+        requests: Vec<ApprovalRequest>,
+    ) -> BoxFuture<'a, Vec<(String, Decision)>> {
+        Box::pin(async move {
+            let _ = self
+                .runs
+                .store
+                .set_run_status(&self.run_id, "waiting_for_approval")
+                .await;
+            let mut pending = Vec::new();
+            for r in requests {
+                let (tx, rx) = oneshot::channel();
+                self.runs
+                    .waiters
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(r.token.clone(), tx);
+                let row = ApprovalRow {
+                    token: r.token.clone(),
+                    workspace_id: self.workspace_id.clone(),
+                    run_id: self.run_id.clone(),
+                    node_id: node_id.into(),
+                    call_id: r.call_id.clone(),
+                    tool: r.tool.clone(),
+                    args_summary: r.args_summary.clone(),
+                    effect_description: r.effect_description.clone(),
+                    status: "pending".into(),
+                    decided_by: None,
+                    note: None,
+                    created_at: now(),
+                    decided_at: None,
+                };
+                if let Err(e) = self.runs.store.insert_approval(&row).await {
+                    tracing::error!(error = %e, "cannot store an approval request");
+                }
+                pending.push((r.token, rx));
+            }
+            let mut decisions = Vec::new();
+            for (token, rx) in pending {
+                // A dropped sender (server shutting down) counts as a denial.
+                let decision = rx.await.unwrap_or(Decision::Deny {
+                    reason: "the server stopped before a decision".into(),
+                });
+                decisions.push((token, decision));
+            }
+            let _ = self
+                .runs
+                .store
+                .set_run_status(&self.run_id, "running")
+                .await;
+            decisions
+        })
+    }
+}
+
+fn invocation_id(run_id: &str, node_id: &str, call_id: &str) -> String {
+    format!("{run_id}/{node_id}/{call_id}")
+}
+
+/// Persists, indexes and broadcasts a run's events, in order.
+async fn write_events(
+    store: Store,
+    ws: String,
+    run_id: String,
+    mut rx: mpsc::UnboundedReceiver<WorkflowEvent>,
+    tx: broadcast::Sender<(i64, Value)>,
+) {
+    let mut seq = 0i64;
+    let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
+    while let Some(event) = rx.recv().await {
+        seq += 1;
+        let value = serde_json::to_value(&event).unwrap_or(Value::Null);
+        if let Err(e) = store.append_event(&run_id, seq, &value).await {
+            tracing::error!(run_id, seq, error = %e, "cannot store a run event");
+        }
+        if let WorkflowEvent::Agent { node_id, event } = &event {
+            let base = |call_id: &str, tool: &str, input: String| {
+                let (name, version) = tool.rsplit_once('@').unwrap_or((tool, ""));
+                InvocationRow {
+                    id: invocation_id(&run_id, node_id, call_id),
+                    workspace_id: ws.clone(),
+                    run_id: run_id.clone(),
+                    node_id: node_id.clone(),
+                    call_id: call_id.into(),
+                    tool_name: name.into(),
+                    tool_version: version.into(),
+                    status: String::new(),
+                    approval_required: 0,
+                    approval_status: None,
+                    decided_by: None,
+                    reason: None,
+                    input,
+                    output: None,
+                    error: None,
+                    cost: 0.0,
+                    created_at: now(),
+                    started_at: None,
+                    completed_at: None,
+                }
+            };
+            let row = match event.as_ref() {
+                AgentEvent::ApprovalRequested { request } => {
+                    tools.insert(
+                        request.call_id.clone(),
+                        (
+                            request.tool.clone(),
+                            request.args_summary.clone(),
+                            node_id.clone(),
+                        ),
+                    );
+                    let mut r = base(
+                        &request.call_id,
+                        &request.tool,
+                        request.args_summary.clone(),
+                    );
+                    r.status = "pending".into();
+                    r.approval_required = 1;
+                    r.approval_status = Some("pending".into());
+                    Some(r)
+                }
+                AgentEvent::ApprovalDecided { call_id, decision } => {
+                    let (tool, input, _) = tools.get(call_id).cloned().unwrap_or_default();
+                    let mut r = base(call_id, &tool, input);
+                    r.approval_required = 1;
+                    let (status, approval, reason) = match decision {
+                        Decision::Approve => ("approved", "approved", None),
+                        Decision::Deny { reason } => ("rejected", "denied", Some(reason.clone())),
+                        Decision::Revise { note } => {
+                            ("rejected", "revision_requested", Some(note.clone()))
+                        }
+                    };
+                    r.status = status.into();
+                    r.approval_status = Some(approval.into());
+                    r.reason = reason;
+                    Some(r)
+                }
+                AgentEvent::ToolCallStarted {
+                    call_id,
+                    tool,
+                    input,
+                } => {
+                    let mut r = base(call_id, tool, input.to_string());
+                    r.status = "running".into();
+                    r.started_at = Some(now());
+                    Some(r)
+                }
+                AgentEvent::ToolCallFinished { envelope } => {
+                    let mut r = base(
+                        &envelope.call_id,
+                        &envelope.tool_ref(),
+                        envelope.input.to_string(),
+                    );
+                    r.status = if envelope.is_success() {
+                        "completed"
+                    } else {
+                        "failed"
+                    }
+                    .into();
+                    r.output = Some(envelope.output.to_string());
+                    r.error = envelope.error.as_ref().map(|e| json!(e).to_string());
+                    r.started_at = Some(envelope.t_start.clone());
+                    r.completed_at = Some(envelope.t_end.clone());
+                    Some(r)
+                }
+                _ => None,
+            };
+            if let Some(row) = row {
+                if let Err(e) = store.upsert_invocation(&row).await {
+                    tracing::error!(run_id, error = %e, "cannot record a tool invocation");
+                }
+            }
+        }
+        let _ = tx.send((seq, value));
+    }
+}

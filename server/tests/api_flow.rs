@@ -1,0 +1,427 @@
+//! The API end to end, in-process: sign-in exchange, workflows with
+//! revisions, a run that waits for a write approval while two SSE
+//! subscribers watch (one reconnecting with Last-Event-ID), invocations,
+//! and workspace isolation.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use glassbox_server::auth::{bootstrap, hash_token};
+use glassbox_server::{app, AppState, Config, Store};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+struct Api {
+    state: AppState,
+    _dir: tempfile::TempDir,
+}
+
+impl Api {
+    async fn new() -> (Self, String) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = Config::default_database_url(dir.path());
+        let db = Store::open(&url).await.expect("open");
+        let signin = bootstrap(&db).await.expect("bootstrap");
+        let config = Config {
+            bind: [127, 0, 0, 1].into(),
+            port: 0,
+            data_dir: dir.path().to_path_buf(),
+            database_url: url,
+            static_dir: None,
+        };
+        (
+            Self {
+                state: AppState::new(db, config),
+                _dir: dir,
+            },
+            signin,
+        )
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = Request::builder().method(method).uri(path);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let req = match body {
+            Some(b) => req
+                .header("content-type", "application/json")
+                .body(Body::from(b.to_string())),
+            None => req.body(Body::empty()),
+        }
+        .expect("request");
+        let res = app(self.state.clone())
+            .oneshot(req)
+            .await
+            .expect("infallible");
+        let status = res.status();
+        let bytes = res.into_body().collect().await.expect("body").to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// Reads an SSE stream to its end: (id, event type, data) per event.
+    async fn sse(
+        &self,
+        path: &str,
+        token: &str,
+        last_event_id: Option<i64>,
+    ) -> Vec<(i64, String, Value)> {
+        let mut req = Request::get(path).header("authorization", format!("Bearer {token}"));
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id.to_string());
+        }
+        let res = app(self.state.clone())
+            .oneshot(req.body(Body::empty()).expect("req"))
+            .await
+            .expect("infallible");
+        assert_eq!(res.status(), StatusCode::OK);
+        let bytes = tokio::time::timeout(Duration::from_secs(30), res.into_body().collect())
+            .await
+            .expect("stream ends")
+            .expect("body")
+            .to_bytes();
+        let text = String::from_utf8_lossy(&bytes).to_string();
+        text.split("\n\n")
+            .filter(|block| block.contains("data:"))
+            .map(|block| {
+                let field = |name: &str| {
+                    block
+                        .lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(|v| v.trim().to_string())
+                        .unwrap_or_default()
+                };
+                (
+                    field("id:").parse().unwrap_or(-1),
+                    field("event:"),
+                    serde_json::from_str(&field("data:")).unwrap_or(Value::Null),
+                )
+            })
+            .collect()
+    }
+}
+
+fn approval_workflow() -> Value {
+    json!({
+        "format_version": 1, "id": "ignored", "name": "Writes a note", "revision": 0,
+        "nodes": [
+            {"id": "agent", "label": "Agent", "position": {"x": 0, "y": 0}, "kind": "agent", "config": {
+                "prompt": "Write the note.",
+                "tools": [{"tool": "write_file@1.0.0"}, {"tool": "calculator@1.0.0"}],
+                "provider": {"kind": "scripted", "script": {"turns": [
+                    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}, {"name": "write_file", "arguments": {"path": "note.txt", "content": "hi"}}]},
+                    {"text": "Written."}]}}}},
+            {"id": "out", "label": "Out", "position": {"x": 300, "y": 0}, "kind": "output", "config": {"fields": ["answer"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_workflows_runs_approvals_and_events() {
+    let (api, signin) = Api::new().await;
+
+    // Without a token: 401 in the API's error shape.
+    let (s, body) = api.call("GET", "/api/v1/workflows", None, None).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["error"]["code"], "UNAUTHORIZED");
+
+    // The one-time link works once.
+    let (s, body) = api
+        .call(
+            "POST",
+            "/api/v1/auth/exchange",
+            None,
+            Some(json!({"token": signin})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let token = body["session_token"].as_str().expect("session").to_string();
+    let (s, _) = api
+        .call(
+            "POST",
+            "/api/v1/auth/exchange",
+            None,
+            Some(json!({"token": signin})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let t = Some(token.as_str());
+
+    // Bad documents name the field; malformed JSON is a 400.
+    let mut bad = approval_workflow();
+    bad["nodes"][0]["position"]["x"] = json!("left");
+    let (s, body) = api.call("POST", "/api/v1/workflows", t, Some(bad)).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["error"]["details"]["path"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("nodes[0]"),
+        "{body}"
+    );
+    let req = Request::post("/api/v1/workflows")
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(Body::from("{not json"))
+        .expect("req");
+    assert_eq!(
+        app(api.state.clone())
+            .oneshot(req)
+            .await
+            .expect("res")
+            .status(),
+        StatusCode::BAD_REQUEST
+    );
+
+    // Create, update, stale update refused.
+    let (s, created) = api
+        .call("POST", "/api/v1/workflows", t, Some(approval_workflow()))
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().expect("id").to_string();
+    assert_eq!(created["revision"], 1);
+    let mut doc = created["workflow"].clone();
+    doc["name"] = json!("Renamed");
+    let (s, v2) = api
+        .call(
+            "PUT",
+            &format!("/api/v1/workflows/{id}"),
+            t,
+            Some(json!({"base_revision": 1, "workflow": doc.clone()})),
+        )
+        .await;
+    assert_eq!((s, v2["revision"].clone()), (StatusCode::OK, json!(2)));
+    let (s, body) = api
+        .call(
+            "PUT",
+            &format!("/api/v1/workflows/{id}"),
+            t,
+            Some(json!({"base_revision": 1, "workflow": doc})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["details"]["current_revision"], 2);
+    let (_, revs) = api
+        .call("GET", &format!("/api/v1/workflows/{id}/revisions"), t, None)
+        .await;
+    assert_eq!(revs["revisions"].as_array().map(Vec::len), Some(2));
+
+    // Start a run; it waits for the write approval.
+    let (s, started) = api
+        .call("POST", "/api/v1/runs", t, Some(json!({"workflow_id": id})))
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{started}");
+    let run_id = started["run_id"].as_str().expect("run id").to_string();
+    let mut pending = Value::Null;
+    for _ in 0..200 {
+        let (_, p) = api.call("GET", "/api/v1/approvals", t, None).await;
+        if p["count"] == 1 {
+            pending = p;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(pending["count"], 1, "the write waits for a human");
+    let approval_token = pending["pending"][0]["token"]
+        .as_str()
+        .expect("token")
+        .to_string();
+    assert_eq!(pending["pending"][0]["tool"], "write_file@1.0.0");
+
+    // Subscriber A joins mid-run; the run finishes after the approval.
+    let events_path = format!("/api/v1/runs/{run_id}/events");
+    let api_ref = &api;
+    let token_ref = token.clone();
+    let path_ref = events_path.clone();
+    let subscriber = async move { api_ref.sse(&path_ref, &token_ref, None).await };
+    let approve = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        api.call(
+            "POST",
+            &format!("/api/v1/approvals/{approval_token}/approve"),
+            t,
+            None,
+        )
+        .await
+    };
+    let (events_a, (s, decided)) = tokio::join!(subscriber, approve);
+    assert_eq!(s, StatusCode::OK, "{decided}");
+    assert_eq!(decided["delivered"], true);
+    let seqs: Vec<i64> = events_a.iter().map(|e| e.0).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as i64).collect::<Vec<_>>(),
+        "every event once, in order"
+    );
+    assert_eq!(events_a.last().map(|e| e.1.as_str()), Some("RunFinished"));
+    assert!(events_a.iter().any(|e| e.1 == "ApprovalRequested"));
+    assert!(events_a.iter().any(|e| e.1 == "ToolCallFinished"));
+
+    // Subscriber B reconnects after event 3: the rest, no gaps, no repeats.
+    let events_b = api.sse(&events_path, &token, Some(3)).await;
+    assert_eq!(
+        events_b.iter().map(|e| e.0).collect::<Vec<_>>(),
+        seqs[3..].to_vec()
+    );
+
+    // The run and its records.
+    let (_, run) = api
+        .call("GET", &format!("/api/v1/runs/{run_id}"), t, None)
+        .await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["outputs"]["answer"], "Written.");
+    let agent = &run["agent_outputs"]["agent"];
+    for key in [
+        "response",
+        "tools_by_id",
+        "tool_order",
+        "last_tool",
+        "traces_url",
+    ] {
+        assert!(agent.get(key).is_some(), "{key}");
+    }
+    let (_, inv) = api
+        .call(
+            "GET",
+            &format!("/api/v1/invocations?run_id={run_id}"),
+            t,
+            None,
+        )
+        .await;
+    let statuses: Vec<(String, String)> = inv["invocations"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|i| {
+            (
+                i["tool_name"].as_str().unwrap_or_default().to_string(),
+                i["status"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        statuses.contains(&("write_file".into(), "completed".into())),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&("calculator".into(), "completed".into())),
+        "{statuses:?}"
+    );
+    let (_, inv) = api
+        .call("GET", "/api/v1/invocations?tool=write_file", t, None)
+        .await;
+    assert_eq!(inv["invocations"][0]["approval_status"], "approved");
+    // A second decision is refused.
+    let (s, _) = api
+        .call(
+            "POST",
+            &format!(
+                "/api/v1/approvals/{}/deny",
+                pending["pending"][0]["token"].as_str().expect("t")
+            ),
+            t,
+            Some(json!({"reason": "late"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT);
+
+    // Workspace isolation: another workspace's user sees 404 for all of it.
+    let db = api.state.db();
+    db.ensure_workspace("other", "Other").await.expect("ws");
+    db.ensure_user("bob", "Bob").await.expect("user");
+    db.add_membership("other", "bob", "admin")
+        .await
+        .expect("member");
+    db.insert_token(&hash_token("bob-token"), "bob", "session", None)
+        .await
+        .expect("token");
+    let b = Some("bob-token");
+    for (method, path, body) in [
+        ("GET", format!("/api/v1/workflows/{id}"), None),
+        (
+            "PUT",
+            format!("/api/v1/workflows/{id}"),
+            Some(json!({"base_revision": 2, "workflow": approval_workflow()})),
+        ),
+        ("DELETE", format!("/api/v1/workflows/{id}"), None),
+        ("GET", format!("/api/v1/workflows/{id}/revisions"), None),
+        ("POST", format!("/api/v1/workflows/{id}/validate"), None),
+        (
+            "POST",
+            "/api/v1/runs".to_string(),
+            Some(json!({"workflow_id": id})),
+        ),
+        ("GET", format!("/api/v1/runs/{run_id}"), None),
+        ("POST", format!("/api/v1/runs/{run_id}/cancel"), None),
+        ("GET", format!("/api/v1/runs/{run_id}/events"), None),
+        (
+            "POST",
+            format!("/api/v1/approvals/{approval_token}/approve"),
+            None,
+        ),
+    ] {
+        let (s, body) = api.call(method, &path, b, body).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{method} {path}: {body}");
+    }
+    for path in [
+        "/api/v1/workflows",
+        "/api/v1/runs",
+        "/api/v1/approvals",
+        "/api/v1/invocations",
+    ] {
+        let (s, body) = api.call("GET", path, b, None).await;
+        assert_eq!(s, StatusCode::OK);
+        let items = body
+            .as_object()
+            .and_then(|o| o.values().find_map(Value::as_array))
+            .expect("a list");
+        assert!(items.is_empty(), "{path}: {body}");
+    }
+    // Asking for a workspace one does not belong to is a 404 too.
+    let req = Request::get("/api/v1/workflows")
+        .header("authorization", "Bearer bob-token")
+        .header("x-glassbox-workspace", "default")
+        .body(Body::empty())
+        .expect("req");
+    assert_eq!(
+        app(api.state.clone())
+            .oneshot(req)
+            .await
+            .expect("res")
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn oversized_bodies_get_413() {
+    let (api, signin) = Api::new().await;
+    let (_, body) = api
+        .call(
+            "POST",
+            "/api/v1/auth/exchange",
+            None,
+            Some(json!({"token": signin})),
+        )
+        .await;
+    let token = body["session_token"].as_str().expect("session").to_string();
+    let huge =
+        json!({"format_version": 1, "id": "x", "name": "x".repeat(5 * 1024 * 1024), "nodes": []});
+    let (s, body) = api
+        .call("POST", "/api/v1/workflows", Some(&token), Some(huge))
+        .await;
+    assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(body["error"]["code"], "PAYLOAD_TOO_LARGE");
+}
