@@ -59,6 +59,37 @@ pub fn decode<T: DeserializeOwned>(status: u16, body: &str) -> Result<T, ApiErro
     }
 }
 
+async fn post_json<T: DeserializeOwned>(
+    path: &str,
+    body: &serde_json::Value,
+) -> Result<T, ApiError> {
+    let url = format!("{API_PREFIX}{path}");
+    let response = gloo_net::http::Request::post(&url)
+        .json(body)
+        .map_err(|err| ApiError::Network(err.to_string()))?
+        .send()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    decode(status, &text)
+}
+
+/// The answer of `POST /api/v1/auth/exchange`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct Session {
+    pub session_token: String,
+    pub user_id: String,
+}
+
+/// `POST /api/v1/auth/exchange`: a one-time sign-in token for a session.
+pub async fn exchange(token: &str) -> Result<Session, ApiError> {
+    post_json("/auth/exchange", &serde_json::json!({ "token": token })).await
+}
+
 /// `GET /api/v1/health`.
 pub async fn health() -> Result<Health, ApiError> {
     get_json("/health").await

@@ -7,6 +7,7 @@
 
 pub mod api;
 pub mod pages;
+pub mod session;
 
 use leptos::prelude::*;
 use leptos_router::components::{Route, Router, Routes, A};
@@ -26,6 +27,7 @@ pub fn App() -> impl IntoView {
             <main class="page">
                 <Routes fallback=|| view! { <pages::NotFound /> }>
                     <Route path=path!("/") view=pages::Home />
+                    <Route path=path!("/signin") view=pages::SignIn />
                 </Routes>
             </main>
         </Router>

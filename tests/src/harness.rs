@@ -103,6 +103,8 @@ pub fn free_port() -> u16 {
 /// A running `glassbox serve` with its own temporary data directory.
 pub struct Server {
     pub url: String,
+    /// The one-time sign-in link the server printed.
+    pub signin_url: String,
     pub data_dir: tempfile::TempDir,
     _process: ProcessGuard,
 }
@@ -134,15 +136,29 @@ impl Server {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if let Some(rest) = line.split(" is ready at ").nth(1) {
-                    let _ = tx.send(rest.trim().trim_end_matches('/').to_string());
+                    let _ = tx.send(("ready", rest.trim().trim_end_matches('/').to_string()));
+                } else if let Some(link) = line
+                    .split_whitespace()
+                    .find(|w| w.contains("/signin?token="))
+                {
+                    let _ = tx.send(("signin", link.to_string()));
                 }
             }
         });
-        let url = rx
-            .recv_timeout(Duration::from_secs(60))
-            .map_err(|_| "glassbox serve did not print its ready line within 60 s".to_string())?;
+        let (mut url, mut signin_url) = (None, None);
+        while url.is_none() || signin_url.is_none() {
+            let (kind, value) = rx.recv_timeout(Duration::from_secs(60)).map_err(|_| {
+                "glassbox serve did not print its ready line and sign-in link within 60 s"
+                    .to_string()
+            })?;
+            match kind {
+                "ready" => url = Some(value),
+                _ => signin_url = Some(value),
+            }
+        }
         Ok(Self {
-            url,
+            url: url.unwrap_or_default(),
+            signin_url: signin_url.unwrap_or_default(),
             data_dir,
             _process: process,
         })

@@ -70,3 +70,45 @@ async fn client_route_is_served_by_spa_fallback() {
     browser.close().await;
     assert_eq!(outcome.expect("fallback renders").trim(), "Page not found");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_printed_sign_in_link_signs_in_once() {
+    if !browser_tests_enabled() {
+        return;
+    }
+    let dist = built_app_dir().expect("built app");
+    let server = Server::start(Some(&dist)).expect("server starts");
+    let browser = Browser::start().await.expect("browser starts");
+    let outcome = async {
+        browser
+            .client
+            .goto(&server.signin_url)
+            .await
+            .map_err(|e| format!("goto: {e}"))?;
+        let ok = wait_for_text(
+            &browser.client,
+            "[data-testid=signin-ok]",
+            Duration::from_secs(30),
+        )
+        .await?;
+        browser.screenshot("signin").await?;
+        // The same link a second time: refused, in words.
+        browser
+            .client
+            .goto(&server.signin_url)
+            .await
+            .map_err(|e| format!("goto: {e}"))?;
+        let again = wait_for_text(
+            &browser.client,
+            "[data-testid=signin-error]",
+            Duration::from_secs(30),
+        )
+        .await?;
+        Ok::<_, String>((ok, again))
+    }
+    .await;
+    browser.close().await;
+    let (ok, again) = outcome.expect("sign-in page works");
+    assert!(ok.contains("admin"), "{ok}");
+    assert!(again.contains("already used"), "{again}");
+}

@@ -2,6 +2,8 @@
 
 mod home;
 mod not_found;
+mod signin;
 
 pub use home::Home;
 pub use not_found::NotFound;
+pub use signin::SignIn;
