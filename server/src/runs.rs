@@ -396,11 +396,25 @@ impl ApprovalGate for StoreGate {
                 pending.push((r.token, rx));
             }
             let mut decisions = Vec::new();
-            for (token, rx) in pending {
-                // A dropped sender (server shutting down) counts as a denial.
-                let decision = rx.await.unwrap_or(Decision::Deny {
-                    reason: "the server stopped before a decision".into(),
-                });
+            for (token, mut rx) in pending {
+                // The API hands decisions over directly; a decision stored by
+                // someone else (the CLI, another server) is picked up by
+                // watching the approval row. A dropped sender (the server
+                // shutting down) counts as a denial.
+                let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+                let decision = loop {
+                    tokio::select! {
+                        d = &mut rx => break d.unwrap_or(Decision::Deny { reason: "the server stopped before a decision".into() }),
+                        _ = tick.tick() => {
+                            if let Ok(row) = self.runs.store.get_approval(&self.workspace_id, &token).await {
+                                if let Some(d) = stored_decision(&row) {
+                                    self.runs.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
+                                    break d;
+                                }
+                            }
+                        }
+                    }
+                };
                 decisions.push((token, decision));
             }
             let _ = self
@@ -410,6 +424,17 @@ impl ApprovalGate for StoreGate {
                 .await;
             decisions
         })
+    }
+}
+
+/// The decision a stored approval row holds, if it was decided.
+pub fn stored_decision(row: &ApprovalRow) -> Option<Decision> {
+    let note = row.note.clone().unwrap_or_default();
+    match row.status.as_str() {
+        "approved" => Some(Decision::Approve),
+        "denied" => Some(Decision::Deny { reason: note }),
+        "revision_requested" => Some(Decision::Revise { note }),
+        _ => None,
     }
 }
 

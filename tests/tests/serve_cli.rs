@@ -8,9 +8,29 @@ use std::process::Command;
 use glassbox_tests::harness::{glassbox_bin, Server};
 
 fn http_get(base: &str, path: &str) -> (u16, String) {
+    http(base, "GET", path, None, None)
+}
+
+/// One HTTP/1.0 request over a real socket.
+fn http(
+    base: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&serde_json::Value>,
+) -> (u16, String) {
     let addr = base.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr).expect("connect to server");
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("send request");
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send request");
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("read response");
     let status = response
@@ -135,4 +155,125 @@ fn run_prints_agent_outputs_and_replay_matches() {
         .expect("replay");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-run"));
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
+}
+
+#[test]
+fn a_cli_decision_reaches_a_run_waiting_in_the_server() {
+    let server = Server::start(None).expect("server starts");
+    let signin = server
+        .signin_url
+        .split("token=")
+        .nth(1)
+        .expect("token in link")
+        .to_string();
+    let (s, body) = http(
+        &server.url,
+        "POST",
+        "/api/v1/auth/exchange",
+        None,
+        Some(&serde_json::json!({"token": signin})),
+    );
+    assert_eq!(s, 200, "{body}");
+    let session = json(&body)["session_token"]
+        .as_str()
+        .expect("session")
+        .to_string();
+    let t = Some(session.as_str());
+    let workflow = serde_json::json!({
+        "format_version": 1, "id": "w", "name": "writes", "revision": 0,
+        "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "go", "tools": [{"tool": "write_file@1.0.0"}],
+            "provider": {"kind": "scripted", "script": {"turns": [
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": "cli.txt", "content": "approved by cli"}}]},
+                {"text": "done"}]}}}}],
+        "edges": []
+    });
+    let (s, body) = http(&server.url, "POST", "/api/v1/workflows", t, Some(&workflow));
+    assert_eq!(s, 201, "{body}");
+    let wf = json(&body)["id"].as_str().expect("id").to_string();
+    let (s, body) = http(
+        &server.url,
+        "POST",
+        "/api/v1/runs",
+        t,
+        Some(&serde_json::json!({"workflow_id": wf})),
+    );
+    assert_eq!(s, 202, "{body}");
+    let run_id = json(&body)["run_id"].as_str().expect("run").to_string();
+    let mut token = String::new();
+    for _ in 0..200 {
+        let (_, body) = http(&server.url, "GET", "/api/v1/approvals", t, None);
+        if let Some(tok) = json(&body)["pending"][0]["token"].as_str() {
+            token = tok.to_string();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    assert!(!token.is_empty(), "the run waits for approval");
+
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .args(["tool", "approve", &token, "--data-dir"])
+        .arg(server.data_dir.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .output()
+        .expect("cli");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut status = String::new();
+    for _ in 0..200 {
+        let (_, body) = http(
+            &server.url,
+            "GET",
+            &format!("/api/v1/runs/{run_id}"),
+            t,
+            None,
+        );
+        status = json(&body)["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if status == "succeeded" || status == "failed" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(status, "succeeded");
+    let written = server
+        .data_dir
+        .path()
+        .join("files")
+        .join("default")
+        .join("cli.txt");
+    assert_eq!(
+        std::fs::read_to_string(written).expect("the write ran"),
+        "approved by cli"
+    );
+
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .args(["tool", "list"])
+        .output()
+        .expect("cli");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("calculator@1.0.0") && listing.contains("write_file@1.0.0"),
+        "{listing}"
+    );
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .args(["tool", "invocations", "--tool", "write_file", "--data-dir"])
+        .arg(server.data_dir.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .output()
+        .expect("cli");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("completed") && listing.contains("approval=approved"),
+        "{listing}"
+    );
 }
