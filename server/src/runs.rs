@@ -452,109 +452,137 @@ async fn write_events(
 ) {
     let mut seq = 0i64;
     let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
-    while let Some(event) = rx.recv().await {
-        seq += 1;
-        let value = serde_json::to_value(&event).unwrap_or(Value::Null);
-        if let Err(e) = store.append_event(&run_id, seq, &value).await {
-            tracing::error!(run_id, seq, error = %e, "cannot store a run event");
+    while let Some(first) = rx.recv().await {
+        // Everything queued so far goes to the store in one transaction.
+        let mut batch = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batch.push(more);
         }
-        if let WorkflowEvent::Agent { node_id, event } = &event {
-            let base = |call_id: &str, tool: &str, input: String| {
-                let (name, version) = tool.rsplit_once('@').unwrap_or((tool, ""));
-                InvocationRow {
-                    id: invocation_id(&run_id, node_id, call_id),
-                    workspace_id: ws.clone(),
-                    run_id: run_id.clone(),
-                    node_id: node_id.clone(),
-                    call_id: call_id.into(),
-                    tool_name: name.into(),
-                    tool_version: version.into(),
-                    status: String::new(),
-                    approval_required: 0,
-                    approval_status: None,
-                    decided_by: None,
-                    reason: None,
-                    input,
-                    output: None,
-                    error: None,
-                    cost: 0.0,
-                    created_at: now(),
-                    started_at: None,
-                    completed_at: None,
-                }
-            };
-            let row = match event.as_ref() {
-                AgentEvent::ApprovalRequested { request } => {
-                    tools.insert(
-                        request.call_id.clone(),
-                        (
-                            request.tool.clone(),
-                            request.args_summary.clone(),
-                            node_id.clone(),
-                        ),
-                    );
-                    let mut r = base(
-                        &request.call_id,
-                        &request.tool,
+        let numbered: Vec<(i64, Value, WorkflowEvent)> = batch
+            .into_iter()
+            .map(|event| {
+                seq += 1;
+                (
+                    seq,
+                    serde_json::to_value(&event).unwrap_or(Value::Null),
+                    event,
+                )
+            })
+            .collect();
+        let rows: Vec<(i64, Value)> = numbered.iter().map(|(s, v, _)| (*s, v.clone())).collect();
+        if let Err(e) = store.append_events(&run_id, &rows).await {
+            tracing::error!(run_id, error = %e, "cannot store run events");
+        }
+        for (seq, value, event) in numbered {
+            index_event(&store, &ws, &run_id, &mut tools, &event).await;
+            let _ = tx.send((seq, value));
+        }
+    }
+}
+
+/// Keeps the invocation records in step with one event.
+async fn index_event(
+    store: &Store,
+    ws: &str,
+    run_id: &str,
+    tools: &mut HashMap<String, (String, String, String)>,
+    event: &WorkflowEvent,
+) {
+    if let WorkflowEvent::Agent { node_id, event } = event {
+        let base = |call_id: &str, tool: &str, input: String| {
+            let (name, version) = tool.rsplit_once('@').unwrap_or((tool, ""));
+            InvocationRow {
+                id: invocation_id(run_id, node_id, call_id),
+                workspace_id: ws.to_string(),
+                run_id: run_id.to_string(),
+                node_id: node_id.clone(),
+                call_id: call_id.into(),
+                tool_name: name.into(),
+                tool_version: version.into(),
+                status: String::new(),
+                approval_required: 0,
+                approval_status: None,
+                decided_by: None,
+                reason: None,
+                input,
+                output: None,
+                error: None,
+                cost: 0.0,
+                created_at: now(),
+                started_at: None,
+                completed_at: None,
+            }
+        };
+        let row = match event.as_ref() {
+            AgentEvent::ApprovalRequested { request } => {
+                tools.insert(
+                    request.call_id.clone(),
+                    (
+                        request.tool.clone(),
                         request.args_summary.clone(),
-                    );
-                    r.status = "pending".into();
-                    r.approval_required = 1;
-                    r.approval_status = Some("pending".into());
-                    Some(r)
-                }
-                AgentEvent::ApprovalDecided { call_id, decision } => {
-                    let (tool, input, _) = tools.get(call_id).cloned().unwrap_or_default();
-                    let mut r = base(call_id, &tool, input);
-                    r.approval_required = 1;
-                    let (status, approval, reason) = match decision {
-                        Decision::Approve => ("approved", "approved", None),
-                        Decision::Deny { reason } => ("rejected", "denied", Some(reason.clone())),
-                        Decision::Revise { note } => {
-                            ("rejected", "revision_requested", Some(note.clone()))
-                        }
-                    };
-                    r.status = status.into();
-                    r.approval_status = Some(approval.into());
-                    r.reason = reason;
-                    Some(r)
-                }
-                AgentEvent::ToolCallStarted {
-                    call_id,
-                    tool,
-                    input,
-                } => {
-                    let mut r = base(call_id, tool, input.to_string());
-                    r.status = "running".into();
-                    r.started_at = Some(now());
-                    Some(r)
-                }
-                AgentEvent::ToolCallFinished { envelope } => {
-                    let mut r = base(
-                        &envelope.call_id,
-                        &envelope.tool_ref(),
-                        envelope.input.to_string(),
-                    );
-                    r.status = if envelope.is_success() {
-                        "completed"
-                    } else {
-                        "failed"
+                        node_id.clone(),
+                    ),
+                );
+                let mut r = base(
+                    &request.call_id,
+                    &request.tool,
+                    request.args_summary.clone(),
+                );
+                r.status = "pending".into();
+                r.approval_required = 1;
+                r.approval_status = Some("pending".into());
+                Some(r)
+            }
+            AgentEvent::ApprovalDecided { call_id, decision } => {
+                let (tool, input, _) = tools.get(call_id).cloned().unwrap_or_default();
+                let mut r = base(call_id, &tool, input);
+                r.approval_required = 1;
+                let (status, approval, reason) = match decision {
+                    Decision::Approve => ("approved", "approved", None),
+                    Decision::Deny { reason } => ("rejected", "denied", Some(reason.clone())),
+                    Decision::Revise { note } => {
+                        ("rejected", "revision_requested", Some(note.clone()))
                     }
-                    .into();
-                    r.output = Some(envelope.output.to_string());
-                    r.error = envelope.error.as_ref().map(|e| json!(e).to_string());
-                    r.started_at = Some(envelope.t_start.clone());
-                    r.completed_at = Some(envelope.t_end.clone());
-                    Some(r)
+                };
+                r.status = status.into();
+                r.approval_status = Some(approval.into());
+                r.reason = reason;
+                Some(r)
+            }
+            AgentEvent::ToolCallStarted {
+                call_id,
+                tool,
+                input,
+            } => {
+                let mut r = base(call_id, tool, input.to_string());
+                r.status = "running".into();
+                r.started_at = Some(now());
+                Some(r)
+            }
+            AgentEvent::ToolCallFinished { envelope } => {
+                let mut r = base(
+                    &envelope.call_id,
+                    &envelope.tool_ref(),
+                    envelope.input.to_string(),
+                );
+                r.status = if envelope.is_success() {
+                    "completed"
+                } else {
+                    "failed"
                 }
-                _ => None,
-            };
-            if let Some(row) = row {
-                if let Err(e) = store.upsert_invocation(&row).await {
-                    tracing::error!(run_id, error = %e, "cannot record a tool invocation");
-                }
+                .into();
+                r.output = Some(envelope.output.to_string());
+                r.error = envelope.error.as_ref().map(|e| json!(e).to_string());
+                r.started_at = Some(envelope.t_start.clone());
+                r.completed_at = Some(envelope.t_end.clone());
+                Some(r)
+            }
+            _ => None,
+        };
+        if let Some(row) = row {
+            if let Err(e) = store.upsert_invocation(&row).await {
+                tracing::error!(run_id, error = %e, "cannot record a tool invocation");
             }
         }
-        let _ = tx.send((seq, value));
     }
 }

@@ -109,17 +109,35 @@ impl Store {
             pool.close().await;
             Backend::Postgres
         };
-        // The Any pool. WAL mode is stored in the SQLite file (set above);
-        // sqlx's SQLite connections default to foreign keys on, synchronous
-        // FULL and a 5 s busy timeout, which is what we want.
-        let any_url = url.to_string();
+        // The Any pool. WAL mode is stored in the SQLite file (set above).
+        // With WAL, synchronous=NORMAL never corrupts the database; it may
+        // lose the last commits on power loss, which is acceptable for run
+        // events. Rows that must survive a crash (approval intents, issue 7)
+        // are written on a connection of their own with synchronous=FULL.
+        let is_sqlite = backend == Backend::Sqlite;
         let pool = AnyPoolOptions::new()
             .max_connections(match backend {
                 Backend::Sqlite => 8,
                 Backend::Postgres => 16,
             })
             .acquire_timeout(Duration::from_secs(10))
-            .connect(&any_url)
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if is_sqlite {
+                        sqlx::query("PRAGMA synchronous = NORMAL")
+                            .execute(&mut *conn)
+                            .await?;
+                        sqlx::query("PRAGMA busy_timeout = 5000")
+                            .execute(&mut *conn)
+                            .await?;
+                        sqlx::query("PRAGMA foreign_keys = ON")
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect(url)
             .await
             .map_err(connect_err)?;
         Ok(Self { pool, backend })

@@ -455,6 +455,29 @@ impl Store {
         Ok(())
     }
 
+    /// Appends several events of one run in one transaction.
+    pub async fn append_events(
+        &self,
+        run_id: &str,
+        events: &[(i64, Value)],
+    ) -> Result<(), StoreError> {
+        let t = now();
+        let mut tx = self.pool().begin().await?;
+        for (seq, event) in events {
+            sqlx::query(
+                "INSERT INTO run_events (run_id, seq, event, created_at) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(run_id)
+            .bind(*seq)
+            .bind(event.to_string())
+            .bind(&t)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Events of a run with `seq > after`, in order (the run must be the caller's).
     pub async fn events_after(
         &self,
