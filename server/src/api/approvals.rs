@@ -2,8 +2,7 @@
 //! deny (reason required) and request revision (note required).
 
 use axum::extract::{Path, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use node_runtime::agent::approval::Decision;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -12,15 +11,18 @@ use crate::auth::Caller;
 use crate::error::ApiJson;
 use crate::storage::StoreError;
 use crate::{ApiError, AppState};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/approvals", get(pending))
-        .route("/approvals/{token}/approve", post(approve))
-        .route("/approvals/{token}/deny", post(deny))
-        .route("/approvals/{token}/revise", post(revise))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(pending))
+        .routes(routes!(approve))
+        .routes(routes!(deny))
+        .routes(routes!(revise))
 }
 
+#[utoipa::path(get, path = "/approvals", tag = "approvals", responses((status = 200, description = "pending approvals and their count")))]
 async fn pending(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     let rows = state.db().pending_approvals(&caller.workspace_id).await?;
     Ok(Json(json!({"count": rows.len(), "pending": rows})))
@@ -64,6 +66,7 @@ async fn decide(
     Ok(Json(json!({"approval": row, "delivered": delivered})))
 }
 
+#[utoipa::path(post, path = "/approvals/{token}/approve", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, description = "approved"), (status = 409, description = "already decided")))]
 async fn approve(
     State(state): State<AppState>,
     caller: Caller,
@@ -72,6 +75,7 @@ async fn approve(
     decide(&state, &caller, &token, "approved", Decision::Approve, None).await
 }
 
+#[utoipa::path(post, path = "/approvals/{token}/deny", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, description = "denied"), (status = 422, description = "reason missing")))]
 async fn deny(
     State(state): State<AppState>,
     caller: Caller,
@@ -97,6 +101,7 @@ async fn deny(
     .await
 }
 
+#[utoipa::path(post, path = "/approvals/{token}/revise", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, description = "revision requested"), (status = 422, description = "note missing")))]
 async fn revise(
     State(state): State<AppState>,
     caller: Caller,

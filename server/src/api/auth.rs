@@ -1,16 +1,17 @@
 //! `POST /api/v1/auth/exchange`: a one-time sign-in token for a session token.
 
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::ApiJson;
 use crate::{ApiError, AppState};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/auth/exchange", post(exchange))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(exchange))
 }
 
 #[derive(Deserialize)]
@@ -19,6 +20,7 @@ struct ExchangeBody {
     token: String,
 }
 
+#[utoipa::path(post, path = "/auth/exchange", tag = "auth", responses((status = 200, description = "a session token"), (status = 401, description = "invalid or used link")))]
 async fn exchange(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<ExchangeBody>,

@@ -1,16 +1,18 @@
 //! `GET /api/v1/health`: liveness, the server version and the database check.
 
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use node_runtime::wire::Health;
 
 use crate::{ApiError, AppState, VERSION};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/health", get(health))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(health))
 }
 
+#[utoipa::path(get, path = "/health", tag = "health", responses((status = 200, description = "server version and database")))]
 async fn health(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     let schema_version = state.db().schema_version().await?;
     Ok(Json(Health {

@@ -1,6 +1,10 @@
 //! The JSON API under `/api/v1`. One module per route group, each with its
 //! own `router()`. Every route except `health` and `auth/exchange` needs a
 //! bearer token and sees only the caller's workspace.
+//!
+//! Routes are registered through `utoipa_axum::OpenApiRouter`, so the
+//! OpenAPI document served at `/api/v1/openapi.json` is built from the very
+//! routes the server answers: the two cannot drift apart.
 
 mod approvals;
 mod auth;
@@ -9,24 +13,51 @@ mod runs;
 mod tools;
 mod workflows;
 
+use std::sync::OnceLock;
+
 use axum::extract::DefaultBodyLimit;
-use axum::Router;
+use axum::routing::get;
+use axum::{Json, Router};
+use utoipa::openapi::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::{ApiError, AppState};
 
 /// The largest request body accepted on any route.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+/// The API's routes and the OpenAPI document describing exactly them.
+pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
+    let (router, mut spec) = OpenApiRouter::new()
         .merge(health::router())
         .merge(auth::router())
         .merge(workflows::router())
         .merge(tools::router())
         .merge(runs::router())
         .merge(approvals::router())
+        .split_for_parts();
+    spec.info.title = "Glassbox API".into();
+    spec.info.version = crate::VERSION.into();
+    spec.servers = Some(vec![utoipa::openapi::Server::new(
+        node_runtime::wire::API_PREFIX,
+    )]);
+    (router, spec)
+}
+
+static SPEC: OnceLock<OpenApi> = OnceLock::new();
+
+pub fn router() -> Router<AppState> {
+    let (router, spec) = router_and_spec();
+    let _ = SPEC.set(spec);
+    router
+        .route("/openapi.json", get(openapi))
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+}
+
+/// `GET /api/v1/openapi.json`.
+async fn openapi() -> Json<OpenApi> {
+    Json(SPEC.get_or_init(|| router_and_spec().1).clone())
 }
 
 /// Unknown API paths answer with the API's JSON error, never the app's HTML.

@@ -12,8 +12,7 @@ use std::convert::Infallible;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use futures::stream::{self, Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -23,13 +22,15 @@ use crate::auth::Caller;
 use crate::error::{ApiJson, ApiQuery};
 use crate::storage::{RunFilter, RunRow};
 use crate::{ApiError, AppState};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/runs", post(start).get(list))
-        .route("/runs/{id}", get(get_one))
-        .route("/runs/{id}/cancel", post(cancel))
-        .route("/runs/{id}/events", get(events))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(start, list))
+        .routes(routes!(get_one))
+        .routes(routes!(cancel))
+        .routes(routes!(events))
 }
 
 #[derive(Deserialize)]
@@ -40,6 +41,7 @@ struct StartBody {
     inputs: Map<String, Value>,
 }
 
+#[utoipa::path(post, path = "/runs", tag = "runs", responses((status = 202, description = "the run id; the run proceeds in the background")))]
 async fn start(
     State(state): State<AppState>,
     caller: Caller,
@@ -89,6 +91,7 @@ fn view(run: &RunRow) -> Value {
     })
 }
 
+#[utoipa::path(get, path = "/runs/{id}", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "status, node results and agent outputs")))]
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
@@ -107,6 +110,7 @@ struct ListQuery {
     limit: i64,
 }
 
+#[utoipa::path(get, path = "/runs", tag = "runs", params(("workflow_id" = Option<String>, Query), ("status" = Option<String>, Query), ("limit" = Option<i64>, Query)), responses((status = 200, description = "runs, newest first")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -130,6 +134,7 @@ async fn list(
     Ok(Json(json!({"runs": items})))
 }
 
+#[utoipa::path(post, path = "/runs/{id}/cancel", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "cancellation requested")))]
 async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
@@ -163,6 +168,7 @@ fn sse_event(seq: i64, value: &Value) -> Event {
         .data(value.to_string())
 }
 
+#[utoipa::path(get, path = "/runs/{id}/events", tag = "runs", params(("id" = String, Path, description = "run id"), ("after" = Option<i64>, Query)), responses((status = 200, description = "Server-Sent Events; resume with Last-Event-ID", content_type = "text/event-stream")))]
 async fn events(
     State(state): State<AppState>,
     caller: Caller,

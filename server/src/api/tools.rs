@@ -2,8 +2,7 @@
 //! `GET /api/v1/invocations`: seed 001's invocation records.
 
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use node_runtime::tool::registry::ListFilter;
 use node_runtime::tool_spec::ToolCategory;
 use serde::Deserialize;
@@ -13,11 +12,13 @@ use crate::auth::Caller;
 use crate::error::ApiQuery;
 use crate::storage::InvocationFilter;
 use crate::{ApiError, AppState};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/tools", get(list))
-        .route("/invocations", get(invocations))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(invocations))
 }
 
 #[derive(Deserialize)]
@@ -28,6 +29,7 @@ struct ToolQuery {
     include_deprecated: bool,
 }
 
+#[utoipa::path(get, path = "/tools", tag = "tools", params(("category" = Option<String>, Query), ("q" = Option<String>, Query), ("include_deprecated" = Option<bool>, Query)), responses((status = 200, description = "tools with badges and auth status")))]
 async fn list(
     State(state): State<AppState>,
     _caller: Caller,
@@ -71,6 +73,7 @@ struct InvocationQuery {
     limit: i64,
 }
 
+#[utoipa::path(get, path = "/invocations", tag = "tools", params(("status" = Option<String>, Query), ("tool" = Option<String>, Query), ("run_id" = Option<String>, Query), ("since" = Option<String>, Query), ("until" = Option<String>, Query), ("limit" = Option<i64>, Query)), responses((status = 200, description = "invocation records")))]
 async fn invocations(
     State(state): State<AppState>,
     caller: Caller,

@@ -3,8 +3,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use node_runtime::graph::validate::validate;
 use node_runtime::graph::{Workflow, WorkflowError};
 use node_runtime::tool_spec::ToolSpec;
@@ -15,14 +14,16 @@ use crate::auth::Caller;
 use crate::error::ApiJson;
 use crate::storage::{new_id, WorkflowRow};
 use crate::{ApiError, AppState};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/workflows", post(create).get(list))
-        .route("/workflows/validate", post(validate_unsaved))
-        .route("/workflows/{id}", get(get_one).put(update).delete(remove))
-        .route("/workflows/{id}/revisions", get(revisions))
-        .route("/workflows/{id}/validate", post(validate_saved))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create, list))
+        .routes(routes!(validate_unsaved))
+        .routes(routes!(get_one, update, remove))
+        .routes(routes!(revisions))
+        .routes(routes!(validate_saved))
 }
 
 /// A workflow document from a request body, or a 422 naming the path.
@@ -54,6 +55,7 @@ fn catalog(state: &AppState) -> Vec<ToolSpec> {
         .collect()
 }
 
+#[utoipa::path(post, path = "/workflows", tag = "workflows", responses((status = 201, description = "created"), (status = 422, description = "invalid document, path named")))]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -78,6 +80,7 @@ async fn create(
     Ok((StatusCode::CREATED, Json(v)))
 }
 
+#[utoipa::path(get, path = "/workflows", tag = "workflows", responses((status = 200, description = "workflows of the workspace")))]
 async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     let rows = state.db().list_workflows(&caller.workspace_id).await?;
     let items: Vec<Value> = rows
@@ -87,6 +90,7 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Valu
     Ok(Json(json!({"workflows": items})))
 }
 
+#[utoipa::path(get, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, description = "the workflow"), (status = 404, description = "not found")))]
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
@@ -104,6 +108,7 @@ struct UpdateBody {
     workflow: Value,
 }
 
+#[utoipa::path(put, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, description = "a new revision"), (status = 409, description = "stale base revision")))]
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -120,6 +125,7 @@ async fn update(
     Ok(Json(v))
 }
 
+#[utoipa::path(delete, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 204, description = "deleted")))]
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,
@@ -132,6 +138,7 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(get, path = "/workflows/{id}/revisions", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, description = "revisions, newest first")))]
 async fn revisions(
     State(state): State<AppState>,
     caller: Caller,
@@ -145,6 +152,7 @@ async fn revisions(
     Ok(Json(json!({"revisions": items})))
 }
 
+#[utoipa::path(post, path = "/workflows/{id}/validate", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, description = "diagnostics")))]
 async fn validate_saved(
     State(state): State<AppState>,
     caller: Caller,
@@ -160,6 +168,7 @@ async fn validate_saved(
     ))
 }
 
+#[utoipa::path(post, path = "/workflows/validate", tag = "workflows", responses((status = 200, description = "diagnostics")))]
 async fn validate_unsaved(
     State(state): State<AppState>,
     _caller: Caller,
