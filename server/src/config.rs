@@ -17,7 +17,14 @@ pub struct Config {
     pub database_url: String,
     /// The directory holding the built app (`dist/`), if any.
     pub static_dir: Option<PathBuf>,
+    /// Tool outputs larger than this are stored as blobs and previewed.
+    pub max_output_bytes: usize,
 }
+
+/// The default output cap (seed 003 §5.4: 2 MB).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 2 * 1024 * 1024;
+/// Below this a preview would not be useful.
+pub const MIN_MAX_OUTPUT_BYTES: usize = 1024;
 
 /// A configuration value that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +53,15 @@ impl Config {
             return Err(ConfigError::Invalid {
                 name: "--database-url / GLASSBOX_DATABASE_URL",
                 message: format!("`{url}` is neither a sqlite: nor a postgres:// URL"),
+            });
+        }
+        if self.max_output_bytes < MIN_MAX_OUTPUT_BYTES {
+            return Err(ConfigError::Invalid {
+                name: "--max-output-bytes / GLASSBOX_MAX_OUTPUT_BYTES",
+                message: format!(
+                    "{} is below the minimum of {MIN_MAX_OUTPUT_BYTES} bytes",
+                    self.max_output_bytes
+                ),
             });
         }
         if self.data_dir.exists() && !self.data_dir.is_dir() {

@@ -42,6 +42,7 @@ impl AppState {
             db.clone(),
             config.data_dir.clone(),
             Some("/runs/{run_id}/trace".into()),
+            config.max_output_bytes,
         );
         Self {
             inner: Arc::new(AppStateInner { db, config, runs }),

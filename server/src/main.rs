@@ -103,9 +103,12 @@ struct DbArgs {
     /// Directory for the embedded database and other local state.
     #[arg(long, env = "GLASSBOX_DATA_DIR", default_value = "data")]
     data_dir: PathBuf,
-    /// Store URL: sqlite://FILE or postgres://... (default: a SQLite file in the data dir).
+    /// Database URL: sqlite://FILE or postgres://... (default: a SQLite file in the data dir).
     #[arg(long, env = "GLASSBOX_DATABASE_URL")]
     database_url: Option<String>,
+    /// Tool outputs larger than this many bytes are stored as blobs and previewed.
+    #[arg(long, env = "GLASSBOX_MAX_OUTPUT_BYTES", default_value_t = glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES)]
+    max_output_bytes: usize,
 }
 
 #[derive(Args)]
@@ -137,6 +140,7 @@ impl DbArgs {
                 .clone()
                 .unwrap_or_else(|| Config::default_database_url(&self.data_dir)),
             static_dir,
+            max_output_bytes: self.max_output_bytes,
         }
     }
 }
@@ -331,7 +335,12 @@ async fn run_file(args: RunArgs) -> Result<(), Failure> {
     glassbox_server::auth::bootstrap(&db)
         .await
         .map_err(Failure::runtime)?;
-    let runs = glassbox_server::runs::Runs::new(db.clone(), config.data_dir.clone(), None);
+    let runs = glassbox_server::runs::Runs::new(
+        db.clone(),
+        config.data_dir.clone(),
+        None,
+        config.max_output_bytes,
+    );
     let row = runs
         .run_to_end(
             glassbox_server::auth::DEFAULT_WORKSPACE,
@@ -404,7 +413,12 @@ async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::runtime(format!("the run's record holds no workflow: {e}")))?;
     let recorded: node_runtime::graph::engine::WorkflowRun = serde_json::from_value(record.clone())
         .map_err(|e| Failure::runtime(format!("the run's record is unreadable: {e}")))?;
-    let runs = glassbox_server::runs::Runs::new(db.clone(), config.data_dir.clone(), None);
+    let runs = glassbox_server::runs::Runs::new(
+        db.clone(),
+        config.data_dir.clone(),
+        None,
+        config.max_output_bytes,
+    );
     let result =
         node_runtime::graph::engine::replay_workflow(runs.agents(), &workflow, &recorded).await;
     db.close().await;

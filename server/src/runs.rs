@@ -68,13 +68,21 @@ fn approval_key(data_dir: &std::path::Path) -> [u8; 32] {
 }
 
 impl Runs {
-    pub fn new(store: Store, data_dir: PathBuf, traces_url: Option<String>) -> Arc<Self> {
+    pub fn new(
+        store: Store,
+        data_dir: PathBuf,
+        traces_url: Option<String>,
+        max_output_bytes: usize,
+    ) -> Arc<Self> {
         let mut registry = ToolRegistry::new();
         node_runtime::builtins::register_builtins(&mut registry)
             .expect("the built-in tools have valid schemas and unique versions");
         let registry = Arc::new(registry);
         let executor = Arc::new(Executor::new(
-            ExecutorConfig::default(),
+            ExecutorConfig {
+                max_output_bytes,
+                ..ExecutorConfig::default()
+            },
             Arc::new(MemorySecrets::new()),
             Arc::new(FsBlobStore::new(data_dir.join("blobs"))),
         ));

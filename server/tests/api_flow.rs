@@ -30,6 +30,7 @@ impl Api {
             data_dir: dir.path().to_path_buf(),
             database_url: url,
             static_dir: None,
+            max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
         };
         (
             Self {

@@ -16,6 +16,7 @@ async fn state(static_dir: Option<std::path::PathBuf>) -> (AppState, tempfile::T
         data_dir: dir.path().to_path_buf(),
         database_url: url,
         static_dir,
+        max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
     };
     (AppState::new(db, config), dir)
 }

@@ -42,15 +42,28 @@ async fn openapi_document_equals_the_routes() {
     let db = Store::open(&url).await.expect("open");
     let signin = bootstrap(&db).await.expect("bootstrap");
     let (token, _) = exchange(&db, &signin).await.expect("session");
-    let config = Config { bind: [127, 0, 0, 1].into(), port: 0, data_dir: dir.path().to_path_buf(), database_url: url, static_dir: None };
+    let config = Config {
+        bind: [127, 0, 0, 1].into(),
+        port: 0,
+        data_dir: dir.path().to_path_buf(),
+        database_url: url,
+        static_dir: None,
+        max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
+    };
     let state = AppState::new(db, config);
 
     let res = app(state.clone())
-        .oneshot(Request::get("/api/v1/openapi.json").body(Body::empty()).expect("req"))
+        .oneshot(
+            Request::get("/api/v1/openapi.json")
+                .body(Body::empty())
+                .expect("req"),
+        )
         .await
         .expect("infallible");
     assert_eq!(res.status(), StatusCode::OK);
-    let doc: Value = serde_json::from_slice(&res.into_body().collect().await.expect("body").to_bytes()).expect("json");
+    let doc: Value =
+        serde_json::from_slice(&res.into_body().collect().await.expect("body").to_bytes())
+            .expect("json");
     assert_eq!(doc["servers"][0]["url"], "/api/v1");
     let mut documented: Vec<(String, String)> = Vec::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
@@ -61,12 +74,20 @@ async fn openapi_document_equals_the_routes() {
         }
     }
     documented.sort();
-    let mut expected: Vec<(String, String)> = EXPECTED.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+    let mut expected: Vec<(String, String)> = EXPECTED
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
     expected.sort();
-    assert_eq!(documented, expected, "the document lists exactly the served operations");
+    assert_eq!(
+        documented, expected,
+        "the document lists exactly the served operations"
+    );
 
     for (method, path) in &documented {
-        let concrete = path.replace("{id}", "no-such-id").replace("{token}", "no-such-token");
+        let concrete = path
+            .replace("{id}", "no-such-id")
+            .replace("{token}", "no-such-token");
         let req = Request::builder()
             .method(method.to_uppercase().as_str())
             .uri(format!("/api/v1{concrete}"))
@@ -76,9 +97,17 @@ async fn openapi_document_equals_the_routes() {
             .expect("req");
         let res = app(state.clone()).oneshot(req).await.expect("infallible");
         let status = res.status();
-        let body = String::from_utf8_lossy(&res.into_body().collect().await.expect("body").to_bytes()).to_string();
+        let body =
+            String::from_utf8_lossy(&res.into_body().collect().await.expect("body").to_bytes())
+                .to_string();
         assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
-        assert!(!body.contains("no API route"), "{method} {path} is documented but not routed: {body}");
-        assert!(status != StatusCode::INTERNAL_SERVER_ERROR, "{method} {path}: {body}");
+        assert!(
+            !body.contains("no API route"),
+            "{method} {path} is documented but not routed: {body}"
+        );
+        assert!(
+            status != StatusCode::INTERNAL_SERVER_ERROR,
+            "{method} {path}: {body}"
+        );
     }
 }

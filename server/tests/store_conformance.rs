@@ -338,6 +338,50 @@ async fn conformance(store: Store) {
         Some(json!({"v": 2}))
     );
 
+    // Secret scopes (names only) resolve user -> workspace -> org.
+    assert_eq!(store.secret_scope("a", "u1", "KEY").await.expect("q"), None);
+    store
+        .put_secret_entry("a", "org", "org1", "KEY")
+        .await
+        .expect("org");
+    assert_eq!(
+        store
+            .secret_scope("a", "u1", "KEY")
+            .await
+            .expect("q")
+            .as_deref(),
+        Some("org")
+    );
+    store
+        .put_secret_entry("a", "workspace", "a", "KEY")
+        .await
+        .expect("ws");
+    assert_eq!(
+        store
+            .secret_scope("a", "u1", "KEY")
+            .await
+            .expect("q")
+            .as_deref(),
+        Some("workspace")
+    );
+    store
+        .put_secret_entry("a", "user", "u1", "KEY")
+        .await
+        .expect("user");
+    assert_eq!(
+        store
+            .secret_scope("a", "u1", "KEY")
+            .await
+            .expect("q")
+            .as_deref(),
+        Some("user")
+    );
+    assert_eq!(
+        store.secret_scope("b", "u1", "KEY").await.expect("q"),
+        None,
+        "another workspace sees none"
+    );
+
     // Deleting a workflow removes its revisions.
     store.delete_workflow("a", "w1").await.expect("delete");
     assert!(matches!(

@@ -157,6 +157,33 @@ fn run_prints_agent_outputs_and_replay_matches() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-run"));
 }
 
+/// Reads a finished run's SSE stream over a real socket: the event ids.
+fn sse_ids(base: &str, path: &str, token: &str, last_event_id: Option<i64>) -> Vec<i64> {
+    let addr = base.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    let resume = last_event_id
+        .map(|id| format!("Last-Event-ID: {id}\r\n"))
+        .unwrap_or_default();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: text/event-stream\r\nAuthorization: Bearer {token}\r\n{resume}\r\n").expect("send");
+    let mut text = String::new();
+    stream
+        .read_to_string(&mut text)
+        .expect("read until the stream ends");
+    assert!(
+        text.starts_with("HTTP/1.0 200") || text.starts_with("HTTP/1.1 200"),
+        "{text}"
+    );
+    assert!(
+        text.to_lowercase()
+            .contains("content-type: text/event-stream"),
+        "{text}"
+    );
+    text.lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(|v| v.trim().parse().expect("numeric id"))
+        .collect()
+}
+
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
 }
@@ -245,6 +272,15 @@ fn a_cli_decision_reaches_a_run_waiting_in_the_server() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert_eq!(status, "succeeded");
+    // The run's events over a real socket: all, in order; then resumed.
+    let events_path = format!("/api/v1/runs/{run_id}/events");
+    let all = sse_ids(&server.url, &events_path, &session, None);
+    assert!(all.len() > 5, "{all:?}");
+    assert_eq!(all, (1..=all.len() as i64).collect::<Vec<_>>());
+    assert_eq!(
+        sse_ids(&server.url, &events_path, &session, Some(4)),
+        all[4..].to_vec()
+    );
     let written = server
         .data_dir
         .path()
@@ -276,4 +312,24 @@ fn a_cli_decision_reaches_a_run_waiting_in_the_server() {
         listing.contains("completed") && listing.contains("approval=approved"),
         "{listing}"
     );
+}
+
+#[test]
+fn a_too_small_output_cap_names_the_setting() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let output = Command::new(glassbox_bin().expect("binary"))
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--max-output-bytes",
+            "10",
+            "--data-dir",
+        ])
+        .arg(data.path())
+        .output()
+        .expect("run glassbox");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("GLASSBOX_MAX_OUTPUT_BYTES"), "{stderr}");
 }

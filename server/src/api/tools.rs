@@ -32,7 +32,7 @@ struct ToolQuery {
 #[utoipa::path(get, path = "/tools", tag = "tools", params(("category" = Option<String>, Query), ("q" = Option<String>, Query), ("include_deprecated" = Option<bool>, Query)), responses((status = 200, description = "tools with badges and auth status")))]
 async fn list(
     State(state): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     ApiQuery(q): ApiQuery<ToolQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let filter = ListFilter {
@@ -40,25 +40,32 @@ async fn list(
         text: q.q,
         include_deprecated: q.include_deprecated,
     };
-    let tools: Vec<Value> = state
-        .runs()
-        .registry()
-        .list(&filter)
-        .iter()
-        .map(|t| {
-            let m = &t.spec.metadata;
-            // Secret values arrive with encryption at rest; until a secret
-            // is set in some scope it is reported missing.
-            let secrets: Vec<Value> = m.secrets.iter().map(|s| json!({"name": s, "status": "missing", "scope": null})).collect();
-            json!({
-                "name": t.spec.name, "version": t.spec.version, "ref": t.spec.key(),
-                "description": t.spec.description, "category": m.category, "side_effects": m.side_effects,
-                "lifecycle": m.lifecycle, "cache": m.cache, "timeout_ms": m.timeout_ms,
-                "auth": {"ok": secrets.is_empty(), "secrets": secrets},
-                "input_schema": t.spec.input_schema, "output_schema": t.spec.output_schema,
-            })
-        })
-        .collect();
+    let mut tools = Vec::new();
+    for t in state.runs().registry().list(&filter) {
+        let m = &t.spec.metadata;
+        let mut secrets = Vec::new();
+        for name in &m.secrets {
+            let scope = state
+                .db()
+                .secret_scope(&caller.workspace_id, &caller.user_id, name)
+                .await?;
+            let (status, warning) = match scope.as_deref() {
+                None => ("missing", Some("Missing API key")),
+                Some("org") => ("ok", Some("Using the organization's key (broad scope)")),
+                Some(_) => ("ok", None),
+            };
+            secrets
+                .push(json!({"name": name, "status": status, "scope": scope, "warning": warning}));
+        }
+        let ok = secrets.iter().all(|s| s["status"] == "ok");
+        tools.push(json!({
+            "name": t.spec.name, "version": t.spec.version, "ref": t.spec.key(),
+            "description": t.spec.description, "category": m.category, "side_effects": m.side_effects,
+            "lifecycle": m.lifecycle, "cache": m.cache, "timeout_ms": m.timeout_ms,
+            "auth": {"ok": ok, "secrets": secrets},
+            "input_schema": t.spec.input_schema, "output_schema": t.spec.output_schema,
+        }));
+    }
     Ok(Json(json!({"tools": tools})))
 }
 

@@ -615,6 +615,49 @@ impl Store {
         .await?)
     }
 
+    // ---- secrets (names and scopes; values are encrypted, issue 7) ---------
+
+    /// Records that a secret exists in a scope (`user`, `workspace`, `org`).
+    pub async fn put_secret_entry(
+        &self,
+        workspace_id: &str,
+        scope: &str,
+        owner_id: &str,
+        name: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO secret_entries (workspace_id, scope, owner_id, name, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (scope, owner_id, name) DO NOTHING")
+            .bind(workspace_id)
+            .bind(scope)
+            .bind(owner_id)
+            .bind(name)
+            .bind(now())
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// The scope a secret resolves from for this user in this workspace,
+    /// in the order user -> workspace -> org.
+    pub async fn secret_scope(
+        &self,
+        workspace_id: &str,
+        user_id: &str,
+        name: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let scopes: Vec<String> = sqlx::query_scalar(
+            "SELECT scope FROM secret_entries WHERE workspace_id = $1 AND name = $2 AND ((scope = 'user' AND owner_id = $3) OR (scope = 'workspace' AND owner_id = $1) OR scope = 'org')",
+        )
+        .bind(workspace_id)
+        .bind(name)
+        .bind(user_id)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(["user", "workspace", "org"]
+            .iter()
+            .find(|s| scopes.iter().any(|x| x == *s))
+            .map(|s| s.to_string()))
+    }
+
     // ---- bundles and pins --------------------------------------------------
 
     pub async fn put_bundle(
