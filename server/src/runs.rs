@@ -478,24 +478,26 @@ async fn write_events(
             })
             .collect();
         let rows: Vec<(i64, Value)> = numbered.iter().map(|(s, v, _)| (*s, v.clone())).collect();
-        if let Err(e) = store.append_events(&run_id, &rows).await {
+        let invocations: Vec<InvocationRow> = numbered
+            .iter()
+            .filter_map(|(_, _, event)| index_event(&ws, &run_id, &mut tools, event))
+            .collect();
+        if let Err(e) = store.append_batch(&run_id, &rows, &invocations).await {
             tracing::error!(run_id, error = %e, "cannot store run events");
         }
-        for (seq, value, event) in numbered {
-            index_event(&store, &ws, &run_id, &mut tools, &event).await;
+        for (seq, value, _) in numbered {
             let _ = tx.send((seq, value));
         }
     }
 }
 
-/// Keeps the invocation records in step with one event.
-async fn index_event(
-    store: &Store,
+/// The invocation record one event creates or moves along, if any.
+fn index_event(
     ws: &str,
     run_id: &str,
     tools: &mut HashMap<String, (String, String, String)>,
     event: &WorkflowEvent,
-) {
+) -> Option<InvocationRow> {
     if let WorkflowEvent::Agent { node_id, event } = event {
         let base = |call_id: &str, tool: &str, input: String| {
             let (name, version) = tool.rsplit_once('@').unwrap_or((tool, ""));
@@ -587,10 +589,7 @@ async fn index_event(
             }
             _ => None,
         };
-        if let Some(row) = row {
-            if let Err(e) = store.upsert_invocation(&row).await {
-                tracing::error!(run_id, error = %e, "cannot record a tool invocation");
-            }
-        }
+        return row;
     }
+    None
 }

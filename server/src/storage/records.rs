@@ -129,6 +129,32 @@ pub struct InvocationFilter {
     pub limit: i64,
 }
 
+/// The upsert of one invocation record (insert, or move it through its lifecycle).
+fn invocation_upsert(
+    i: &InvocationRow,
+) -> sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments<'_>> {
+    sqlx::query("INSERT INTO tool_invocations (id, workspace_id, run_id, node_id, call_id, tool_name, tool_version, status, approval_required, approval_status, decided_by, reason, input, output, error, cost, created_at, started_at, completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO UPDATE SET status = $8, approval_status = COALESCE($10, tool_invocations.approval_status), decided_by = COALESCE($11, tool_invocations.decided_by), reason = COALESCE($12, tool_invocations.reason), output = $14, error = $15, cost = $16, started_at = COALESCE(tool_invocations.started_at, $18), completed_at = $19")
+            .bind(&i.id)
+            .bind(&i.workspace_id)
+            .bind(&i.run_id)
+            .bind(&i.node_id)
+            .bind(&i.call_id)
+            .bind(&i.tool_name)
+            .bind(&i.tool_version)
+            .bind(&i.status)
+            .bind(i.approval_required)
+            .bind(&i.approval_status)
+            .bind(&i.decided_by)
+            .bind(&i.reason)
+            .bind(&i.input)
+            .bind(&i.output)
+            .bind(&i.error)
+            .bind(i.cost)
+            .bind(&i.created_at)
+            .bind(&i.started_at)
+            .bind(&i.completed_at)
+}
+
 fn limit(l: i64) -> i64 {
     if l <= 0 {
         100
@@ -571,28 +597,35 @@ impl Store {
     // ---- invocations -------------------------------------------------------
 
     pub async fn upsert_invocation(&self, i: &InvocationRow) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO tool_invocations (id, workspace_id, run_id, node_id, call_id, tool_name, tool_version, status, approval_required, approval_status, decided_by, reason, input, output, error, cost, created_at, started_at, completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO UPDATE SET status = $8, approval_status = COALESCE($10, tool_invocations.approval_status), decided_by = COALESCE($11, tool_invocations.decided_by), reason = COALESCE($12, tool_invocations.reason), output = $14, error = $15, cost = $16, started_at = COALESCE(tool_invocations.started_at, $18), completed_at = $19")
-            .bind(&i.id)
-            .bind(&i.workspace_id)
-            .bind(&i.run_id)
-            .bind(&i.node_id)
-            .bind(&i.call_id)
-            .bind(&i.tool_name)
-            .bind(&i.tool_version)
-            .bind(&i.status)
-            .bind(i.approval_required)
-            .bind(&i.approval_status)
-            .bind(&i.decided_by)
-            .bind(&i.reason)
-            .bind(&i.input)
-            .bind(&i.output)
-            .bind(&i.error)
-            .bind(i.cost)
-            .bind(&i.created_at)
-            .bind(&i.started_at)
-            .bind(&i.completed_at)
-            .execute(self.pool())
+        invocation_upsert(i).execute(self.pool()).await?;
+        Ok(())
+    }
+
+    /// Stores a batch of a run's events and the invocation records they
+    /// change, in one transaction.
+    pub async fn append_batch(
+        &self,
+        run_id: &str,
+        events: &[(i64, Value)],
+        invocations: &[InvocationRow],
+    ) -> Result<(), StoreError> {
+        let t = now();
+        let mut tx = self.pool().begin().await?;
+        for (seq, event) in events {
+            sqlx::query(
+                "INSERT INTO run_events (run_id, seq, event, created_at) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(run_id)
+            .bind(*seq)
+            .bind(event.to_string())
+            .bind(&t)
+            .execute(&mut *tx)
             .await?;
+        }
+        for i in invocations {
+            invocation_upsert(i).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 
