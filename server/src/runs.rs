@@ -28,7 +28,9 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::storage::{new_id, now, ApprovalRow, InvocationRow, RunRow, Store, StoreError};
+use crate::storage::{
+    new_id, now, ApprovalRow, InvocationRow, NodeRunRow, RunRow, Store, StoreError,
+};
 
 /// A run in progress.
 struct LiveRun {
@@ -250,6 +252,22 @@ impl Runs {
         let _ = writer.await;
         match result {
             Ok(run) => {
+                let node_rows: Vec<NodeRunRow> = run
+                    .nodes
+                    .values()
+                    .map(|n| NodeRunRow {
+                        run_id: run_id.to_string(),
+                        node_id: n.node_id.clone(),
+                        status: word(n.status),
+                        error: n.error.clone(),
+                        outputs: json!(n.outputs).to_string(),
+                        started_at: n.started_at.clone(),
+                        finished_at: n.finished_at.clone(),
+                    })
+                    .collect();
+                if let Err(e) = self.store.put_node_runs(run_id, &node_rows).await {
+                    tracing::error!(run_id, error = %e, "cannot record the nodes of a run");
+                }
                 for (node_id, record) in &run.nodes {
                     if let Some(bundle) = &record.bundle {
                         let _ = self
@@ -345,6 +363,14 @@ impl Runs {
             None => false,
         }
     }
+}
+
+/// A serde unit enum as its wire word (`done`, `failed`, ...).
+fn word(v: impl serde::Serialize) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 struct ChannelSink(mpsc::UnboundedSender<WorkflowEvent>);

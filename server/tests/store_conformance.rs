@@ -196,6 +196,37 @@ async fn conformance(store: Store) {
         .expect("list")
         .is_empty());
 
+    // Node rows of a finished run, replaced as a whole.
+    let node = |id: &str, status: &str| NodeRunRow {
+        run_id: "r1".into(),
+        node_id: id.into(),
+        status: status.into(),
+        error: None,
+        outputs: "{}".into(),
+        started_at: now(),
+        finished_at: now(),
+    };
+    store
+        .put_node_runs("r1", &[node("a", "done"), node("b", "failed")])
+        .await
+        .expect("nodes");
+    store
+        .put_node_runs("r1", &[node("a", "done"), node("b", "skipped")])
+        .await
+        .expect("again");
+    let nodes = store.node_runs("a", "r1").await.expect("nodes");
+    assert_eq!(
+        nodes
+            .iter()
+            .map(|n| (n.node_id.as_str(), n.status.as_str()))
+            .collect::<Vec<_>>(),
+        vec![("a", "done"), ("b", "skipped")]
+    );
+    assert!(matches!(
+        store.node_runs("b", "r1").await,
+        Err(StoreError::NotFound(_))
+    ));
+
     // Approvals decide once.
     let approval = ApprovalRow {
         token: "tok".into(),

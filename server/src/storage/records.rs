@@ -61,6 +61,18 @@ pub struct RunRow {
     pub finished_at: Option<String>,
 }
 
+/// One node of a finished run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct NodeRunRow {
+    pub run_id: String,
+    pub node_id: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub outputs: String,
+    pub started_at: String,
+    pub finished_at: String,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
     pub workflow_id: Option<String>,
@@ -502,6 +514,46 @@ impl Store {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Stores the per-node rows of a finished run (replacing any).
+    pub async fn put_node_runs(
+        &self,
+        run_id: &str,
+        nodes: &[NodeRunRow],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM node_runs WHERE run_id = $1")
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?;
+        for n in nodes {
+            sqlx::query("INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+                .bind(run_id)
+                .bind(&n.node_id)
+                .bind(&n.status)
+                .bind(&n.error)
+                .bind(&n.outputs)
+                .bind(&n.started_at)
+                .bind(&n.finished_at)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The nodes of a run (the run must be the caller's).
+    pub async fn node_runs(
+        &self,
+        workspace_id: &str,
+        run_id: &str,
+    ) -> Result<Vec<NodeRunRow>, StoreError> {
+        self.get_run(workspace_id, run_id).await?;
+        Ok(sqlx::query_as("SELECT run_id, node_id, status, error, outputs, started_at, finished_at FROM node_runs WHERE run_id = $1 ORDER BY started_at, node_id")
+            .bind(run_id)
+            .fetch_all(self.pool())
+            .await?)
     }
 
     /// Events of a run with `seq > after`, in order (the run must be the caller's).
