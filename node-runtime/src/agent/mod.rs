@@ -219,6 +219,27 @@ impl ToolRunner for LiveTools {
     }
 }
 
+/// The batch item of a call a human denied or sent back for revision: the
+/// model receives POLICY_DENIED with the reason code and the note.
+fn refused_by_human(
+    p: &PendingCall,
+    tool_ref: &str,
+    input: Value,
+    message: String,
+    reason: &str,
+    note: &str,
+) -> BatchItem {
+    let (name, version) = split_tool_ref(tool_ref).unwrap_or((tool_ref, ""));
+    BatchItem::Fail {
+        call_id: p.call_id.clone(),
+        name: name.into(),
+        version: version.into(),
+        input,
+        error: ToolError::policy_denied(message)
+            .with_details(json!({ "reason": reason, "note": note })),
+    }
+}
+
 /// What drives runs: the tools that exist and the key approvals are bound with.
 pub struct AgentRuntime {
     pub registry: Arc<ToolRegistry>,
@@ -574,32 +595,22 @@ impl AgentRuntime {
                     ))
                     .with_details(json!({ "reason": "NOT_ENABLED" })),
                 },
-                (Some(r), Some(Decision::Deny { reason })) => {
-                    let (name, version) = split_tool_ref(r).unwrap_or((r, ""));
-                    BatchItem::Fail {
-                        call_id: p.call_id.clone(),
-                        name: name.into(),
-                        version: version.into(),
-                        input,
-                        error: ToolError::policy_denied(format!(
-                            "a human denied this call: {reason}"
-                        ))
-                        .with_details(json!({ "reason": "APPROVAL_DENIED", "note": reason })),
-                    }
-                }
-                (Some(r), Some(Decision::Revise { note })) => {
-                    let (name, version) = split_tool_ref(r).unwrap_or((r, ""));
-                    BatchItem::Fail {
-                        call_id: p.call_id.clone(),
-                        name: name.into(),
-                        version: version.into(),
-                        input,
-                        error: ToolError::policy_denied(format!(
-                            "a human asked for a revision: {note}"
-                        ))
-                        .with_details(json!({ "reason": "REVISION_REQUESTED", "note": note })),
-                    }
-                }
+                (Some(r), Some(Decision::Deny { reason })) => refused_by_human(
+                    p,
+                    r,
+                    input,
+                    format!("a human denied this call: {reason}"),
+                    "APPROVAL_DENIED",
+                    reason,
+                ),
+                (Some(r), Some(Decision::Revise { note })) => refused_by_human(
+                    p,
+                    r,
+                    input,
+                    format!("a human asked for a revision: {note}"),
+                    "REVISION_REQUESTED",
+                    note,
+                ),
                 (Some(r), decision) => {
                     if matches!(decision, Some(Decision::Approve)) {
                         approved.insert(p.call_id.clone());

@@ -128,6 +128,25 @@ pub struct NodeRecord {
     pub pin_fallbacks: BTreeMap<String, Value>,
 }
 
+impl NodeRecord {
+    /// The record of a node that ended without running (skipped, or failed
+    /// because of its upstream).
+    fn ended(node_id: &str, status: NodeStatus, reason: String, now: String) -> Self {
+        Self {
+            node_id: node_id.to_string(),
+            status,
+            inputs: BTreeMap::new(),
+            outputs: BTreeMap::new(),
+            error: Some(reason),
+            started_at: now.clone(),
+            finished_at: now,
+            bundle: None,
+            envelope: None,
+            pin_fallbacks: BTreeMap::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunOutcome {
@@ -688,18 +707,7 @@ pub async fn run_workflow(
                         });
                         records.insert(
                             id.clone(),
-                            NodeRecord {
-                                node_id: id.clone(),
-                                status: NodeStatus::Skipped,
-                                inputs: BTreeMap::new(),
-                                outputs: BTreeMap::new(),
-                                error: Some(reason),
-                                started_at: now.clone(),
-                                finished_at: now,
-                                bundle: None,
-                                envelope: None,
-                                pin_fallbacks: BTreeMap::new(),
-                            },
+                            NodeRecord::ended(id, NodeStatus::Skipped, reason, now),
                         );
                     }
                     Gate::Fail(reason) => {
@@ -710,18 +718,7 @@ pub async fn run_workflow(
                         });
                         records.insert(
                             id.clone(),
-                            NodeRecord {
-                                node_id: id.clone(),
-                                status: NodeStatus::Failed,
-                                inputs: BTreeMap::new(),
-                                outputs: BTreeMap::new(),
-                                error: Some(reason),
-                                started_at: now.clone(),
-                                finished_at: now,
-                                bundle: None,
-                                envelope: None,
-                                pin_fallbacks: BTreeMap::new(),
-                            },
+                            NodeRecord::ended(id, NodeStatus::Failed, reason, now),
                         );
                     }
                     Gate::Run(node_inputs) => {
@@ -784,18 +781,7 @@ pub async fn run_workflow(
             };
             records.insert(
                 id.clone(),
-                NodeRecord {
-                    node_id: id.clone(),
-                    status: NodeStatus::Skipped,
-                    inputs: BTreeMap::new(),
-                    outputs: BTreeMap::new(),
-                    error: Some(reason.into()),
-                    started_at: now.clone(),
-                    finished_at: now.clone(),
-                    bundle: None,
-                    envelope: None,
-                    pin_fallbacks: BTreeMap::new(),
-                },
+                NodeRecord::ended(id, NodeStatus::Skipped, reason.into(), now.clone()),
             );
         }
     }

@@ -493,29 +493,6 @@ impl Store {
         Ok(())
     }
 
-    /// Appends several events of one run in one transaction.
-    pub async fn append_events(
-        &self,
-        run_id: &str,
-        events: &[(i64, Value)],
-    ) -> Result<(), StoreError> {
-        let t = now();
-        let mut tx = self.pool().begin().await?;
-        for (seq, event) in events {
-            sqlx::query(
-                "INSERT INTO run_events (run_id, seq, event, created_at) VALUES ($1, $2, $3, $4)",
-            )
-            .bind(run_id)
-            .bind(*seq)
-            .bind(event.to_string())
-            .bind(&t)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
     /// Stores the per-node rows of a finished run (replacing any).
     pub async fn put_node_runs(
         &self,
