@@ -43,6 +43,7 @@ pub struct Runs {
     store: Store,
     registry: Arc<ToolRegistry>,
     executor: Arc<Executor>,
+    blobs: FsBlobStore,
     agents: Arc<AgentRuntime>,
     data_dir: PathBuf,
     traces_url: Option<String>,
@@ -80,13 +81,14 @@ impl Runs {
         node_runtime::builtins::register_builtins(&mut registry)
             .expect("the built-in tools have valid schemas and unique versions");
         let registry = Arc::new(registry);
+        let blobs = FsBlobStore::new(data_dir.join("blobs"));
         let executor = Arc::new(Executor::new(
             ExecutorConfig {
                 max_output_bytes,
                 ..ExecutorConfig::default()
             },
             Arc::new(MemorySecrets::new()),
-            Arc::new(FsBlobStore::new(data_dir.join("blobs"))),
+            Arc::new(blobs.clone()),
         ));
         let agents = Arc::new(AgentRuntime {
             registry: registry.clone(),
@@ -96,6 +98,7 @@ impl Runs {
             store,
             registry,
             executor,
+            blobs,
             agents,
             data_dir,
             traces_url,
@@ -106,6 +109,11 @@ impl Runs {
 
     pub fn registry(&self) -> &Arc<ToolRegistry> {
         &self.registry
+    }
+
+    /// The blob store truncated outputs go to.
+    pub fn blobs(&self) -> &FsBlobStore {
+        &self.blobs
     }
 
     pub fn agents(&self) -> &Arc<AgentRuntime> {
@@ -510,6 +518,30 @@ async fn write_events(
             .collect();
         if let Err(e) = store.append_batch(&run_id, &rows, &invocations).await {
             tracing::error!(run_id, error = %e, "cannot store run events");
+        }
+        // Blobs of truncated outputs belong to this run's workspace.
+        for (_, _, event) in &numbered {
+            if let WorkflowEvent::Agent { event, .. } = event {
+                if let AgentEvent::ToolCallFinished { envelope } = event.as_ref() {
+                    for a in envelope
+                        .attachments
+                        .iter()
+                        .filter(|a| a.kind == node_runtime::AttachmentKind::Blob)
+                    {
+                        let hash = a.url.rsplit('/').next().unwrap_or_default();
+                        let content_type = a
+                            .content_type
+                            .as_deref()
+                            .unwrap_or("application/octet-stream");
+                        if let Err(e) = store
+                            .put_blob(&ws, hash, content_type, a.bytes.unwrap_or(0) as i64)
+                            .await
+                        {
+                            tracing::error!(run_id, error = %e, "cannot record a blob");
+                        }
+                    }
+                }
+            }
         }
         for (seq, value, _) in numbered {
             let _ = tx.send((seq, value));

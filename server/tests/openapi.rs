@@ -33,6 +33,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("post", "/approvals/{token}/approve"),
     ("post", "/approvals/{token}/deny"),
     ("post", "/approvals/{token}/revise"),
+    ("get", "/blobs/{hash}"),
 ];
 
 #[tokio::test]

@@ -8,6 +8,7 @@
 
 mod approvals;
 mod auth;
+mod blobs;
 mod health;
 mod runs;
 mod tools;
@@ -35,6 +36,7 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(tools::router())
         .merge(runs::router())
         .merge(approvals::router())
+        .merge(blobs::router())
         .split_for_parts();
     spec.info.title = "Glassbox API".into();
     spec.info.version = crate::VERSION.into();

@@ -720,6 +720,41 @@ impl Store {
             .map(|s| s.to_string()))
     }
 
+    // ---- blobs (metadata; the bytes live in the blob store) ----------------
+
+    /// Records that a workspace owns a blob (idempotent).
+    pub async fn put_blob(
+        &self,
+        workspace_id: &str,
+        hash: &str,
+        content_type: &str,
+        bytes: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO blobs (hash, workspace_id, content_type, bytes, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash, workspace_id) DO NOTHING")
+            .bind(hash)
+            .bind(workspace_id)
+            .bind(content_type)
+            .bind(bytes)
+            .bind(now())
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// The content type of a blob the workspace owns.
+    pub async fn blob_content_type(
+        &self,
+        workspace_id: &str,
+        hash: &str,
+    ) -> Result<String, StoreError> {
+        sqlx::query_scalar("SELECT content_type FROM blobs WHERE workspace_id = $1 AND hash = $2")
+            .bind(workspace_id)
+            .bind(hash)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or_else(|| StoreError::NotFound("blob".into()))
+    }
+
     // ---- bundles and pins --------------------------------------------------
 
     pub async fn put_bundle(

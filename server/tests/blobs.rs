@@ -1,0 +1,146 @@
+//! A truncated output's blob downloads intact for its workspace and is 404
+//! for another.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use glassbox_server::auth::{bootstrap, exchange, hash_token};
+use glassbox_server::{app, AppState, Config, Store};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+async fn call(
+    state: &AppState,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (StatusCode, Option<String>, Vec<u8>) {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+        .expect("request");
+    let res = app(state.clone()).oneshot(req).await.expect("infallible");
+    let status = res.status();
+    let content_type = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    (
+        status,
+        content_type,
+        res.into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes()
+            .to_vec(),
+    )
+}
+
+fn parse(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn truncated_output_blob_is_served_to_its_workspace_only() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let url = Config::default_database_url(dir.path());
+    let db = Store::open(&url).await.expect("open");
+    let signin = bootstrap(&db).await.expect("bootstrap");
+    let (token, _) = exchange(&db, &signin).await.expect("session");
+    db.ensure_workspace("other", "Other").await.expect("ws");
+    db.ensure_user("bob", "Bob").await.expect("user");
+    db.add_membership("other", "bob", "admin")
+        .await
+        .expect("member");
+    db.insert_token(&hash_token("bob-token"), "bob", "session", None)
+        .await
+        .expect("token");
+    let config = Config {
+        bind: [127, 0, 0, 1].into(),
+        port: 0,
+        data_dir: dir.path().to_path_buf(),
+        database_url: url,
+        static_dir: None,
+        max_output_bytes: 1024,
+    };
+    let state = AppState::new(db.clone(), config);
+
+    let workflow = json!({
+        "format_version": 1, "id": "big", "name": "big output", "revision": 0,
+        "nodes": [
+            {"id": "big", "kind": "tool", "config": {"tool": "json_query@1.0.0", "inputs": {
+                "program": {"source": "fixed", "value": "[range(1500)]"},
+                "data": {"source": "fixed", "value": null}}}},
+            {"id": "out", "kind": "output", "config": {"fields": ["x"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "big", "handle": "output"}, "target": {"node": "out", "handle": "x"}}]
+    });
+    let (s, _, body) = call(&state, "POST", "/api/v1/workflows", &token, Some(workflow)).await;
+    assert_eq!(s, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
+    let wf = parse(&body)["id"].as_str().expect("id").to_string();
+    let (_, _, body) = call(
+        &state,
+        "POST",
+        "/api/v1/runs",
+        &token,
+        Some(json!({"workflow_id": wf})),
+    )
+    .await;
+    let run_id = parse(&body)["run_id"].as_str().expect("run").to_string();
+    let mut run = Value::Null;
+    for _ in 0..200 {
+        let (_, _, body) = call(
+            &state,
+            "GET",
+            &format!("/api/v1/runs/{run_id}"),
+            &token,
+            None,
+        )
+        .await;
+        run = parse(&body);
+        if run["status"] == "succeeded" || run["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let envelope = &run["nodes"]["big"]["outputs"]["envelope"];
+    assert_eq!(envelope["truncated"], true, "{envelope}");
+    let attachment = &envelope["attachments"][0];
+    assert_eq!(attachment["kind"], "blob");
+    let blob_url = attachment["url"].as_str().expect("url").to_string();
+    let hash = blob_url.rsplit('/').next().expect("hash").to_string();
+
+    let (s, content_type, bytes) = call(&state, "GET", &blob_url, &token, None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(content_type.as_deref(), Some("application/json"));
+    assert_eq!(blake3::hash(&bytes).to_hex().to_string(), hash, "intact");
+    let full = parse(&bytes);
+    assert_eq!(full["results"][0].as_array().map(Vec::len), Some(1500));
+    assert_eq!(attachment["bytes"], bytes.len());
+
+    let (s, _, body) = call(&state, "GET", &blob_url, "bob-token", None).await;
+    assert_eq!(
+        s,
+        StatusCode::NOT_FOUND,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let (s, _, _) = call(
+        &state,
+        "GET",
+        "/api/v1/blobs/..%2F..%2Fetc%2Fpasswd",
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+}
