@@ -73,7 +73,7 @@ fn main() {
     rt.block_on(async {
         let dir = tempfile::tempdir().expect("tmp");
         let url = Config::default_database_url(dir.path());
-        let config = Config { bind: [127, 0, 0, 1].into(), port: 0, data_dir: dir.path().to_path_buf(), database_url: url.clone(), static_dir: None, max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES };
+        let config = Config { bind: [127, 0, 0, 1].into(), port: 0, data_dir: dir.path().to_path_buf(), database_url: url.clone(), static_dir: None, max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES, secret_key: None };
         {
             let db = Store::open(&url).await.expect("create");
             db.close().await;
@@ -84,7 +84,7 @@ fn main() {
             let t = Instant::now();
             let db = Store::open(&url).await.expect("open");
             bootstrap(&db).await.expect("bootstrap");
-            let state = AppState::new(db.clone(), config.clone());
+            let state = AppState::new(db.clone(), config.clone()).expect("state");
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let elapsed = t.elapsed();
             drop((state, listener));
@@ -96,7 +96,7 @@ fn main() {
 
         let db = Store::open(&url).await.expect("open");
         let signin = bootstrap(&db).await.expect("bootstrap");
-        let state = AppState::new(db.clone(), config.clone());
+        let state = AppState::new(db.clone(), config.clone()).expect("state");
         let (token, _) = exchange(&db, &signin).await.expect("session");
         let created = call(&state, "POST", "/api/v1/workflows", &token, Some(workflow())).await;
         let wf = created["id"].as_str().expect("workflow id").to_string();

@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 /// Resolved configuration for `glassbox serve`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Config {
     pub bind: IpAddr,
     /// 0 asks the OS for a free port (tests use this).
@@ -19,6 +19,30 @@ pub struct Config {
     pub static_dir: Option<PathBuf>,
     /// Tool outputs larger than this are stored as blobs and previewed.
     pub max_output_bytes: usize,
+    /// The secrets key (64 hex characters) from GLASSBOX_SECRET_KEY; none
+    /// means the key file in the data dir.
+    pub secret_key: Option<String>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret key never reaches a log line.
+        f.debug_struct("Config")
+            .field("bind", &self.bind)
+            .field("port", &self.port)
+            .field("data_dir", &self.data_dir)
+            .field(
+                "database_url",
+                &crate::storage::redact_url(&self.database_url),
+            )
+            .field("static_dir", &self.static_dir)
+            .field("max_output_bytes", &self.max_output_bytes)
+            .field(
+                "secret_key",
+                &self.secret_key.as_ref().map(|_| "[REDACTED]"),
+            )
+            .finish()
+    }
 }
 
 /// The default output cap (seed 003 §5.4: 2 MB).

@@ -12,6 +12,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod runs;
+pub mod secrets;
 pub mod spa;
 pub mod sql_tool;
 pub mod storage;
@@ -34,19 +35,35 @@ struct AppStateInner {
     db: Store,
     config: Config,
     runs: Arc<runs::Runs>,
+    cipher: Arc<secrets::SecretCipher>,
 }
 
 impl AppState {
-    pub fn new(db: Store, config: Config) -> Self {
+    /// The state of a server; fails only when the secret key is unusable.
+    pub fn new(db: Store, config: Config) -> Result<Self, secrets::KeyError> {
+        let cipher = std::sync::Arc::new(secrets::SecretCipher::load(
+            &config.data_dir,
+            config.secret_key.as_deref(),
+        )?);
         let runs = runs::Runs::new(
             db.clone(),
             config.data_dir.clone(),
             Some("/runs/{run_id}/trace".into()),
             config.max_output_bytes,
+            cipher.clone(),
         );
-        Self {
-            inner: Arc::new(AppStateInner { db, config, runs }),
-        }
+        Ok(Self {
+            inner: Arc::new(AppStateInner {
+                db,
+                config,
+                runs,
+                cipher,
+            }),
+        })
+    }
+
+    pub fn cipher(&self) -> &Arc<secrets::SecretCipher> {
+        &self.inner.cipher
     }
 
     pub fn runs(&self) -> &Arc<runs::Runs> {

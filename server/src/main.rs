@@ -141,6 +141,10 @@ impl DbArgs {
                 .unwrap_or_else(|| Config::default_database_url(&self.data_dir)),
             static_dir,
             max_output_bytes: self.max_output_bytes,
+            // From the environment only: a flag would show in `ps` and shell history.
+            secret_key: std::env::var("GLASSBOX_SECRET_KEY")
+                .ok()
+                .filter(|k| !k.is_empty()),
         }
     }
 }
@@ -259,7 +263,8 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         .await
         .map_err(Failure::runtime)?;
     load_examples(&db, &args.examples_dir).await;
-    let state = AppState::new(db.clone(), config);
+    let state = AppState::new(db.clone(), config)
+        .map_err(|e| Failure::config(format!("GLASSBOX_SECRET_KEY / secret key file: {e}")))?;
     println!("Glassbox {VERSION} is ready at http://{local}/");
     println!("Sign in as the local admin (one-time link, valid 24 h): http://{local}/signin?token={signin}");
     let _ = std::io::stdout().flush();
@@ -311,6 +316,15 @@ async fn load_examples(db: &Store, dir: &std::path::Path) {
     }
 }
 
+/// The secrets key (GLASSBOX_SECRET_KEY or the key file), or a message naming it.
+fn load_cipher(
+    config: &Config,
+) -> Result<std::sync::Arc<glassbox_server::secrets::SecretCipher>, Failure> {
+    glassbox_server::secrets::SecretCipher::load(&config.data_dir, config.secret_key.as_deref())
+        .map(std::sync::Arc::new)
+        .map_err(|e| Failure::config(format!("GLASSBOX_SECRET_KEY / secret key file: {e}")))
+}
+
 fn parse_inputs(pairs: &[String]) -> Result<serde_json::Map<String, serde_json::Value>, Failure> {
     let mut map = serde_json::Map::new();
     for pair in pairs {
@@ -340,6 +354,7 @@ async fn run_file(args: RunArgs) -> Result<(), Failure> {
         config.data_dir.clone(),
         None,
         config.max_output_bytes,
+        load_cipher(&config)?,
     );
     let row = runs
         .run_to_end(
@@ -418,6 +433,7 @@ async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
         config.data_dir.clone(),
         None,
         config.max_output_bytes,
+        load_cipher(&config)?,
     );
     let result =
         node_runtime::graph::engine::replay_workflow(runs.agents(), &workflow, &recorded).await;

@@ -22,7 +22,7 @@ use node_runtime::graph::engine::{
     RunOutcome, WorkflowEvent, WorkflowSink,
 };
 use node_runtime::graph::{NodeKind, Workflow};
-use node_runtime::secrets::{MemorySecrets, SecretOwner};
+use node_runtime::secrets::SecretOwner;
 use node_runtime::tool::{ToolEnv, ToolRegistry};
 use serde_json::{json, Map, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -76,6 +76,7 @@ impl Runs {
         data_dir: PathBuf,
         traces_url: Option<String>,
         max_output_bytes: usize,
+        cipher: Arc<crate::secrets::SecretCipher>,
     ) -> Arc<Self> {
         let mut registry = ToolRegistry::new();
         node_runtime::builtins::register_builtins(&mut registry)
@@ -87,7 +88,10 @@ impl Runs {
                 max_output_bytes,
                 ..ExecutorConfig::default()
             },
-            Arc::new(MemorySecrets::new()),
+            Arc::new(crate::secrets::StoreSecrets {
+                store: store.clone(),
+                cipher,
+            }),
             Arc::new(blobs.clone()),
         ));
         let agents = Arc::new(AgentRuntime {

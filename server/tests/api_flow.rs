@@ -31,10 +31,11 @@ impl Api {
             database_url: url,
             static_dir: None,
             max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
+            secret_key: None,
         };
         (
             Self {
-                state: AppState::new(db, config),
+                state: AppState::new(db, config).expect("state"),
                 _dir: dir,
             },
             signin,

@@ -17,8 +17,9 @@ async fn state(static_dir: Option<std::path::PathBuf>) -> (AppState, tempfile::T
         database_url: url,
         static_dir,
         max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
+        secret_key: None,
     };
-    (AppState::new(db, config), dir)
+    (AppState::new(db, config).expect("state"), dir)
 }
 
 async fn get(state: &AppState, path: &str) -> (StatusCode, String, String) {

@@ -70,8 +70,9 @@ async fn truncated_output_blob_is_served_to_its_workspace_only() {
         database_url: url,
         static_dir: None,
         max_output_bytes: 1024,
+        secret_key: None,
     };
-    let state = AppState::new(db.clone(), config);
+    let state = AppState::new(db.clone(), config).expect("state");
 
     let workflow = json!({
         "format_version": 1, "id": "big", "name": "big output", "revision": 0,

@@ -34,6 +34,9 @@ const EXPECTED: &[(&str, &str)] = &[
     ("post", "/approvals/{token}/deny"),
     ("post", "/approvals/{token}/revise"),
     ("get", "/blobs/{hash}"),
+    ("get", "/secrets"),
+    ("put", "/secrets/{scope}/{name}"),
+    ("delete", "/secrets/{scope}/{name}"),
 ];
 
 #[tokio::test]
@@ -50,8 +53,9 @@ async fn openapi_document_equals_the_routes() {
         database_url: url,
         static_dir: None,
         max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
+        secret_key: None,
     };
-    let state = AppState::new(db, config);
+    let state = AppState::new(db, config).expect("state");
 
     let res = app(state.clone())
         .oneshot(

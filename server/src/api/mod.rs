@@ -11,6 +11,7 @@ mod auth;
 mod blobs;
 mod health;
 mod runs;
+mod secrets;
 mod tools;
 mod workflows;
 
@@ -37,6 +38,7 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(runs::router())
         .merge(approvals::router())
         .merge(blobs::router())
+        .merge(secrets::router())
         .split_for_parts();
     spec.info.title = "Glassbox API".into();
     spec.info.version = crate::VERSION.into();

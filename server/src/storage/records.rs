@@ -698,6 +698,82 @@ impl Store {
         Ok(())
     }
 
+    /// Stores (or replaces) an encrypted secret value.
+    pub async fn put_secret(
+        &self,
+        workspace_id: &str,
+        scope: &str,
+        owner_id: &str,
+        name: &str,
+        ciphertext: &[u8],
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO secret_entries (workspace_id, scope, owner_id, name, ciphertext, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, owner_id, name) DO UPDATE SET ciphertext = $5, created_at = $6")
+            .bind(workspace_id)
+            .bind(scope)
+            .bind(owner_id)
+            .bind(name)
+            .bind(ciphertext.to_vec())
+            .bind(now())
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn delete_secret(
+        &self,
+        workspace_id: &str,
+        scope: &str,
+        owner_id: &str,
+        name: &str,
+    ) -> Result<(), StoreError> {
+        let n = sqlx::query("DELETE FROM secret_entries WHERE workspace_id = $1 AND scope = $2 AND owner_id = $3 AND name = $4")
+            .bind(workspace_id)
+            .bind(scope)
+            .bind(owner_id)
+            .bind(name)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+        if n == 0 {
+            return Err(StoreError::NotFound(format!("secret {name}")));
+        }
+        Ok(())
+    }
+
+    /// Names and scopes visible to a user in a workspace: their own user
+    /// secrets, the workspace's and the org's. Never values.
+    pub async fn list_secrets(
+        &self,
+        workspace_id: &str,
+        user_id: &str,
+    ) -> Result<Vec<(String, String, String)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT name, scope, created_at FROM secret_entries WHERE workspace_id = $1 AND ((scope = 'user' AND owner_id = $2) OR (scope = 'workspace' AND owner_id = $1) OR scope = 'org') ORDER BY name, scope",
+        )
+        .bind(workspace_id)
+        .bind(user_id)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// The stored ciphertext of one secret slot.
+    pub async fn secret_ciphertext(
+        &self,
+        workspace_id: &str,
+        scope: &str,
+        owner_id: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let row: Option<Option<Vec<u8>>> = sqlx::query_scalar("SELECT ciphertext FROM secret_entries WHERE workspace_id = $1 AND scope = $2 AND owner_id = $3 AND name = $4")
+            .bind(workspace_id)
+            .bind(scope)
+            .bind(owner_id)
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.flatten())
+    }
+
     /// The scope a secret resolves from for this user in this workspace,
     /// in the order user -> workspace -> org.
     pub async fn secret_scope(

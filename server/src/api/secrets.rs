@@ -1,0 +1,106 @@
+//! Secrets: list names per scope, set and delete. A value goes in, is
+//! encrypted before it is stored, and never comes back out of any route.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::Caller;
+use crate::error::ApiJson;
+use crate::{ApiError, AppState};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(set, remove))
+}
+
+/// The owner of a scope for this caller; organizations are not part of the
+/// tenancy model yet, so org secrets cannot be set through the API.
+fn owner(caller: &Caller, scope: &str) -> Result<String, ApiError> {
+    match scope {
+        "user" => Ok(caller.user_id.clone()),
+        "workspace" => Ok(caller.workspace_id.clone()),
+        "org" => Err(ApiError::unprocessable(
+            "organization secrets cannot be set yet: Glassbox has no organizations",
+            json!({"path": "scope"}),
+        )),
+        other => Err(ApiError::unprocessable(
+            format!("scope `{other}` is not user or workspace"),
+            json!({"path": "scope"}),
+        )),
+    }
+}
+
+fn check_name(name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::unprocessable(
+            "a secret name is 1-128 characters of A-Z, a-z, 0-9, _ - .",
+            json!({"path": "name"}),
+        ))
+    }
+}
+
+#[utoipa::path(get, path = "/secrets", tag = "secrets", responses((status = 200, description = "names and scopes, never values")))]
+async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let rows = state
+        .db()
+        .list_secrets(&caller.workspace_id, &caller.user_id)
+        .await?;
+    let items: Vec<Value> = rows.into_iter().map(|(name, scope, created_at)| json!({"name": name, "scope": scope, "created_at": created_at})).collect();
+    Ok(Json(json!({"secrets": items})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetBody {
+    value: String,
+}
+
+#[utoipa::path(put, path = "/secrets/{scope}/{name}", tag = "secrets", params(("scope" = String, Path, description = "user or workspace"), ("name" = String, Path)), responses((status = 204, description = "stored, encrypted"), (status = 422, description = "bad scope, name or value")))]
+async fn set(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((scope, name)): Path<(String, String)>,
+    ApiJson(body): ApiJson<SetBody>,
+) -> Result<StatusCode, ApiError> {
+    let owner = owner(&caller, &scope)?;
+    check_name(&name)?;
+    if body.value.is_empty() || body.value.len() > 64 * 1024 {
+        return Err(ApiError::unprocessable(
+            "a secret value is 1 byte to 64 KiB",
+            json!({"path": "value"}),
+        ));
+    }
+    let ciphertext = state.cipher().encrypt(&scope, &owner, &name, &body.value);
+    state
+        .db()
+        .put_secret(&caller.workspace_id, &scope, &owner, &name, &ciphertext)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(delete, path = "/secrets/{scope}/{name}", tag = "secrets", params(("scope" = String, Path), ("name" = String, Path)), responses((status = 204, description = "deleted"), (status = 404, description = "no such secret")))]
+async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((scope, name)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let owner = owner(&caller, &scope)?;
+    state
+        .db()
+        .delete_secret(&caller.workspace_id, &scope, &owner, &name)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

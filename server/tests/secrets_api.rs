@@ -1,0 +1,232 @@
+//! Secrets through the API: values are encrypted at rest, never returned,
+//! resolved by the executor's source, and isolated per workspace.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use glassbox_server::auth::{bootstrap, exchange, hash_token};
+use glassbox_server::secrets::StoreSecrets;
+use glassbox_server::{app, AppState, Config, Store};
+use http_body_util::BodyExt;
+use node_runtime::secrets::{SecretOwner, SecretScope, SecretSource};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+const CANARY: &str = "canary-secret-4b1d9e2f";
+
+async fn call(
+    state: &AppState,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (StatusCode, String) {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+        .expect("request");
+    let res = app(state.clone()).oneshot(req).await.expect("infallible");
+    let status = res.status();
+    (
+        status,
+        String::from_utf8_lossy(&res.into_body().collect().await.expect("body").to_bytes())
+            .into_owned(),
+    )
+}
+
+fn forms(secret: &str) -> Vec<String> {
+    use std::fmt::Write;
+    let hex = secret.bytes().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    });
+    vec![secret.to_string(), hex]
+}
+
+#[tokio::test]
+async fn secrets_are_encrypted_listed_by_name_and_isolated() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let url = Config::default_database_url(dir.path());
+    let db = Store::open(&url).await.expect("open");
+    let signin = bootstrap(&db).await.expect("bootstrap");
+    let (token, user) = exchange(&db, &signin).await.expect("session");
+    db.ensure_workspace("other", "Other").await.expect("ws");
+    db.ensure_user("bob", "Bob").await.expect("user");
+    db.add_membership("other", "bob", "admin")
+        .await
+        .expect("member");
+    db.insert_token(&hash_token("bob-token"), "bob", "session", None)
+        .await
+        .expect("token");
+    let config = Config {
+        bind: [127, 0, 0, 1].into(),
+        port: 0,
+        data_dir: dir.path().to_path_buf(),
+        database_url: url,
+        static_dir: None,
+        max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
+        secret_key: None,
+    };
+    let state = AppState::new(db.clone(), config).expect("state");
+
+    let (s, body) = call(
+        &state,
+        "PUT",
+        "/api/v1/secrets/workspace/API_TOKEN",
+        &token,
+        Some(json!({"value": CANARY})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{body}");
+    let (s, _) = call(
+        &state,
+        "PUT",
+        "/api/v1/secrets/user/MY_KEY",
+        &token,
+        Some(json!({"value": "personal"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+
+    let (s, body) = call(&state, "GET", "/api/v1/secrets", &token, None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        !body.contains(CANARY) && !body.contains("personal") && !body.contains("\"value\""),
+        "{body}"
+    );
+    let listed: Value = serde_json::from_str(&body).expect("json");
+    let names: Vec<(String, String)> = listed["secrets"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap_or_default().into(),
+                s["scope"].as_str().unwrap_or_default().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("API_TOKEN".into(), "workspace".into()),
+            ("MY_KEY".into(), "user".into())
+        ]
+    );
+
+    // The executor's source decrypts it for a call in this workspace only.
+    let source = StoreSecrets {
+        store: db.clone(),
+        cipher: state.cipher().clone(),
+    };
+    let owner = SecretOwner {
+        user_id: Some(user.clone()),
+        workspace_id: "default".into(),
+        org_id: None,
+    };
+    let value = source
+        .lookup(&owner, SecretScope::Workspace, "API_TOKEN")
+        .await
+        .expect("resolves");
+    assert_eq!(value.expose(), CANARY);
+    let other = SecretOwner {
+        user_id: Some("bob".into()),
+        workspace_id: "other".into(),
+        org_id: None,
+    };
+    assert!(source
+        .lookup(&other, SecretScope::Workspace, "API_TOKEN")
+        .await
+        .is_none());
+
+    // Another workspace sees nothing and cannot delete it.
+    let (_, body) = call(&state, "GET", "/api/v1/secrets", "bob-token", None).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("json")["secrets"],
+        json!([])
+    );
+    let (s, _) = call(
+        &state,
+        "DELETE",
+        "/api/v1/secrets/workspace/API_TOKEN",
+        "bob-token",
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+
+    // Bad input names the field.
+    for (path, body, field) in [
+        ("/api/v1/secrets/org/X", json!({"value": "v"}), "scope"),
+        ("/api/v1/secrets/team/X", json!({"value": "v"}), "scope"),
+        (
+            "/api/v1/secrets/workspace/bad%20name",
+            json!({"value": "v"}),
+            "name",
+        ),
+        (
+            "/api/v1/secrets/workspace/EMPTY",
+            json!({"value": ""}),
+            "value",
+        ),
+    ] {
+        let (s, body) = call(&state, "PUT", path, &token, Some(body)).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{path}: {body}");
+        let err: Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(err["error"]["details"]["path"], field, "{path}");
+    }
+
+    // At rest: no form of the value in the database files.
+    db.close().await;
+    for entry in std::fs::read_dir(dir.path()).expect("dir").flatten() {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("glassbox.db")
+        {
+            let bytes = std::fs::read(entry.path()).expect("read");
+            for form in forms(CANARY) {
+                assert!(
+                    !bytes.windows(form.len()).any(|w| w == form.as_bytes()),
+                    "{} holds the secret",
+                    entry.path().display()
+                );
+            }
+        }
+    }
+
+    // Delete works for the owner.
+    let db = Store::open(&Config::default_database_url(dir.path()))
+        .await
+        .expect("reopen");
+    let config = Config {
+        bind: [127, 0, 0, 1].into(),
+        port: 0,
+        data_dir: dir.path().to_path_buf(),
+        database_url: Config::default_database_url(dir.path()),
+        static_dir: None,
+        max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
+        secret_key: None,
+    };
+    let state = AppState::new(db, config).expect("state");
+    let (s, _) = call(
+        &state,
+        "DELETE",
+        "/api/v1/secrets/workspace/API_TOKEN",
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (s, _) = call(
+        &state,
+        "DELETE",
+        "/api/v1/secrets/workspace/API_TOKEN",
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+}
