@@ -423,11 +423,6 @@ async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
                 args.run_id
             ))
         })?;
-    let workflow: node_runtime::graph::Workflow =
-        serde_json::from_value(record["workflow"].clone())
-            .map_err(|e| Failure::runtime(format!("the run's record holds no workflow: {e}")))?;
-    let recorded: node_runtime::graph::engine::WorkflowRun = serde_json::from_value(record.clone())
-        .map_err(|e| Failure::runtime(format!("the run's record is unreadable: {e}")))?;
     let runs = glassbox_server::runs::Runs::new(
         db.clone(),
         config.data_dir.clone(),
@@ -435,23 +430,24 @@ async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
         config.max_output_bytes,
         load_cipher(&config)?,
     );
-    let result =
-        node_runtime::graph::engine::replay_workflow(runs.agents(), &workflow, &recorded).await;
+    let outcome = runs
+        .replay_record(
+            glassbox_server::auth::DEFAULT_WORKSPACE,
+            &record,
+            Some(&args.run_id),
+        )
+        .await;
     db.close().await;
-    match result {
-        Ok(outputs) if outputs == recorded.outputs => {
-            println!(
-                "{}",
-                serde_json::json!({"run_id": args.run_id, "match": true, "outputs": outputs})
-            );
+    match outcome {
+        Ok(o) if o.matches => {
+            println!("{}", serde_json::json!(o));
             Ok(())
         }
-        Ok(outputs) => Err(Failure::runtime(format!(
-            "replay differs: recorded {} but replayed {}",
-            serde_json::json!(recorded.outputs),
-            serde_json::json!(outputs)
+        Ok(o) => Err(Failure::runtime(format!(
+            "replay diverged: {}",
+            o.divergence.unwrap_or_default()
         ))),
-        Err(e) => Err(Failure::runtime(format!("replay diverged: {e}"))),
+        Err(e) => Err(Failure::runtime(e)),
     }
 }
 

@@ -377,6 +377,92 @@ impl Runs {
     }
 }
 
+/// What a replay found.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReplayOutcome {
+    /// The replay's own run record (kind `replay`).
+    pub run_id: String,
+    pub replay_of: Option<String>,
+    #[serde(rename = "match")]
+    pub matches: bool,
+    /// The first divergence, in words, when it does not match.
+    pub divergence: Option<String>,
+    pub outputs: Value,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("the bundle is not usable: {0}")]
+    BadBundle(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Runs {
+    /// Replays a recorded run (`record` as stored, with its workflow)
+    /// hermetically, records the replay as a run of kind `replay`, and says
+    /// whether it reproduced the outputs.
+    pub async fn replay_record(
+        &self,
+        workspace_id: &str,
+        record: &Value,
+        replay_of: Option<&str>,
+    ) -> Result<ReplayOutcome, ReplayError> {
+        let workflow = node_runtime::graph::Workflow::from_value(
+            record.get("workflow").unwrap_or(&Value::Null),
+        )
+        .map_err(|e| ReplayError::BadBundle(format!("workflow: {e}")))?;
+        let recorded: node_runtime::graph::engine::WorkflowRun =
+            serde_path_to_error::deserialize(record)
+                .map_err(|e| ReplayError::BadBundle(format!("at `{}`: {}", e.path(), e.inner())))?;
+        let result =
+            node_runtime::graph::engine::replay_workflow(&self.agents, &workflow, &recorded).await;
+        let (matches, divergence, outputs) = match result {
+            Ok(outputs) if outputs == recorded.outputs => (true, None, json!(outputs)),
+            Ok(outputs) => (
+                false,
+                Some(format!(
+                    "the outputs differ: recorded {} but replayed {}",
+                    json!(recorded.outputs),
+                    json!(outputs)
+                )),
+                json!(outputs),
+            ),
+            Err(e) => (false, Some(e.to_string()), Value::Null),
+        };
+        let run_id = new_id();
+        self.store
+            .create_run(&RunRow {
+                id: run_id.clone(),
+                workspace_id: workspace_id.into(),
+                workflow_id: Some(workflow.id.clone()),
+                workflow_revision: Some(workflow.revision as i64),
+                kind: "replay".into(),
+                replay_of: replay_of.map(str::to_string),
+                status: "running".into(),
+                trigger_kind: "replay".into(),
+                inputs: "{}".into(),
+                outputs: None,
+                error: None,
+                record: None,
+                created_at: now(),
+                finished_at: None,
+            })
+            .await?;
+        let status = if matches { "succeeded" } else { "failed" };
+        self.store
+            .finish_run(&run_id, status, Some(&outputs), divergence.as_deref(), None)
+            .await?;
+        Ok(ReplayOutcome {
+            run_id,
+            replay_of: replay_of.map(str::to_string),
+            matches,
+            divergence,
+            outputs,
+        })
+    }
+}
+
 /// A serde unit enum as its wire word (`done`, `failed`, ...).
 fn word(v: impl serde::Serialize) -> String {
     serde_json::to_value(v)

@@ -325,6 +325,75 @@ async fn sign_in_workflows_runs_approvals_and_events() {
         .call("GET", "/api/v1/invocations?tool=write_file", t, None)
         .await;
     assert_eq!(inv["invocations"][0]["approval_status"], "approved");
+    // Replay: download the bundle, replay the run, replay an upload.
+    let req = Request::get(format!("/api/v1/runs/{run_id}/bundle"))
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::empty())
+        .expect("req");
+    let res = app(api.state.clone()).oneshot(req).await.expect("res");
+    assert_eq!(res.status(), StatusCode::OK);
+    let disposition = res
+        .headers()
+        .get("content-disposition")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(disposition.starts_with("attachment"), "{disposition}");
+    let bundle: Value =
+        serde_json::from_slice(&res.into_body().collect().await.expect("body").to_bytes())
+            .expect("bundle json");
+    let (s, replayed) = api
+        .call("POST", &format!("/api/v1/runs/{run_id}/replay"), t, None)
+        .await;
+    assert_eq!(s, StatusCode::OK, "{replayed}");
+    assert_eq!(replayed["match"], true, "{replayed}");
+    assert_eq!(replayed["replay_of"], run_id.as_str());
+    let (_, replay_run) = api
+        .call(
+            "GET",
+            &format!("/api/v1/runs/{}", replayed["run_id"].as_str().expect("id")),
+            t,
+            None,
+        )
+        .await;
+    assert_eq!(
+        (
+            replay_run["kind"].as_str(),
+            replay_run["replay_of"].as_str()
+        ),
+        (Some("replay"), Some(run_id.as_str()))
+    );
+    let (s, uploaded) = api
+        .call("POST", "/api/v1/replays", t, Some(bundle.clone()))
+        .await;
+    assert_eq!(
+        (s, uploaded["match"].clone()),
+        (StatusCode::OK, json!(true)),
+        "{uploaded}"
+    );
+    let mut edited = bundle.clone();
+    edited["nodes"]["agent"]["bundle"]["exchanges"][1]["response"]["text"] =
+        json!("Something else.");
+    let (s, diverged) = api.call("POST", "/api/v1/replays", t, Some(edited)).await;
+    assert_eq!(s, StatusCode::OK, "{diverged}");
+    assert_eq!(diverged["match"], false);
+    assert!(
+        diverged["divergence"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("agent"),
+        "{diverged}"
+    );
+    let (s, body) = api
+        .call(
+            "POST",
+            "/api/v1/replays",
+            t,
+            Some(json!({"not": "a bundle"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+
     // A second decision is refused.
     let (s, _) = api
         .call(

@@ -31,6 +31,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_one))
         .routes(routes!(cancel))
         .routes(routes!(events))
+        .routes(routes!(bundle))
+        .routes(routes!(replay_run))
+        .routes(routes!(replay_upload))
 }
 
 #[derive(Deserialize)]
@@ -205,4 +208,70 @@ async fn events(
         None => stream::empty().boxed(),
     };
     Ok(Sse::new(stored.chain(live)).keep_alive(KeepAlive::default()))
+}
+
+fn replay_error(e: crate::runs::ReplayError) -> ApiError {
+    match e {
+        crate::runs::ReplayError::BadBundle(message) => {
+            ApiError::unprocessable(message, Value::Null)
+        }
+        crate::runs::ReplayError::Store(e) => e.into(),
+    }
+}
+
+fn stored_record(run: &RunRow) -> Result<Value, ApiError> {
+    run.record
+        .as_deref()
+        .and_then(|t| serde_json::from_str(t).ok())
+        .ok_or_else(|| ApiError::Conflict {
+            message: format!("run {} has no record yet (it has not finished)", run.id),
+            details: Value::Null,
+        })
+}
+
+#[utoipa::path(get, path = "/runs/{id}/bundle", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's replay bundle (its record: workflow, nodes, agent bundles)"), (status = 409, description = "the run has not finished")))]
+async fn bundle(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let run = state.db().get_run(&caller.workspace_id, &id).await?;
+    let record = stored_record(&run)?;
+    let disposition = format!("attachment; filename=\"glassbox-run-{id}.json\"");
+    Ok((
+        [(axum::http::header::CONTENT_DISPOSITION, disposition)],
+        Json(record),
+    )
+        .into_response())
+}
+
+#[utoipa::path(post, path = "/runs/{id}/replay", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "match, or the first divergence; the replay is recorded as a run of kind replay")))]
+async fn replay_run(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let run = state.db().get_run(&caller.workspace_id, &id).await?;
+    let record = stored_record(&run)?;
+    let outcome = state
+        .runs()
+        .replay_record(&caller.workspace_id, &record, Some(&id))
+        .await
+        .map_err(replay_error)?;
+    Ok(Json(json!(outcome)))
+}
+
+#[utoipa::path(post, path = "/replays", tag = "runs", responses((status = 200, description = "match, or the first divergence"), (status = 422, description = "the uploaded bundle is not usable")))]
+async fn replay_upload(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(bundle): ApiJson<Value>,
+) -> Result<Json<Value>, ApiError> {
+    let outcome = state
+        .runs()
+        .replay_record(&caller.workspace_id, &bundle, None)
+        .await
+        .map_err(replay_error)?;
+    Ok(Json(json!(outcome)))
 }
