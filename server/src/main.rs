@@ -29,6 +29,35 @@ enum Command {
     /// The tool registry, invocation records and approvals.
     #[command(subcommand)]
     Tool(ToolCommand),
+    /// Secrets of the default workspace: names out, values in (from stdin).
+    #[command(subcommand)]
+    Secret(SecretCommand),
+}
+
+#[derive(Subcommand)]
+enum SecretCommand {
+    /// List secret names and scopes (never values).
+    List {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Set a secret; the value is read from standard input.
+    Set {
+        #[command(flatten)]
+        db: DbArgs,
+        /// `workspace`, or `user` (the local admin).
+        #[arg(long, default_value = "workspace")]
+        scope: String,
+        name: String,
+    },
+    /// Delete a secret.
+    Delete {
+        #[command(flatten)]
+        db: DbArgs,
+        #[arg(long, default_value = "workspace")]
+        scope: String,
+        name: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -172,6 +201,7 @@ fn main() -> ExitCode {
             Command::Run(args) => run_file(args).await,
             Command::Replay(args) => replay_run(args).await,
             Command::Tool(cmd) => tool_command(cmd).await,
+            Command::Secret(cmd) => secret_command(cmd).await,
         }
     });
     match result {
@@ -550,6 +580,86 @@ async fn tool_command(cmd: ToolCommand) -> Result<(), Failure> {
                 return Err(Failure::config("--reason must not be empty"));
             }
             decide_cli(db, &token, "denied", Some(reason)).await
+        }
+    }
+}
+
+fn secret_owner(scope: &str) -> Result<&'static str, Failure> {
+    match scope {
+        "workspace" => Ok(glassbox_server::auth::DEFAULT_WORKSPACE),
+        "user" => Ok(glassbox_server::auth::ADMIN_USER),
+        other => Err(Failure::config(format!(
+            "--scope `{other}` is not workspace or user"
+        ))),
+    }
+}
+
+async fn secret_command(cmd: SecretCommand) -> Result<(), Failure> {
+    let ws = glassbox_server::auth::DEFAULT_WORKSPACE;
+    match cmd {
+        SecretCommand::List { db } => {
+            let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
+            let store = open_database(&config).await?;
+            let rows = store
+                .list_secrets(ws, glassbox_server::auth::ADMIN_USER)
+                .await
+                .map_err(Failure::runtime)?;
+            for (name, scope, created_at) in rows {
+                println!("{name:<32} {scope:<10} {created_at}");
+            }
+            store.close().await;
+            Ok(())
+        }
+        SecretCommand::Set { db, scope, name } => {
+            let owner = secret_owner(&scope)?;
+            let mut value = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut value).map_err(|e| {
+                Failure::config(format!("cannot read the value from standard input: {e}"))
+            })?;
+            let value = value.trim_end_matches(['\r', '\n']);
+            if value.is_empty() {
+                return Err(Failure::config(
+                    "the secret value (standard input) is empty",
+                ));
+            }
+            let valid = !name.is_empty()
+                && name.len() <= 128
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            if !valid {
+                return Err(Failure::config(format!(
+                    "`{name}` is not a secret name (1-128 of A-Z a-z 0-9 _ - .)"
+                )));
+            }
+            let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
+            let cipher = load_cipher(&config)?;
+            let store = open_database(&config).await?;
+            let ciphertext = cipher.encrypt(&scope, owner, &name, value);
+            store
+                .put_secret(ws, &scope, owner, &name, &ciphertext)
+                .await
+                .map_err(Failure::runtime)?;
+            store.close().await;
+            println!("set {name} ({scope})");
+            Ok(())
+        }
+        SecretCommand::Delete { db, scope, name } => {
+            let owner = secret_owner(&scope)?;
+            let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
+            let store = open_database(&config).await?;
+            let result = store.delete_secret(ws, &scope, owner, &name).await;
+            store.close().await;
+            match result {
+                Ok(()) => {
+                    println!("deleted {name} ({scope})");
+                    Ok(())
+                }
+                Err(glassbox_server::storage::StoreError::NotFound(_)) => {
+                    Err(Failure::config(format!("no {scope} secret named {name}")))
+                }
+                Err(e) => Err(Failure::runtime(e)),
+            }
         }
     }
 }

@@ -333,3 +333,73 @@ fn a_too_small_output_cap_names_the_setting() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("GLASSBOX_MAX_OUTPUT_BYTES"), "{stderr}");
 }
+
+#[test]
+fn secrets_from_the_cli_are_encrypted_and_listed_by_name() {
+    use std::io::Write as _;
+    let data = tempfile::tempdir().expect("temp dir");
+    let glassbox = || {
+        let mut c = Command::new(glassbox_bin().expect("binary"));
+        c.env_remove("GLASSBOX_DATABASE_URL")
+            .env_remove("GLASSBOX_SECRET_KEY");
+        c
+    };
+    let mut child = glassbox()
+        .args(["secret", "set", "SERVICE_TOKEN", "--data-dir"])
+        .arg(data.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"cli-canary-77f1\n")
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = glassbox()
+        .args(["secret", "list", "--data-dir"])
+        .arg(data.path())
+        .output()
+        .expect("list");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("SERVICE_TOKEN") && listing.contains("workspace"),
+        "{listing}"
+    );
+    assert!(!listing.contains("cli-canary-77f1"));
+    let db = std::fs::read(data.path().join("glassbox.db")).expect("db");
+    let wal = std::fs::read(data.path().join("glassbox.db-wal")).unwrap_or_default();
+    for bytes in [db, wal] {
+        assert!(
+            !bytes.windows(15).any(|w| w == b"cli-canary-77f1"),
+            "the value is stored in the clear"
+        );
+    }
+
+    let out = glassbox()
+        .args(["secret", "delete", "SERVICE_TOKEN", "--data-dir"])
+        .arg(data.path())
+        .output()
+        .expect("delete");
+    assert!(out.status.success());
+    let out = glassbox()
+        .args(["secret", "delete", "SERVICE_TOKEN", "--data-dir"])
+        .arg(data.path())
+        .output()
+        .expect("delete again");
+    assert_eq!(out.status.code(), Some(2));
+    let out = glassbox()
+        .args(["secret", "set", "X", "--scope", "org", "--data-dir"])
+        .arg(data.path())
+        .output()
+        .expect("org");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--scope"));
+}
