@@ -16,7 +16,9 @@ use axum::Json;
 use futures::stream::{self, Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use tokio_stream::wrappers::BroadcastStream;
+use std::collections::VecDeque;
+
+use tokio::sync::broadcast;
 
 use crate::auth::Caller;
 use crate::error::{ApiJson, ApiQuery};
@@ -155,6 +157,42 @@ struct EventsQuery {
     after: Option<i64>,
 }
 
+/// Follows a live run's broadcast after sequence number `last`, in order
+/// and without repeats. Events are stored before they are broadcast, so a
+/// subscriber that falls more than the channel's capacity behind refills
+/// the gap from the store (`fetch(after)`) instead of losing events.
+pub fn follow<F, Fut>(
+    rx: broadcast::Receiver<(i64, Value)>,
+    last: i64,
+    fetch: F,
+) -> impl Stream<Item = (i64, Value)>
+where
+    F: Fn(i64) -> Fut,
+    Fut: std::future::Future<Output = Vec<(i64, Value)>>,
+{
+    let state = (rx, last, VecDeque::<(i64, Value)>::new(), fetch);
+    stream::unfold(state, |(mut rx, mut last, mut pending, fetch)| async move {
+        loop {
+            if let Some((seq, value)) = pending.pop_front() {
+                if seq > last {
+                    last = seq;
+                    return Some(((seq, value), (rx, last, pending, fetch)));
+                }
+                continue;
+            }
+            match rx.recv().await {
+                Ok((seq, value)) if seq > last => {
+                    last = seq;
+                    return Some(((seq, value), (rx, last, pending, fetch)));
+                }
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => pending.extend(fetch(last).await),
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
+}
+
 fn sse_event(seq: i64, value: &Value) -> Event {
     let kind = value.get("type").and_then(Value::as_str).unwrap_or("event");
     let kind = if kind == "Agent" {
@@ -197,14 +235,25 @@ async fn events(
         Ok(sse_event(e.seq, &value))
     }));
     let live = match live {
-        Some(rx) => BroadcastStream::new(rx)
-            .filter_map(move |item| async move {
-                match item {
-                    Ok((seq, value)) if seq > last_stored => Some(Ok(sse_event(seq, &value))),
-                    _ => None,
+        Some(rx) => {
+            let store = state.db().clone();
+            let ws = caller.workspace_id.clone();
+            let run = id.clone();
+            follow(rx, last_stored, move |after| {
+                let (store, ws, run) = (store.clone(), ws.clone(), run.clone());
+                async move {
+                    store
+                        .events_after(&ws, &run, after)
+                        .await
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|e| (e.seq, serde_json::from_str(&e.event).unwrap_or(Value::Null)))
+                        .collect()
                 }
             })
-            .boxed(),
+            .map(|(seq, value)| Ok(sse_event(seq, &value)))
+            .boxed()
+        }
         None => stream::empty().boxed(),
     };
     Ok(Sse::new(stored.chain(live)).keep_alive(KeepAlive::default()))
@@ -274,4 +323,37 @@ async fn replay_upload(
         .await
         .map_err(replay_error)?;
     Ok(Json(json!(outcome)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lagging_subscriber_refills_from_the_store() {
+        // Capacity 2: five events sent before the subscriber reads lag it.
+        let (tx, rx) = broadcast::channel(2);
+        let stored: Vec<(i64, Value)> = (1..=5).map(|i| (i, serde_json::json!({"n": i}))).collect();
+        for e in &stored {
+            tx.send(e.clone()).expect("send");
+        }
+        drop(tx);
+        let fetched = stored.clone();
+        let seen: Vec<i64> = follow(rx, 0, move |after| {
+            let rows: Vec<(i64, Value)> = fetched
+                .iter()
+                .filter(|(s, _)| *s > after)
+                .cloned()
+                .collect();
+            async move { rows }
+        })
+        .map(|(seq, _)| seq)
+        .collect()
+        .await;
+        assert_eq!(
+            seen,
+            vec![1, 2, 3, 4, 5],
+            "every event once, in order, none lost"
+        );
+    }
 }
