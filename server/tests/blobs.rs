@@ -1,12 +1,13 @@
 //! A truncated output's blob downloads intact for its workspace and is 404
 //! for another.
 
+mod common;
+
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use glassbox_server::auth::{bootstrap, exchange, hash_token};
-use glassbox_server::{app, AppState, Config, Store};
+use glassbox_server::{app, AppState};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -50,29 +51,8 @@ fn parse(bytes: &[u8]) -> Value {
 
 #[tokio::test]
 async fn truncated_output_blob_is_served_to_its_workspace_only() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let url = Config::default_database_url(dir.path());
-    let db = Store::open(&url).await.expect("open");
-    let signin = bootstrap(&db).await.expect("bootstrap");
-    let (token, _) = exchange(&db, &signin).await.expect("session");
-    db.ensure_workspace("other", "Other").await.expect("ws");
-    db.ensure_user("bob", "Bob").await.expect("user");
-    db.add_membership("other", "bob", "admin")
-        .await
-        .expect("member");
-    db.insert_token(&hash_token("bob-token"), "bob", "session", None)
-        .await
-        .expect("token");
-    let config = Config {
-        bind: [127, 0, 0, 1].into(),
-        port: 0,
-        data_dir: dir.path().to_path_buf(),
-        database_url: url,
-        static_dir: None,
-        max_output_bytes: 1024,
-        secret_key: None,
-    };
-    let state = AppState::new(db.clone(), config).expect("state");
+    let env = common::TwoWorkspaces::new(1024).await;
+    let (state, token) = (env.state.clone(), env.admin_token.clone());
 
     let workflow = json!({
         "format_version": 1, "id": "big", "name": "big output", "revision": 0,
@@ -128,7 +108,7 @@ async fn truncated_output_blob_is_served_to_its_workspace_only() {
     assert_eq!(full["results"][0].as_array().map(Vec::len), Some(1500));
     assert_eq!(attachment["bytes"], bytes.len());
 
-    let (s, _, body) = call(&state, "GET", &blob_url, "bob-token", None).await;
+    let (s, _, body) = call(&state, "GET", &blob_url, common::BOB_TOKEN, None).await;
     assert_eq!(
         s,
         StatusCode::NOT_FOUND,

@@ -1,9 +1,10 @@
 //! Secrets through the API: values are encrypted at rest, never returned,
 //! resolved by the executor's source, and isolated per workspace.
 
+mod common;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use glassbox_server::auth::{bootstrap, exchange, hash_token};
 use glassbox_server::secrets::StoreSecrets;
 use glassbox_server::{app, AppState, Config, Store};
 use http_body_util::BodyExt;
@@ -47,29 +48,14 @@ fn forms(secret: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn secrets_are_encrypted_listed_by_name_and_isolated() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let url = Config::default_database_url(dir.path());
-    let db = Store::open(&url).await.expect("open");
-    let signin = bootstrap(&db).await.expect("bootstrap");
-    let (token, user) = exchange(&db, &signin).await.expect("session");
-    db.ensure_workspace("other", "Other").await.expect("ws");
-    db.ensure_user("bob", "Bob").await.expect("user");
-    db.add_membership("other", "bob", "admin")
-        .await
-        .expect("member");
-    db.insert_token(&hash_token("bob-token"), "bob", "session", None)
-        .await
-        .expect("token");
-    let config = Config {
-        bind: [127, 0, 0, 1].into(),
-        port: 0,
-        data_dir: dir.path().to_path_buf(),
-        database_url: url,
-        static_dir: None,
-        max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
-        secret_key: None,
-    };
-    let state = AppState::new(db.clone(), config).expect("state");
+    let env = common::TwoWorkspaces::new(glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES).await;
+    let (state, db, dir, token, user) = (
+        env.state.clone(),
+        env.db.clone(),
+        &env.dir,
+        env.admin_token.clone(),
+        env.admin_user.clone(),
+    );
 
     let (s, body) = call(
         &state,
@@ -142,7 +128,7 @@ async fn secrets_are_encrypted_listed_by_name_and_isolated() {
         .is_none());
 
     // Another workspace sees nothing and cannot delete it.
-    let (_, body) = call(&state, "GET", "/api/v1/secrets", "bob-token", None).await;
+    let (_, body) = call(&state, "GET", "/api/v1/secrets", common::BOB_TOKEN, None).await;
     assert_eq!(
         serde_json::from_str::<Value>(&body).expect("json")["secrets"],
         json!([])
@@ -151,7 +137,7 @@ async fn secrets_are_encrypted_listed_by_name_and_isolated() {
         &state,
         "DELETE",
         "/api/v1/secrets/workspace/API_TOKEN",
-        "bob-token",
+        common::BOB_TOKEN,
         None,
     )
     .await;
@@ -209,15 +195,10 @@ async fn secrets_are_encrypted_listed_by_name_and_isolated() {
     let db = Store::open(&Config::default_database_url(dir.path()))
         .await
         .expect("reopen");
-    let config = Config {
-        bind: [127, 0, 0, 1].into(),
-        port: 0,
-        data_dir: dir.path().to_path_buf(),
-        database_url: Config::default_database_url(dir.path()),
-        static_dir: None,
-        max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
-        secret_key: None,
-    };
+    let config = common::TwoWorkspaces::config(
+        dir.path(),
+        glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
+    );
     let state = AppState::new(db, config).expect("state");
     let (s, _) = call(
         &state,

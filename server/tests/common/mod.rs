@@ -54,3 +54,56 @@ impl TempPgDatabase {
         .expect("drop test database");
     }
 }
+
+/// A server state on a fresh SQLite data dir with two workspaces: the
+/// bootstrapped `default` (admin, signed in: `admin_token`) and `other`
+/// (user bob, token `bob-token`).
+pub struct TwoWorkspaces {
+    pub state: glassbox_server::AppState,
+    pub db: glassbox_server::Store,
+    pub admin_token: String,
+    pub admin_user: String,
+    pub dir: tempfile::TempDir,
+}
+
+pub const BOB_TOKEN: &str = "bob-token";
+
+impl TwoWorkspaces {
+    pub async fn new(max_output_bytes: usize) -> Self {
+        use glassbox_server::auth::{bootstrap, exchange, hash_token};
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = glassbox_server::Config::default_database_url(dir.path());
+        let db = glassbox_server::Store::open(&url).await.expect("open");
+        let signin = bootstrap(&db).await.expect("bootstrap");
+        let (admin_token, admin_user) = exchange(&db, &signin).await.expect("session");
+        db.ensure_workspace("other", "Other").await.expect("ws");
+        db.ensure_user("bob", "Bob").await.expect("user");
+        db.add_membership("other", "bob", "admin")
+            .await
+            .expect("member");
+        db.insert_token(&hash_token(BOB_TOKEN), "bob", "session", None)
+            .await
+            .expect("token");
+        let config = Self::config(dir.path(), max_output_bytes);
+        let state = glassbox_server::AppState::new(db.clone(), config).expect("state");
+        Self {
+            state,
+            db,
+            admin_token,
+            admin_user,
+            dir,
+        }
+    }
+
+    pub fn config(dir: &std::path::Path, max_output_bytes: usize) -> glassbox_server::Config {
+        glassbox_server::Config {
+            bind: [127, 0, 0, 1].into(),
+            port: 0,
+            data_dir: dir.to_path_buf(),
+            database_url: glassbox_server::Config::default_database_url(dir),
+            static_dir: None,
+            max_output_bytes,
+            secret_key: None,
+        }
+    }
+}
