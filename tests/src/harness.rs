@@ -245,6 +245,14 @@ impl Browser {
         })
     }
 
+    /// Navigates to `url`.
+    pub async fn open(&self, url: &str) -> Result<(), String> {
+        self.client
+            .goto(url)
+            .await
+            .map_err(|e| format!("cannot open {url}: {e}"))
+    }
+
     /// Saves a PNG screenshot under the artifacts directory.
     pub async fn screenshot(&self, name: &str) -> Result<PathBuf, String> {
         let png = self
@@ -314,4 +322,16 @@ pub fn browser_tests_enabled() -> bool {
         eprintln!("GLASSBOX_SKIP_BROWSER=1: browser test not run");
     }
     !skip
+}
+
+/// The built app served by a real `glassbox serve`, and a browser to drive
+/// it; `None` (said on stderr) when GLASSBOX_SKIP_BROWSER=1.
+pub async fn app_and_browser() -> Option<(Server, Browser)> {
+    if !browser_tests_enabled() {
+        return None;
+    }
+    let dist = built_app_dir().expect("built app");
+    let server = Server::start(Some(&dist)).expect("server starts");
+    let browser = Browser::start().await.expect("browser starts");
+    Some((server, browser))
 }

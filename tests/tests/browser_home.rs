@@ -3,25 +3,16 @@
 
 use std::time::Duration;
 
-use glassbox_tests::harness::{
-    browser_tests_enabled, built_app_dir, wait_for_text, Browser, Server,
-};
+use glassbox_tests::harness::{app_and_browser, wait_for_text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn home_page_shows_server_version_from_api() {
-    if !browser_tests_enabled() {
+    let Some((server, browser)) = app_and_browser().await else {
         return;
-    }
-    let dist = built_app_dir().expect("built app");
-    let server = Server::start(Some(&dist)).expect("server starts");
-    let browser = Browser::start().await.expect("browser starts");
+    };
 
     let outcome = async {
-        browser
-            .client
-            .goto(&format!("{}/", server.url))
-            .await
-            .map_err(|e| format!("goto: {e}"))?;
+        browser.open(&format!("{}/", server.url)).await?;
         let version = wait_for_text(
             &browser.client,
             "[data-testid=server-version]",
@@ -52,18 +43,13 @@ async fn home_page_shows_server_version_from_api() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_route_is_served_by_spa_fallback() {
-    if !browser_tests_enabled() {
+    let Some((server, browser)) = app_and_browser().await else {
         return;
-    }
-    let dist = built_app_dir().expect("built app");
-    let server = Server::start(Some(&dist)).expect("server starts");
-    let browser = Browser::start().await.expect("browser starts");
+    };
     let outcome = async {
         browser
-            .client
-            .goto(&format!("{}/no/such/page", server.url))
-            .await
-            .map_err(|e| format!("goto: {e}"))?;
+            .open(&format!("{}/no/such/page", server.url))
+            .await?;
         wait_for_text(&browser.client, "main h1", Duration::from_secs(30)).await
     }
     .await;
@@ -73,18 +59,11 @@ async fn client_route_is_served_by_spa_fallback() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_printed_sign_in_link_signs_in_once() {
-    if !browser_tests_enabled() {
+    let Some((server, browser)) = app_and_browser().await else {
         return;
-    }
-    let dist = built_app_dir().expect("built app");
-    let server = Server::start(Some(&dist)).expect("server starts");
-    let browser = Browser::start().await.expect("browser starts");
+    };
     let outcome = async {
-        browser
-            .client
-            .goto(&server.signin_url)
-            .await
-            .map_err(|e| format!("goto: {e}"))?;
+        browser.open(&server.signin_url).await?;
         let ok = wait_for_text(
             &browser.client,
             "[data-testid=signin-ok]",
@@ -93,11 +72,7 @@ async fn the_printed_sign_in_link_signs_in_once() {
         .await?;
         browser.screenshot("signin").await?;
         // The same link a second time: refused, in words.
-        browser
-            .client
-            .goto(&server.signin_url)
-            .await
-            .map_err(|e| format!("goto: {e}"))?;
+        browser.open(&server.signin_url).await?;
         let again = wait_for_text(
             &browser.client,
             "[data-testid=signin-error]",
