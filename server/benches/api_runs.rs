@@ -40,7 +40,7 @@ fn workflow() -> Value {
 }
 
 async fn call(
-    state: &AppState,
+    router: &axum::Router,
     method: &str,
     path: &str,
     token: &str,
@@ -53,7 +53,8 @@ async fn call(
         .header("content-type", "application/json")
         .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
         .expect("request");
-    let res = app(state.clone()).oneshot(req).await.expect("infallible");
+    // The router is built once, as the server does, and cloned per request.
+    let res = router.clone().oneshot(req).await.expect("infallible");
     let bytes = res.into_body().collect().await.expect("body").to_bytes();
     serde_json::from_slice(&bytes).unwrap_or(Value::Null)
 }
@@ -98,12 +99,13 @@ fn main() {
         let signin = bootstrap(&db).await.expect("bootstrap");
         let state = AppState::new(db.clone(), config.clone()).expect("state");
         let (token, _) = exchange(&db, &signin).await.expect("session");
-        let created = call(&state, "POST", "/api/v1/workflows", &token, Some(workflow())).await;
+        let router = app(state.clone());
+        let created = call(&router, "POST", "/api/v1/workflows", &token, Some(workflow())).await;
         let wf = created["id"].as_str().expect("workflow id").to_string();
         let start = Instant::now();
         let mut ids = Vec::new();
         for _ in 0..RUNS {
-            let r = call(&state, "POST", "/api/v1/runs", &token, Some(json!({"workflow_id": wf}))).await;
+            let r = call(&router, "POST", "/api/v1/runs", &token, Some(json!({"workflow_id": wf}))).await;
             ids.push(r["run_id"].as_str().expect("run id").to_string());
         }
         let started_all = start.elapsed();

@@ -29,7 +29,8 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::storage::{
-    new_id, now, ApprovalRow, InvocationRow, NodeRunRow, RunRow, Store, StoreError,
+    new_id, now, ApprovalRow, BlobRef, GroupWriter, InvocationRow, NodeRunRow, RunEnd, RunRow,
+    RunWrite, Store, StoreError,
 };
 
 /// A run in progress.
@@ -41,6 +42,8 @@ struct LiveRun {
 /// Shared by every run of the server.
 pub struct Runs {
     store: Store,
+    /// Group commit for every run's events and ends.
+    writer: GroupWriter,
     registry: Arc<ToolRegistry>,
     executor: Arc<Executor>,
     blobs: FsBlobStore,
@@ -99,6 +102,7 @@ impl Runs {
             approval_key: approval_key(&data_dir),
         });
         Arc::new(Self {
+            writer: GroupWriter::start(store.clone()),
             store,
             registry,
             executor,
@@ -203,13 +207,19 @@ impl Runs {
         inputs: Map<String, Value>,
         live: Arc<LiveRun>,
     ) {
-        let _ = self.store.set_run_status(run_id, "running").await;
+        // Queued, not awaited: the group writer keeps the order of a run's writes.
+        drop(self.writer.submit(RunWrite::Status {
+            run_id: run_id.into(),
+            status: "running".into(),
+        }));
         let (tx, rx) = mpsc::unbounded_channel::<WorkflowEvent>();
+        let (end_tx, end_rx) = oneshot::channel::<RunEnd>();
         let writer = tokio::spawn(write_events(
-            self.store.clone(),
+            self.writer.clone(),
             ws.to_string(),
             run_id.to_string(),
             rx,
+            end_rx,
             live.events.clone(),
         ));
         // Pins: the history of this workflow, loaded before and saved after.
@@ -261,10 +271,9 @@ impl Runs {
         )
         .await;
         drop(sink);
-        let _ = writer.await;
-        match result {
+        let end = match result {
             Ok(run) => {
-                let node_rows: Vec<NodeRunRow> = run
+                let nodes = run
                     .nodes
                     .values()
                     .map(|n| NodeRunRow {
@@ -277,25 +286,22 @@ impl Runs {
                         finished_at: n.finished_at.clone(),
                     })
                     .collect();
-                if let Err(e) = self.store.put_node_runs(run_id, &node_rows).await {
-                    tracing::error!(run_id, error = %e, "cannot record the nodes of a run");
-                }
-                for (node_id, record) in &run.nodes {
-                    if let Some(bundle) = &record.bundle {
-                        let _ = self
-                            .store
-                            .put_bundle(run_id, node_id, &bundle.to_json())
-                            .await;
-                    }
-                }
+                let bundles = run
+                    .nodes
+                    .iter()
+                    .filter_map(|(id, r)| r.bundle.as_ref().map(|b| (id.clone(), b.to_json())))
+                    .collect();
+                let mut pin_values = Vec::new();
                 for node in &workflow.nodes {
                     if let NodeKind::Agent(c) = &node.kind {
                         for pin in &c.pins {
                             if let Some(v) = pins.last_resolved(&workflow.id, &node.id, &pin.name) {
-                                let _ = self
-                                    .store
-                                    .set_pin_value(&workflow.id, &node.id, &pin.name, &v)
-                                    .await;
+                                pin_values.push((
+                                    workflow.id.clone(),
+                                    node.id.clone(),
+                                    pin.name.clone(),
+                                    v.to_string(),
+                                ));
                             }
                         }
                     }
@@ -316,26 +322,29 @@ impl Runs {
                         .clone()
                         .filter(|_| n.status == node_runtime::graph::engine::NodeStatus::Failed)
                 });
-                if let Err(e) = self
-                    .store
-                    .finish_run(
-                        run_id,
-                        status,
-                        Some(&outputs),
-                        error.as_deref(),
-                        Some(&record),
-                    )
-                    .await
-                {
-                    tracing::error!(run_id, error = %e, "cannot record the end of a run");
+                RunEnd {
+                    run_id: run_id.into(),
+                    status: status.into(),
+                    outputs: Some(outputs.to_string()),
+                    error,
+                    record: Some(record.to_string()),
+                    nodes,
+                    bundles,
+                    pins: pin_values,
                 }
             }
-            Err(e) => {
-                let _ = self
-                    .store
-                    .finish_run(run_id, "failed", None, Some(&e.to_string()), None)
-                    .await;
-            }
+            Err(e) => RunEnd {
+                run_id: run_id.into(),
+                status: "failed".into(),
+                error: Some(e.to_string()),
+                ..RunEnd::default()
+            },
+        };
+        let _ = end_tx.send(end);
+        match writer.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(run_id, error = %e, "cannot record the end of a run"),
+            Err(e) => tracing::error!(run_id, error = %e, "the event writer of a run failed"),
         }
     }
 
@@ -574,69 +583,100 @@ fn invocation_id(run_id: &str, node_id: &str, call_id: &str) -> String {
     format!("{run_id}/{node_id}/{call_id}")
 }
 
-/// Persists, indexes and broadcasts a run's events, in order.
+/// Persists, indexes and broadcasts a run's events, in order, then its end.
+///
+/// Batches are handed to the group writer as soon as they arrive, without
+/// waiting for the previous commit; each batch is broadcast once it is
+/// committed, in order, so a subscriber never sees an event the store does
+/// not have. The run's end goes right behind its last events.
 async fn write_events(
-    store: Store,
+    writer: GroupWriter,
     ws: String,
     run_id: String,
     mut rx: mpsc::UnboundedReceiver<WorkflowEvent>,
+    end: oneshot::Receiver<RunEnd>,
     tx: broadcast::Sender<(i64, Value)>,
-) {
+) -> Result<(), StoreError> {
+    use futures::stream::{FuturesOrdered, StreamExt};
     let mut seq = 0i64;
     let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
-    while let Some(first) = rx.recv().await {
-        // Everything queued so far goes to the store in one transaction.
-        let mut batch = vec![first];
-        while let Ok(more) = rx.try_recv() {
-            batch.push(more);
-        }
-        let numbered: Vec<(i64, Value, WorkflowEvent)> = batch
-            .into_iter()
-            .map(|event| {
-                seq += 1;
-                (
-                    seq,
-                    serde_json::to_value(&event).unwrap_or(Value::Null),
-                    event,
-                )
-            })
-            .collect();
-        let rows: Vec<(i64, Value)> = numbered.iter().map(|(s, v, _)| (*s, v.clone())).collect();
-        let invocations: Vec<InvocationRow> = numbered
-            .iter()
-            .filter_map(|(_, _, event)| index_event(&ws, &run_id, &mut tools, event))
-            .collect();
-        if let Err(e) = store.append_batch(&run_id, &rows, &invocations).await {
+    let mut in_flight = FuturesOrdered::new();
+    let broadcast = |(committed, events): (Result<(), StoreError>, Vec<(i64, Value)>)| {
+        if let Err(e) = committed {
             tracing::error!(run_id, error = %e, "cannot store run events");
         }
-        // Blobs of truncated outputs belong to this run's workspace.
-        for (_, _, event) in &numbered {
-            if let WorkflowEvent::Agent { event, .. } = event {
-                if let AgentEvent::ToolCallFinished { envelope } = event.as_ref() {
-                    for a in envelope
-                        .attachments
-                        .iter()
-                        .filter(|a| a.kind == node_runtime::AttachmentKind::Blob)
-                    {
-                        let hash = a.url.rsplit('/').next().unwrap_or_default();
-                        let content_type = a
-                            .content_type
-                            .as_deref()
-                            .unwrap_or("application/octet-stream");
-                        if let Err(e) = store
-                            .put_blob(&ws, hash, content_type, a.bytes.unwrap_or(0) as i64)
-                            .await
-                        {
-                            tracing::error!(run_id, error = %e, "cannot record a blob");
-                        }
-                    }
+        for event in events {
+            let _ = tx.send(event);
+        }
+    };
+    loop {
+        tokio::select! {
+            biased;
+            Some(done) = in_flight.next(), if !in_flight.is_empty() => broadcast(done),
+            next = rx.recv() => {
+                let Some(first) = next else { break };
+                let mut batch = vec![first];
+                while let Ok(more) = rx.try_recv() {
+                    batch.push(more);
                 }
+                let mut events = Vec::with_capacity(batch.len());
+                let mut numbered = Vec::with_capacity(batch.len());
+                let mut invocations = Vec::new();
+                let mut blobs = Vec::new();
+                for event in &batch {
+                    seq += 1;
+                    let value = serde_json::to_value(event).unwrap_or(Value::Null);
+                    events.push((seq, value.to_string()));
+                    numbered.push((seq, value));
+                    invocations.extend(index_event(&ws, &run_id, &mut tools, event));
+                    blobs.extend(event_blobs(event));
+                }
+                let committed = writer.submit(RunWrite::Events {
+                    run_id: run_id.clone(),
+                    workspace_id: ws.clone(),
+                    events,
+                    invocations,
+                    blobs,
+                });
+                in_flight.push_back(async move { (committed.await, numbered) });
             }
         }
-        for (seq, value, _) in numbered {
-            let _ = tx.send((seq, value));
-        }
     }
+    let ended = match end.await {
+        Ok(end) => Some(writer.submit(RunWrite::End(Box::new(end)))),
+        Err(_) => None,
+    };
+    while let Some(done) = in_flight.next().await {
+        broadcast(done);
+    }
+    match ended {
+        Some(ended) => ended.await,
+        None => Ok(()),
+    }
+}
+
+/// The blobs a truncated tool output was moved to; they belong to the
+/// run's workspace.
+fn event_blobs(event: &WorkflowEvent) -> Vec<BlobRef> {
+    let WorkflowEvent::Agent { event, .. } = event else {
+        return Vec::new();
+    };
+    let AgentEvent::ToolCallFinished { envelope } = event.as_ref() else {
+        return Vec::new();
+    };
+    envelope
+        .attachments
+        .iter()
+        .filter(|a| a.kind == node_runtime::AttachmentKind::Blob)
+        .map(|a| BlobRef {
+            hash: a.url.rsplit('/').next().unwrap_or_default().to_string(),
+            content_type: a
+                .content_type
+                .clone()
+                .unwrap_or_else(|| "application/octet-stream".into()),
+            bytes: a.bytes.unwrap_or(0) as i64,
+        })
+        .collect()
 }
 
 /// The invocation record one event creates or moves along, if any.

@@ -168,7 +168,7 @@ async fn secrets_are_encrypted_listed_by_name_and_isolated() {
     // WAL into the main file first, so the main file holds every page; a
     // -wal/-shm file may vanish while we look, which is fine.
     sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(db.pool())
+        .execute(db.writer())
         .await
         .expect("checkpoint");
     let mut scanned_main = false;

@@ -413,6 +413,8 @@ async fn conformance(store: Store) {
         "another workspace sees none"
     );
 
+    group_writer(&store).await;
+
     // Deleting a workflow removes its revisions.
     store.delete_workflow("a", "w1").await.expect("delete");
     assert!(matches!(
@@ -420,6 +422,161 @@ async fn conformance(store: Store) {
         Err(StoreError::NotFound(_))
     ));
     store.close().await;
+}
+
+fn invocation(id: &str, status: &str) -> InvocationRow {
+    InvocationRow {
+        id: id.into(),
+        workspace_id: "a".into(),
+        run_id: "g1".into(),
+        node_id: "agent".into(),
+        call_id: id.into(),
+        tool_name: "calculator".into(),
+        tool_version: "1.0.0".into(),
+        status: status.into(),
+        approval_required: 1,
+        approval_status: None,
+        decided_by: None,
+        reason: None,
+        input: "{}".into(),
+        output: None,
+        error: None,
+        cost: 0.0,
+        created_at: now(),
+        started_at: None,
+        completed_at: None,
+    }
+}
+
+/// The group writer: writes queued together commit together, one run's
+/// writes keep their order, a failing write does not sink the others, and
+/// records of one invocation in one batch merge like the upsert.
+async fn group_writer(store: &Store) {
+    for id in ["g1", "g2"] {
+        store
+            .create_run(&run_row(id, "a", None, "queued"))
+            .await
+            .expect("run");
+    }
+    let writer = GroupWriter::start(store.clone());
+    let with = |run: &str, seqs: &[i64], invocations: Vec<InvocationRow>, blobs: Vec<BlobRef>| {
+        RunWrite::Events {
+            run_id: run.into(),
+            workspace_id: "a".into(),
+            events: seqs
+                .iter()
+                .map(|s| (*s, format!("{{\"n\":{s}}}")))
+                .collect(),
+            invocations,
+            blobs,
+        }
+    };
+    let events = |run: &str, seqs: &[i64]| with(run, seqs, vec![], vec![]);
+    let mut pending = invocation("g1/c", "pending");
+    pending.approval_status = Some("pending".into());
+    let mut running = invocation("g1/c", "running");
+    running.started_at = Some("2026-01-01T00:00:00Z".into());
+    let mut done = invocation("g1/c", "completed");
+    done.output = Some("4".into());
+    done.started_at = Some("2026-01-01T00:00:09Z".into());
+    done.completed_at = Some("2026-01-01T00:00:10Z".into());
+    let waits = vec![
+        writer.submit(RunWrite::Status {
+            run_id: "g1".into(),
+            status: "running".into(),
+        }),
+        writer.submit(with(
+            "g1",
+            &[1, 2],
+            vec![pending, running, done],
+            vec![BlobRef {
+                hash: "h1".into(),
+                content_type: "text/plain".into(),
+                bytes: 3,
+            }],
+        )),
+        writer.submit(events("g2", &[1])),
+        // A duplicate sequence number: refused, alone.
+        writer.submit(events("g1", &[2])),
+        writer.submit(events("g1", &[3])),
+        writer.submit(RunWrite::End(Box::new(RunEnd {
+            run_id: "g1".into(),
+            status: "succeeded".into(),
+            outputs: Some("{\"answer\":4}".into()),
+            nodes: vec![NodeRunRow {
+                run_id: "g1".into(),
+                node_id: "agent".into(),
+                status: "done".into(),
+                error: None,
+                outputs: "{}".into(),
+                started_at: now(),
+                finished_at: now(),
+            }],
+            bundles: vec![("agent".into(), "{\"turns\":[]}".into())],
+            pins: vec![("w9".into(), "agent".into(), "p".into(), "7".into())],
+            ..RunEnd::default()
+        }))),
+        writer.submit(RunWrite::End(Box::new(RunEnd {
+            run_id: "g2".into(),
+            status: "failed".into(),
+            error: Some("boom".into()),
+            ..RunEnd::default()
+        }))),
+    ];
+    let mut results = Vec::new();
+    for w in waits {
+        results.push(w.await.is_ok());
+    }
+    assert_eq!(results, [true, true, true, false, true, true, true]);
+    let seqs: Vec<i64> = store
+        .events_after("a", "g1", 0)
+        .await
+        .expect("events")
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    let g1 = store.get_run("a", "g1").await.expect("g1");
+    assert_eq!(g1.status, "succeeded");
+    assert_eq!(g1.outputs.as_deref(), Some("{\"answer\":4}"));
+    assert!(g1.finished_at.is_some());
+    let g2 = store.get_run("a", "g2").await.expect("g2");
+    assert_eq!(
+        (g2.status.as_str(), g2.error.as_deref()),
+        ("failed", Some("boom"))
+    );
+    let inv = store
+        .list_invocations(
+            "a",
+            &InvocationFilter {
+                run_id: Some("g1".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("invocations");
+    assert_eq!(inv.len(), 1);
+    assert_eq!(inv[0].status, "completed");
+    assert_eq!(inv[0].approval_status.as_deref(), Some("pending"));
+    assert_eq!(inv[0].output.as_deref(), Some("4"));
+    assert_eq!(
+        inv[0].started_at.as_deref(),
+        Some("2026-01-01T00:00:00Z"),
+        "the first start time stays"
+    );
+    assert_eq!(store.node_runs("a", "g1").await.expect("nodes").len(), 1);
+    assert_eq!(
+        store.get_bundle("a", "g1", "agent").await.expect("bundle"),
+        "{\"turns\":[]}"
+    );
+    assert_eq!(
+        store.pin_value("w9", "agent", "p").await.expect("pin"),
+        Some(json!(7))
+    );
+    assert_eq!(
+        store.blob_content_type("a", "h1").await.expect("blob"),
+        "text/plain"
+    );
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@
 //! Every query that reads tenant data filters by `workspace_id`: a caller
 //! from workspace A gets "not found" for anything of workspace B.
 
+mod group;
 mod records;
 
 use std::str::FromStr;
@@ -22,6 +23,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::AnyPool;
 
+pub use group::{BlobRef, GroupWriter, RunEnd, RunWrite};
 pub use records::*;
 
 /// Why the database could not be opened.
@@ -47,6 +49,9 @@ pub enum StoreError {
     Conflict { expected: i64, actual: i64 },
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The store cannot take writes right now (the server is stopping).
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
     #[error(transparent)]
     Db(#[from] sqlx::Error),
 }
@@ -61,6 +66,11 @@ pub enum Backend {
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: AnyPool,
+    /// Writes. On SQLite a pool of one connection: SQLite has one writer
+    /// at a time, and queueing for this connection is fair and async,
+    /// where contending connections would sleep in SQLite's busy handler
+    /// (up to 100 ms a try). On Postgres the same pool as reads.
+    writer: AnyPool,
     backend: Backend,
 }
 
@@ -115,36 +125,59 @@ impl Store {
         // events. Rows that must survive a crash (approval intents, issue 7)
         // are written on a connection of their own with synchronous=FULL.
         let is_sqlite = backend == Backend::Sqlite;
-        let pool = AnyPoolOptions::new()
-            .max_connections(match backend {
-                Backend::Sqlite => 8,
-                Backend::Postgres => 16,
-            })
-            .acquire_timeout(Duration::from_secs(10))
-            .after_connect(move |conn, _meta| {
-                Box::pin(async move {
-                    if is_sqlite {
-                        sqlx::query("PRAGMA synchronous = NORMAL")
-                            .execute(&mut *conn)
-                            .await?;
-                        sqlx::query("PRAGMA busy_timeout = 5000")
-                            .execute(&mut *conn)
-                            .await?;
-                        sqlx::query("PRAGMA foreign_keys = ON")
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                    Ok(())
+        let options = |max: u32| {
+            AnyPoolOptions::new()
+                .max_connections(max)
+                .acquire_timeout(Duration::from_secs(30))
+                .after_connect(move |conn, _meta| {
+                    Box::pin(async move {
+                        if is_sqlite {
+                            sqlx::query("PRAGMA synchronous = NORMAL")
+                                .execute(&mut *conn)
+                                .await?;
+                            sqlx::query("PRAGMA busy_timeout = 5000")
+                                .execute(&mut *conn)
+                                .await?;
+                            sqlx::query("PRAGMA foreign_keys = ON")
+                                .execute(&mut *conn)
+                                .await?;
+                            // Checkpoints run in the background (see
+                            // `checkpoint_in_background`), not inside a commit.
+                            sqlx::query("PRAGMA wal_autocheckpoint = 0")
+                                .execute(&mut *conn)
+                                .await?;
+                        }
+                        Ok(())
+                    })
                 })
-            })
-            .connect(url)
-            .await
-            .map_err(connect_err)?;
-        Ok(Self { pool, backend })
+        };
+        let (pool, writer) = match backend {
+            Backend::Sqlite => {
+                let pool = options(8).connect(url).await.map_err(connect_err)?;
+                let writer = options(1).connect(url).await.map_err(connect_err)?;
+                checkpoint_in_background(pool.clone());
+                (pool, writer)
+            }
+            Backend::Postgres => {
+                let pool = options(16).connect(url).await.map_err(connect_err)?;
+                (pool.clone(), pool)
+            }
+        };
+        Ok(Self {
+            pool,
+            writer,
+            backend,
+        })
     }
 
+    /// The pool for reads.
     pub fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+
+    /// The pool for writes (see [`Store`]).
+    pub fn writer(&self) -> &AnyPool {
+        &self.writer
     }
 
     /// `"sqlite"` or `"postgres"`.
@@ -166,8 +199,35 @@ impl Store {
     }
 
     pub async fn close(&self) {
+        self.writer.close().await;
         self.pool.close().await;
     }
+}
+
+/// Moves the WAL into the database file every second with a PASSIVE
+/// checkpoint, on a reader connection: it never blocks the writer, and no
+/// commit pays for a checkpoint (SQLite's automatic one runs inside the
+/// commit that crosses 1,000 pages, a pause of several milliseconds).
+fn checkpoint_in_background(pool: AnyPool) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if pool.is_closed() {
+                break;
+            }
+            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(&pool)
+                .await
+            {
+                if pool.is_closed() {
+                    break;
+                }
+                tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
+            }
+        }
+    });
 }
 
 /// Hides a password in a database URL before it goes into a message.

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::group::{execute_values, Arg};
 use super::{Store, StoreError};
 use node_runtime::graph::Workflow;
 
@@ -142,29 +143,119 @@ pub struct InvocationFilter {
 }
 
 /// The upsert of one invocation record (insert, or move it through its lifecycle).
-fn invocation_upsert(
-    i: &InvocationRow,
-) -> sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments<'_>> {
-    sqlx::query("INSERT INTO tool_invocations (id, workspace_id, run_id, node_id, call_id, tool_name, tool_version, status, approval_required, approval_status, decided_by, reason, input, output, error, cost, created_at, started_at, completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO UPDATE SET status = $8, approval_status = COALESCE($10, tool_invocations.approval_status), decided_by = COALESCE($11, tool_invocations.decided_by), reason = COALESCE($12, tool_invocations.reason), output = $14, error = $15, cost = $16, started_at = COALESCE(tool_invocations.started_at, $18), completed_at = $19")
-            .bind(&i.id)
-            .bind(&i.workspace_id)
-            .bind(&i.run_id)
-            .bind(&i.node_id)
-            .bind(&i.call_id)
-            .bind(&i.tool_name)
-            .bind(&i.tool_version)
-            .bind(&i.status)
-            .bind(i.approval_required)
-            .bind(&i.approval_status)
-            .bind(&i.decided_by)
-            .bind(&i.reason)
-            .bind(&i.input)
-            .bind(&i.output)
-            .bind(&i.error)
-            .bind(i.cost)
-            .bind(&i.created_at)
-            .bind(&i.started_at)
-            .bind(&i.completed_at)
+pub(super) const INVOCATION_INSERT_HEAD: &str = "INSERT INTO tool_invocations (id, workspace_id, run_id, node_id, call_id, tool_name, tool_version, status, approval_required, approval_status, decided_by, reason, input, output, error, cost, created_at, started_at, completed_at)";
+
+/// Seed 001's lifecycle as an upsert: status, output, error, cost and
+/// completion follow the newest record; approval fields keep the last value
+/// given; the input and the first start time stay.
+pub(super) const INVOCATION_UPSERT_TAIL: &str = "ON CONFLICT (id) DO UPDATE SET status = excluded.status, approval_status = COALESCE(excluded.approval_status, tool_invocations.approval_status), decided_by = COALESCE(excluded.decided_by, tool_invocations.decided_by), reason = COALESCE(excluded.reason, tool_invocations.reason), output = excluded.output, error = excluded.error, cost = excluded.cost, started_at = COALESCE(tool_invocations.started_at, excluded.started_at), completed_at = excluded.completed_at";
+
+pub(super) fn invocation_args(i: &InvocationRow) -> Vec<Arg> {
+    vec![
+        (&i.id).into(),
+        (&i.workspace_id).into(),
+        (&i.run_id).into(),
+        (&i.node_id).into(),
+        (&i.call_id).into(),
+        (&i.tool_name).into(),
+        (&i.tool_version).into(),
+        (&i.status).into(),
+        i.approval_required.into(),
+        (&i.approval_status).into(),
+        (&i.decided_by).into(),
+        (&i.reason).into(),
+        (&i.input).into(),
+        (&i.output).into(),
+        (&i.error).into(),
+        i.cost.into(),
+        (&i.created_at).into(),
+        (&i.started_at).into(),
+        (&i.completed_at).into(),
+    ]
+}
+
+type Q<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+// Statements shared by the single writes below and the group writer.
+
+pub(super) fn q_run_status<'q>(run_id: &'q str, status: &'q str) -> Q<'q> {
+    sqlx::query("UPDATE runs SET status = $1 WHERE id = $2")
+        .bind(status)
+        .bind(run_id)
+}
+
+pub(super) fn q_finish_run<'q>(
+    run_id: &'q str,
+    status: &'q str,
+    outputs: Option<&Value>,
+    error: Option<&'q str>,
+    record: Option<&Value>,
+) -> Q<'q> {
+    sqlx::query("UPDATE runs SET status = $1, outputs = $2, error = $3, record = $4, finished_at = $5 WHERE id = $6")
+        .bind(status)
+        .bind(outputs.map(Value::to_string))
+        .bind(error)
+        .bind(record.map(Value::to_string))
+        .bind(now())
+        .bind(run_id)
+}
+
+pub(super) fn q_insert_event<'q>(run_id: &'q str, seq: i64, event: &Value, at: &'q str) -> Q<'q> {
+    sqlx::query("INSERT INTO run_events (run_id, seq, event, created_at) VALUES ($1, $2, $3, $4)")
+        .bind(run_id)
+        .bind(seq)
+        .bind(event.to_string())
+        .bind(at)
+}
+
+pub(super) fn q_clear_node_runs(run_id: &str) -> Q<'_> {
+    sqlx::query("DELETE FROM node_runs WHERE run_id = $1").bind(run_id)
+}
+
+pub(super) fn q_insert_node_run<'q>(run_id: &'q str, n: &'q NodeRunRow) -> Q<'q> {
+    sqlx::query("INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        .bind(run_id)
+        .bind(&n.node_id)
+        .bind(&n.status)
+        .bind(&n.error)
+        .bind(&n.outputs)
+        .bind(&n.started_at)
+        .bind(&n.finished_at)
+}
+
+pub(super) fn q_put_bundle<'q>(run_id: &'q str, node_id: &'q str, bundle: &'q str) -> Q<'q> {
+    sqlx::query("INSERT INTO replay_bundles (run_id, node_id, bundle) VALUES ($1, $2, $3) ON CONFLICT (run_id, node_id) DO UPDATE SET bundle = $3")
+        .bind(run_id)
+        .bind(node_id)
+        .bind(bundle)
+}
+
+pub(super) fn q_set_pin<'q>(
+    workflow_id: &'q str,
+    node_id: &'q str,
+    pin: &'q str,
+    value: &Value,
+) -> Q<'q> {
+    sqlx::query("INSERT INTO pin_history (workflow_id, node_id, pin, value, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workflow_id, node_id, pin) DO UPDATE SET value = $4, updated_at = $5")
+        .bind(workflow_id)
+        .bind(node_id)
+        .bind(pin)
+        .bind(value.to_string())
+        .bind(now())
+}
+
+pub(super) fn q_put_blob<'q>(
+    workspace_id: &'q str,
+    hash: &'q str,
+    content_type: &'q str,
+    bytes: i64,
+) -> Q<'q> {
+    sqlx::query("INSERT INTO blobs (hash, workspace_id, content_type, bytes, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash, workspace_id) DO NOTHING")
+        .bind(hash)
+        .bind(workspace_id)
+        .bind(content_type)
+        .bind(bytes)
+        .bind(now())
 }
 
 fn limit(l: i64) -> i64 {
@@ -183,7 +274,7 @@ impl Store {
             .bind(id)
             .bind(name)
             .bind(now())
-            .execute(self.pool())
+            .execute(self.writer())
             .await?;
         Ok(())
     }
@@ -193,7 +284,7 @@ impl Store {
             .bind(id)
             .bind(name)
             .bind(now())
-            .execute(self.pool())
+            .execute(self.writer())
             .await?;
         Ok(())
     }
@@ -208,7 +299,7 @@ impl Store {
             .bind(workspace_id)
             .bind(user_id)
             .bind(role)
-            .execute(self.pool())
+            .execute(self.writer())
             .await?;
         Ok(())
     }
@@ -237,7 +328,7 @@ impl Store {
             .bind(kind)
             .bind(now())
             .bind(expires_at)
-            .execute(self.pool())
+            .execute(self.writer())
             .await?;
         Ok(())
     }
@@ -256,7 +347,7 @@ impl Store {
             )
             .bind(&now)
             .bind(token_hash)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.writer())
             .await?;
             return Ok(user);
         }
@@ -264,7 +355,7 @@ impl Store {
             .bind(token_hash)
             .bind(kind)
             .bind(&now)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.writer())
             .await?)
     }
 
@@ -280,7 +371,7 @@ impl Store {
         wf.revision = 1;
         let document = wf.to_json();
         let t = now();
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.writer().begin().await?;
         sqlx::query("INSERT INTO workflows (id, workspace_id, name, revision, document, created_at, updated_at) VALUES ($1, $2, $3, 1, $4, $5, $5)")
             .bind(&wf.id)
             .bind(workspace_id)
@@ -341,7 +432,7 @@ impl Store {
         wf.revision = next as u64;
         let document = wf.to_json();
         let t = now();
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.writer().begin().await?;
         let updated = sqlx::query("UPDATE workflows SET name = $1, revision = $2, document = $3, updated_at = $4 WHERE workspace_id = $5 AND id = $6 AND revision = $7")
             .bind(&wf.name)
             .bind(next)
@@ -377,7 +468,7 @@ impl Store {
         let n = sqlx::query("DELETE FROM workflows WHERE workspace_id = $1 AND id = $2")
             .bind(workspace_id)
             .bind(id)
-            .execute(self.pool())
+            .execute(self.writer())
             .await?
             .rows_affected();
         if n == 0 {
@@ -416,17 +507,13 @@ impl Store {
             .bind(&run.record)
             .bind(&run.created_at)
             .bind(&run.finished_at)
-            .execute(self.pool())
+            .execute(self.writer())
             .await?;
         Ok(())
     }
 
     pub async fn set_run_status(&self, run_id: &str, status: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE runs SET status = $1 WHERE id = $2")
-            .bind(status)
-            .bind(run_id)
-            .execute(self.pool())
-            .await?;
+        q_run_status(run_id, status).execute(self.writer()).await?;
         Ok(())
     }
 
@@ -438,14 +525,8 @@ impl Store {
         error: Option<&str>,
         record: Option<&Value>,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE runs SET status = $1, outputs = $2, error = $3, record = $4, finished_at = $5 WHERE id = $6")
-            .bind(status)
-            .bind(outputs.map(Value::to_string))
-            .bind(error)
-            .bind(record.map(Value::to_string))
-            .bind(now())
-            .bind(run_id)
-            .execute(self.pool())
+        q_finish_run(run_id, status, outputs, error, record)
+            .execute(self.writer())
             .await?;
         Ok(())
     }
@@ -481,15 +562,9 @@ impl Store {
         seq: i64,
         event: &Value,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO run_events (run_id, seq, event, created_at) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(run_id)
-        .bind(seq)
-        .bind(event.to_string())
-        .bind(now())
-        .execute(self.pool())
-        .await?;
+        q_insert_event(run_id, seq, event, &now())
+            .execute(self.writer())
+            .await?;
         Ok(())
     }
 
@@ -499,22 +574,10 @@ impl Store {
         run_id: &str,
         nodes: &[NodeRunRow],
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query("DELETE FROM node_runs WHERE run_id = $1")
-            .bind(run_id)
-            .execute(&mut *tx)
-            .await?;
+        let mut tx = self.writer().begin().await?;
+        q_clear_node_runs(run_id).execute(&mut *tx).await?;
         for n in nodes {
-            sqlx::query("INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7)")
-                .bind(run_id)
-                .bind(&n.node_id)
-                .bind(&n.status)
-                .bind(&n.error)
-                .bind(&n.outputs)
-                .bind(&n.started_at)
-                .bind(&n.finished_at)
-                .execute(&mut *tx)
-                .await?;
+            q_insert_node_run(run_id, n).execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -565,7 +628,7 @@ impl Store {
             .bind(&a.note)
             .bind(&a.created_at)
             .bind(&a.decided_at)
-            .execute(self.pool())
+            .execute(self.writer())
             .await?;
         Ok(())
     }
@@ -610,7 +673,7 @@ impl Store {
             .bind(now())
             .bind(workspace_id)
             .bind(token)
-            .execute(self.pool())
+            .execute(self.writer())
             .await?
             .rows_affected();
         let row = self.get_approval(workspace_id, token).await?;
@@ -626,34 +689,14 @@ impl Store {
     // ---- invocations -------------------------------------------------------
 
     pub async fn upsert_invocation(&self, i: &InvocationRow) -> Result<(), StoreError> {
-        invocation_upsert(i).execute(self.pool()).await?;
-        Ok(())
-    }
-
-    /// Stores a batch of a run's events and the invocation records they
-    /// change, in one transaction.
-    pub async fn append_batch(
-        &self,
-        run_id: &str,
-        events: &[(i64, Value)],
-        invocations: &[InvocationRow],
-    ) -> Result<(), StoreError> {
-        let t = now();
-        let mut tx = self.pool().begin().await?;
-        for (seq, event) in events {
-            sqlx::query(
-                "INSERT INTO run_events (run_id, seq, event, created_at) VALUES ($1, $2, $3, $4)",
-            )
-            .bind(run_id)
-            .bind(*seq)
-            .bind(event.to_string())
-            .bind(&t)
-            .execute(&mut *tx)
-            .await?;
-        }
-        for i in invocations {
-            invocation_upsert(i).execute(&mut *tx).await?;
-        }
+        let mut tx = self.writer().begin().await?;
+        execute_values(
+            &mut tx,
+            INVOCATION_INSERT_HEAD,
+            INVOCATION_UPSERT_TAIL,
+            vec![invocation_args(i)],
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -693,7 +736,7 @@ impl Store {
             .bind(owner_id)
             .bind(name)
             .bind(now())
-            .execute(self.pool())
+            .execute(self.writer())
             .await?;
         Ok(())
     }
@@ -714,7 +757,7 @@ impl Store {
             .bind(name)
             .bind(ciphertext.to_vec())
             .bind(now())
-            .execute(self.pool())
+            .execute(self.writer())
             .await?;
         Ok(())
     }
@@ -731,7 +774,7 @@ impl Store {
             .bind(scope)
             .bind(owner_id)
             .bind(name)
-            .execute(self.pool())
+            .execute(self.writer())
             .await?
             .rows_affected();
         if n == 0 {
@@ -806,13 +849,8 @@ impl Store {
         content_type: &str,
         bytes: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO blobs (hash, workspace_id, content_type, bytes, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash, workspace_id) DO NOTHING")
-            .bind(hash)
-            .bind(workspace_id)
-            .bind(content_type)
-            .bind(bytes)
-            .bind(now())
-            .execute(self.pool())
+        q_put_blob(workspace_id, hash, content_type, bytes)
+            .execute(self.writer())
             .await?;
         Ok(())
     }
@@ -839,11 +877,8 @@ impl Store {
         node_id: &str,
         bundle: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO replay_bundles (run_id, node_id, bundle) VALUES ($1, $2, $3) ON CONFLICT (run_id, node_id) DO UPDATE SET bundle = $3")
-            .bind(run_id)
-            .bind(node_id)
-            .bind(bundle)
-            .execute(self.pool())
+        q_put_bundle(run_id, node_id, bundle)
+            .execute(self.writer())
             .await?;
         Ok(())
     }
@@ -888,13 +923,8 @@ impl Store {
         pin: &str,
         value: &Value,
     ) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO pin_history (workflow_id, node_id, pin, value, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workflow_id, node_id, pin) DO UPDATE SET value = $4, updated_at = $5")
-            .bind(workflow_id)
-            .bind(node_id)
-            .bind(pin)
-            .bind(value.to_string())
-            .bind(now())
-            .execute(self.pool())
+        q_set_pin(workflow_id, node_id, pin, value)
+            .execute(self.writer())
             .await?;
         Ok(())
     }

@@ -1,0 +1,434 @@
+//! Group commit for the writes of running workflows.
+//!
+//! Every run produces a stream of small writes (its events with the
+//! invocation records they move, its status, its end). With a hundred runs
+//! at once, a transaction each would queue behind SQLite's single writer.
+//! Instead each write goes to one [`GroupWriter`] task, which takes
+//! everything queued, applies it in one transaction and commits once; each
+//! caller then learns its own result. A write that fails does not sink the
+//! others: the batch is rolled back and replayed one write per transaction.
+//!
+//! The order of one run's writes is kept (one queue, applied in order), so
+//! stored events keep their sequence.
+
+use std::collections::HashMap;
+
+use sqlx::{Any, Transaction};
+use tokio::sync::{mpsc, oneshot};
+
+use super::records::{
+    invocation_args, InvocationRow, NodeRunRow, INVOCATION_INSERT_HEAD, INVOCATION_UPSERT_TAIL,
+};
+use super::{now, Store, StoreError};
+
+/// The most writes one transaction takes.
+const MAX_BATCH: usize = 512;
+
+/// A blob a run's output was moved to (metadata only).
+#[derive(Debug, Clone)]
+pub struct BlobRef {
+    pub hash: String,
+    pub content_type: String,
+    pub bytes: i64,
+}
+
+/// The end of a run: its node rows, bundles, pin values and final status,
+/// stored together.
+#[derive(Debug, Clone, Default)]
+///
+/// JSON arrives serialized: the runs serialize in parallel, the one writer
+/// only stores.
+pub struct RunEnd {
+    pub run_id: String,
+    pub status: String,
+    /// JSON.
+    pub outputs: Option<String>,
+    pub error: Option<String>,
+    /// JSON.
+    pub record: Option<String>,
+    pub nodes: Vec<NodeRunRow>,
+    /// `(node_id, bundle JSON)`.
+    pub bundles: Vec<(String, String)>,
+    /// `(workflow_id, node_id, pin, value JSON)`.
+    pub pins: Vec<(String, String, String, String)>,
+}
+
+/// One write of a running workflow.
+#[derive(Debug, Clone)]
+pub enum RunWrite {
+    Status {
+        run_id: String,
+        status: String,
+    },
+    /// A batch of events with the invocation records and blobs they touch.
+    Events {
+        run_id: String,
+        workspace_id: String,
+        /// `(seq, event JSON)`.
+        events: Vec<(i64, String)>,
+        invocations: Vec<InvocationRow>,
+        blobs: Vec<BlobRef>,
+    },
+    End(Box<RunEnd>),
+}
+
+type Job = (RunWrite, oneshot::Sender<Result<(), String>>);
+
+/// The handle of the group-commit task; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct GroupWriter {
+    tx: mpsc::UnboundedSender<Job>,
+}
+
+impl GroupWriter {
+    /// Starts the task (it ends when every handle is dropped).
+    pub fn start(store: Store) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run(store, rx));
+        Self { tx }
+    }
+
+    /// Queues a write and waits until it is committed.
+    pub async fn write(&self, write: RunWrite) -> Result<(), StoreError> {
+        self.submit(write).await
+    }
+
+    /// Queues a write at once; the returned future says when it is
+    /// committed (dropping it does not cancel the write). Writes submitted
+    /// one after another are applied in that order.
+    pub fn submit(
+        &self,
+        write: RunWrite,
+    ) -> impl std::future::Future<Output = Result<(), StoreError>> + Send + 'static {
+        let (done, wait) = oneshot::channel();
+        let sent = self.tx.send((write, done)).is_ok();
+        async move {
+            if !sent {
+                return Err(StoreError::Unavailable("the writer has stopped".into()));
+            }
+            wait.await
+                .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?
+                .map_err(StoreError::Unavailable)
+        }
+    }
+}
+
+async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>) {
+    let mut batch: Vec<Job> = Vec::new();
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        match apply_all(&store, batch.iter().map(|(w, _)| w)).await {
+            Ok(()) => {
+                for (_, done) in batch.drain(..) {
+                    let _ = done.send(Ok(()));
+                }
+            }
+            Err(_) => {
+                // Find the culprit: one transaction per write.
+                for (write, done) in batch.drain(..) {
+                    let result = apply_all(&store, std::iter::once(&write)).await;
+                    if let Err(e) = &result {
+                        tracing::error!(error = %e, "cannot store a run write");
+                    }
+                    let _ = done.send(result.map_err(|e| e.to_string()));
+                }
+            }
+        }
+    }
+}
+
+/// A bound value of a multi-row statement.
+pub(super) enum Arg {
+    Text(Option<String>),
+    Int(i64),
+    Real(f64),
+}
+
+impl From<&str> for Arg {
+    fn from(v: &str) -> Self {
+        Arg::Text(Some(v.to_string()))
+    }
+}
+impl From<&String> for Arg {
+    fn from(v: &String) -> Self {
+        Arg::Text(Some(v.clone()))
+    }
+}
+impl From<String> for Arg {
+    fn from(v: String) -> Self {
+        Arg::Text(Some(v))
+    }
+}
+impl From<&Option<String>> for Arg {
+    fn from(v: &Option<String>) -> Self {
+        Arg::Text(v.clone())
+    }
+}
+impl From<i64> for Arg {
+    fn from(v: i64) -> Self {
+        Arg::Int(v)
+    }
+}
+impl From<f64> for Arg {
+    fn from(v: f64) -> Self {
+        Arg::Real(v)
+    }
+}
+
+/// Bound parameters per statement, under both SQLite's and Postgres's limits.
+const MAX_PARAMS: usize = 8_000;
+
+/// Runs `head VALUES (..), (..) tail` over `rows`, in as few statements as
+/// the parameter limit allows: multi-row inserts, `IN (VALUES ..)` and
+/// `WITH v(..) AS (VALUES ..) UPDATE .. FROM v`, which SQLite and Postgres
+/// both accept. Every row has the same width.
+pub(super) async fn execute_values(
+    tx: &mut Transaction<'static, Any>,
+    head: &str,
+    tail: &str,
+    rows: Vec<Vec<Arg>>,
+) -> Result<(), StoreError> {
+    let Some(width) = rows.first().map(Vec::len) else {
+        return Ok(());
+    };
+    let per_statement = (MAX_PARAMS / width).max(1);
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<Vec<Arg>> = rows.by_ref().take(per_statement).collect();
+        let mut sql = String::with_capacity(head.len() + tail.len() + chunk.len() * width * 5);
+        sql.push_str(head);
+        sql.push_str(" VALUES ");
+        let mut n = 0;
+        for (i, _) in chunk.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('(');
+            for j in 0..width {
+                n += 1;
+                if j > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push('$');
+                sql.push_str(&n.to_string());
+            }
+            sql.push(')');
+        }
+        sql.push(' ');
+        sql.push_str(tail);
+        let mut query = sqlx::query(&sql);
+        for arg in chunk.into_iter().flatten() {
+            query = match arg {
+                Arg::Text(v) => query.bind(v),
+                Arg::Int(v) => query.bind(v),
+                Arg::Real(v) => query.bind(v),
+            };
+        }
+        query.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Folds a later record of the same invocation into an earlier one the way
+/// the upsert does (see `INVOCATION_UPSERT_TAIL`), so one statement never
+/// touches a row twice.
+fn merge_invocation(into: &mut InvocationRow, later: &InvocationRow) {
+    into.status = later.status.clone();
+    if later.approval_status.is_some() {
+        into.approval_status = later.approval_status.clone();
+    }
+    if later.decided_by.is_some() {
+        into.decided_by = later.decided_by.clone();
+    }
+    if later.reason.is_some() {
+        into.reason = later.reason.clone();
+    }
+    into.output = later.output.clone();
+    into.error = later.error.clone();
+    into.cost = later.cost;
+    if into.started_at.is_none() {
+        into.started_at = later.started_at.clone();
+    }
+    into.completed_at = later.completed_at.clone();
+}
+
+/// Applies writes in one transaction, with one multi-row statement per
+/// table and kind: a statement costs a round trip to SQLite's worker
+/// thread, which dominates under load. A run's status writes come before
+/// its end (a run is never both started and ended in one batch the other
+/// way round).
+async fn apply_all<'a>(
+    store: &Store,
+    writes: impl Iterator<Item = &'a RunWrite>,
+) -> Result<(), StoreError> {
+    let at = now();
+    let mut statuses: Vec<Vec<Arg>> = Vec::new();
+    let mut status_at: HashMap<&str, usize> = HashMap::new();
+    let mut events = Vec::new();
+    let mut invocations: Vec<InvocationRow> = Vec::new();
+    let mut invocation_at: HashMap<&str, usize> = HashMap::new();
+    let mut blobs: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
+    let mut cleared = Vec::new();
+    let mut finished = Vec::new();
+    let mut nodes = Vec::new();
+    let mut bundles = Vec::new();
+    let mut pins: HashMap<(&str, &str, &str), Vec<Arg>> = HashMap::new();
+    for w in writes {
+        match w {
+            // The last status of a run wins (one statement touches a row once).
+            RunWrite::Status { run_id, status } => match status_at.get(run_id.as_str()) {
+                Some(&k) => statuses[k] = vec![run_id.into(), status.into()],
+                None => {
+                    status_at.insert(run_id, statuses.len());
+                    statuses.push(vec![run_id.into(), status.into()]);
+                }
+            },
+            RunWrite::Events {
+                run_id,
+                workspace_id,
+                events: evs,
+                invocations: invs,
+                blobs: bls,
+            } => {
+                for (seq, event) in evs {
+                    events.push(vec![
+                        run_id.into(),
+                        (*seq).into(),
+                        event.into(),
+                        at.as_str().into(),
+                    ]);
+                }
+                for i in invs {
+                    match invocation_at.get(i.id.as_str()) {
+                        Some(&k) => merge_invocation(&mut invocations[k], i),
+                        None => {
+                            invocation_at.insert(&i.id, invocations.len());
+                            invocations.push(i.clone());
+                        }
+                    }
+                }
+                for b in bls {
+                    blobs.insert(
+                        (&b.hash, workspace_id),
+                        vec![
+                            (&b.hash).into(),
+                            workspace_id.into(),
+                            (&b.content_type).into(),
+                            b.bytes.into(),
+                            at.as_str().into(),
+                        ],
+                    );
+                }
+            }
+            RunWrite::End(end) => {
+                for n in &end.nodes {
+                    nodes.push(vec![
+                        (&end.run_id).into(),
+                        (&n.node_id).into(),
+                        (&n.status).into(),
+                        (&n.error).into(),
+                        (&n.outputs).into(),
+                        (&n.started_at).into(),
+                        (&n.finished_at).into(),
+                    ]);
+                }
+                for (node_id, bundle) in &end.bundles {
+                    bundles.push(vec![(&end.run_id).into(), node_id.into(), bundle.into()]);
+                }
+                for (workflow_id, node_id, pin, value) in &end.pins {
+                    pins.insert(
+                        (workflow_id, node_id, pin),
+                        vec![
+                            workflow_id.into(),
+                            node_id.into(),
+                            pin.into(),
+                            value.into(),
+                            at.as_str().into(),
+                        ],
+                    );
+                }
+                cleared.push(vec![(&end.run_id).into()]);
+                finished.push(vec![
+                    (&end.run_id).into(),
+                    (&end.status).into(),
+                    (&end.outputs).into(),
+                    (&end.error).into(),
+                    (&end.record).into(),
+                    at.as_str().into(),
+                ]);
+            }
+        }
+    }
+    let mut tx = store.writer().begin().await?;
+    execute_values(
+        &mut tx,
+        "WITH v(id, status) AS (",
+        ") UPDATE runs SET status = v.status FROM v WHERE runs.id = v.id",
+        statuses,
+    )
+    .await?;
+    execute_values(
+        &mut tx,
+        "INSERT INTO run_events (run_id, seq, event, created_at)",
+        "",
+        events,
+    )
+    .await?;
+    execute_values(
+        &mut tx,
+        INVOCATION_INSERT_HEAD,
+        INVOCATION_UPSERT_TAIL,
+        invocations.iter().map(invocation_args).collect(),
+    )
+    .await?;
+    execute_values(
+        &mut tx,
+        "INSERT INTO blobs (hash, workspace_id, content_type, bytes, created_at)",
+        "ON CONFLICT (hash, workspace_id) DO NOTHING",
+        blobs.into_values().collect(),
+    )
+    .await?;
+    execute_values(
+        &mut tx,
+        "DELETE FROM node_runs WHERE run_id IN (",
+        ")",
+        cleared,
+    )
+    .await?;
+    execute_values(
+        &mut tx,
+        "INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at)",
+        "",
+        nodes,
+    )
+    .await?;
+    execute_values(
+        &mut tx,
+        "INSERT INTO replay_bundles (run_id, node_id, bundle)",
+        "ON CONFLICT (run_id, node_id) DO UPDATE SET bundle = excluded.bundle",
+        bundles,
+    )
+    .await?;
+    execute_values(
+        &mut tx,
+        "INSERT INTO pin_history (workflow_id, node_id, pin, value, updated_at)",
+        "ON CONFLICT (workflow_id, node_id, pin) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        pins.into_values().collect(),
+    )
+    .await?;
+    execute_values(
+        &mut tx,
+        "WITH v(id, status, outputs, error, record, finished_at) AS (",
+        ") UPDATE runs SET status = v.status, outputs = v.outputs, error = v.error, record = v.record, finished_at = v.finished_at FROM v WHERE runs.id = v.id",
+        finished,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
