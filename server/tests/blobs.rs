@@ -5,45 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use glassbox_server::{app, AppState};
-use http_body_util::BodyExt;
+use axum::http::StatusCode;
+use common::request as call;
 use serde_json::{json, Value};
-use tower::ServiceExt;
-
-async fn call(
-    state: &AppState,
-    method: &str,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> (StatusCode, Option<String>, Vec<u8>) {
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/json")
-        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-        .expect("request");
-    let res = app(state.clone()).oneshot(req).await.expect("infallible");
-    let status = res.status();
-    let content_type = res
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    (
-        status,
-        content_type,
-        res.into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes()
-            .to_vec(),
-    )
-}
 
 fn parse(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).unwrap_or(Value::Null)

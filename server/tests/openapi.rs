@@ -40,6 +40,9 @@ const EXPECTED: &[(&str, &str)] = &[
     ("get", "/secrets"),
     ("put", "/secrets/{scope}/{name}"),
     ("delete", "/secrets/{scope}/{name}"),
+    ("get", "/tokens"),
+    ("post", "/tokens"),
+    ("delete", "/tokens/{id}"),
 ];
 
 #[tokio::test]

@@ -21,20 +21,8 @@ async fn call(
     token: &str,
     body: Option<Value>,
 ) -> (StatusCode, String) {
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/json")
-        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-        .expect("request");
-    let res = app(state.clone()).oneshot(req).await.expect("infallible");
-    let status = res.status();
-    (
-        status,
-        String::from_utf8_lossy(&res.into_body().collect().await.expect("body").to_bytes())
-            .into_owned(),
-    )
+    let (status, _, bytes) = common::request(state, method, path, token, body).await;
+    (status, String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn forms(secret: &str) -> Vec<String> {

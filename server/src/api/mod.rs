@@ -12,6 +12,7 @@ mod blobs;
 mod health;
 mod runs;
 mod secrets;
+mod tokens;
 mod tools;
 mod workflows;
 
@@ -39,6 +40,7 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(approvals::router())
         .merge(blobs::router())
         .merge(secrets::router())
+        .merge(tokens::router())
         .split_for_parts();
     spec.info.title = "Glassbox API".into();
     spec.info.version = crate::VERSION.into();

@@ -107,6 +107,17 @@ pub struct ApprovalRow {
     pub decided_at: Option<String>,
 }
 
+/// A long-lived API token as listed (the token itself is shown once, at
+/// creation, and stored only as its hash).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct ApiTokenRow {
+    pub id: String,
+    pub name: String,
+    pub user_id: String,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+}
+
 /// Seed 001's invocation record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct InvocationRow {
@@ -355,8 +366,48 @@ impl Store {
             .bind(token_hash)
             .bind(kind)
             .bind(&now)
-            .fetch_optional(self.writer())
+            .fetch_optional(self.pool())
             .await?)
+    }
+
+    /// Stores a named, long-lived API token (by hash) for a user.
+    pub async fn insert_api_token(
+        &self,
+        t: &ApiTokenRow,
+        token_hash: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO api_tokens (token_hash, user_id, kind, created_at, expires_at, id, name) VALUES ($1, $2, 'api', $3, $4, $5, $6)")
+            .bind(token_hash)
+            .bind(&t.user_id)
+            .bind(&t.created_at)
+            .bind(&t.expires_at)
+            .bind(&t.id)
+            .bind(&t.name)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    /// A user's API tokens (never their hashes), newest first.
+    pub async fn list_api_tokens(&self, user_id: &str) -> Result<Vec<ApiTokenRow>, StoreError> {
+        Ok(sqlx::query_as("SELECT id, name, user_id, created_at, expires_at FROM api_tokens WHERE user_id = $1 AND kind = 'api' ORDER BY created_at DESC, id")
+            .bind(user_id)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// Revokes one of the user's API tokens.
+    pub async fn delete_api_token(&self, user_id: &str, id: &str) -> Result<(), StoreError> {
+        let done =
+            sqlx::query("DELETE FROM api_tokens WHERE user_id = $1 AND id = $2 AND kind = 'api'")
+                .bind(user_id)
+                .bind(id)
+                .execute(self.writer())
+                .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("token {id}")));
+        }
+        Ok(())
     }
 
     // ---- workflows ---------------------------------------------------------

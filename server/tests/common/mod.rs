@@ -107,3 +107,36 @@ impl TwoWorkspaces {
         }
     }
 }
+
+/// One API request in-process: (status, content type, body bytes).
+pub async fn request(
+    state: &glassbox_server::AppState,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<serde_json::Value>,
+) -> (axum::http::StatusCode, Option<String>, Vec<u8>) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let req = axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(body.map_or_else(axum::body::Body::empty, |b| {
+            axum::body::Body::from(b.to_string())
+        }))
+        .expect("request");
+    let res = glassbox_server::app(state.clone())
+        .oneshot(req)
+        .await
+        .expect("infallible");
+    let status = res.status();
+    let content_type = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    (status, content_type, bytes.to_vec())
+}

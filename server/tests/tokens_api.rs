@@ -1,0 +1,102 @@
+//! Long-lived API tokens: created once with their value, listed without
+//! it, usable as a bearer token, revocable, and private to their user.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::request;
+use serde_json::{json, Value};
+
+fn parse(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn api_tokens_are_shown_once_work_and_can_be_revoked() {
+    let env = common::TwoWorkspaces::new(glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES).await;
+    let (state, admin) = (&env.state, env.admin_token.as_str());
+
+    let (s, _, body) = request(
+        state,
+        "POST",
+        "/api/v1/tokens",
+        admin,
+        Some(json!({"name": "ci job", "expires_in_days": 30})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
+    let created = parse(&body);
+    let token = created["token"].as_str().expect("token shown").to_string();
+    let id = created["id"].as_str().expect("id").to_string();
+    assert_eq!(created["name"], "ci job");
+    assert!(created["expires_at"].is_string());
+
+    // The token works as a bearer token, in the creator's workspace.
+    let (s, _, _) = request(state, "GET", "/api/v1/workflows", &token, None).await;
+    assert_eq!(s, StatusCode::OK);
+
+    // Listed without its value; invisible to another user.
+    let (_, _, body) = request(state, "GET", "/api/v1/tokens", admin, None).await;
+    let text = String::from_utf8_lossy(&body).into_owned();
+    assert!(!text.contains(&token), "the listing never holds the token");
+    assert_eq!(parse(&body)["tokens"][0]["id"], id.as_str());
+    let (_, _, body) = request(state, "GET", "/api/v1/tokens", common::BOB_TOKEN, None).await;
+    assert_eq!(parse(&body)["tokens"], json!([]));
+    let (s, _, _) = request(
+        state,
+        "DELETE",
+        &format!("/api/v1/tokens/{id}"),
+        common::BOB_TOKEN,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "bob cannot revoke admin's token");
+
+    // Bad input names its field.
+    for (body, path) in [
+        (json!({"name": "  "}), "name"),
+        (
+            json!({"name": "x", "expires_in_days": 0}),
+            "expires_in_days",
+        ),
+        (
+            json!({"name": "x", "expires_in_days": 99999}),
+            "expires_in_days",
+        ),
+    ] {
+        let (s, _, out) = request(state, "POST", "/api/v1/tokens", admin, Some(body)).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(parse(&out)["error"]["details"]["path"], path);
+    }
+    let (s, _, _) = request(
+        state,
+        "POST",
+        "/api/v1/tokens",
+        admin,
+        Some(json!({"name": "x", "scope": "all"})),
+    )
+    .await;
+    assert!(s.is_client_error(), "unknown fields are refused: {s}");
+
+    // Revoked: the token stops working at once.
+    let (s, _, _) = request(
+        state,
+        "DELETE",
+        &format!("/api/v1/tokens/{id}"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (s, _, _) = request(state, "GET", "/api/v1/workflows", &token, None).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _, _) = request(
+        state,
+        "DELETE",
+        &format!("/api/v1/tokens/{id}"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+}
