@@ -3,14 +3,11 @@
 
 mod common;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use glassbox_server::secrets::StoreSecrets;
-use glassbox_server::{app, AppState, Config, Store};
-use http_body_util::BodyExt;
+use glassbox_server::{AppState, Config, Store};
 use node_runtime::secrets::{SecretOwner, SecretScope, SecretSource};
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 const CANARY: &str = "canary-secret-4b1d9e2f";
 
