@@ -70,6 +70,7 @@ fn setup() -> (AgentRuntime, LiveTools, tempfile::TempDir) {
         },
         env: Arc::new(ToolEnv::default()),
         cancel: CancellationToken::new(),
+        journal: None,
     };
     (
         AgentRuntime {

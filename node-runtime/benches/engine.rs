@@ -91,6 +91,8 @@ fn main() {
         },
         env: Arc::new(ToolEnv::default()),
         traces_url: None,
+        checkpoints: None,
+        journal: None,
     };
     let wf = chain();
     let inputs: Map<String, serde_json::Value> = json!({"x": "hello"})

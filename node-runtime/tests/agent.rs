@@ -65,6 +65,7 @@ fn harness() -> Harness {
             },
             env: Arc::new(env),
             cancel: CancellationToken::new(),
+            journal: None,
         },
         files,
         _blobs: blobs,

@@ -54,6 +54,8 @@ fn services(history: Arc<MemoryPinHistory>) -> (EngineServices, tempfile::TempDi
         },
         env: Arc::new(ToolEnv::default()),
         traces_url: Some("/runs/{run_id}/trace".into()),
+        checkpoints: None,
+        journal: None,
     };
     (services, blobs)
 }

@@ -295,6 +295,11 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
     load_examples(&db, &args.examples_dir).await;
     let state = AppState::new(db.clone(), config)
         .map_err(|e| Failure::config(format!("GLASSBOX_SECRET_KEY / secret key file: {e}")))?;
+    match state.runs().recover().await {
+        Ok(0) => {}
+        Ok(n) => println!("Resumed {n} interrupted run(s)."),
+        Err(e) => tracing::error!(error = %e, "cannot look for interrupted runs"),
+    }
     println!("Glassbox {VERSION} is ready at http://{local}/");
     println!("Sign in as the local admin (one-time link, valid 24 h): http://{local}/signin?token={signin}");
     let _ = std::io::stdout().flush();

@@ -15,11 +15,14 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use node_runtime::agent::approval::{ApprovalRequest, Decision};
 use node_runtime::agent::{AgentEvent, AgentRuntime};
+use node_runtime::agent::{AgentRun, JournalEntry, WriteJournal};
 use node_runtime::blob::FsBlobStore;
+use node_runtime::envelope::ToolEnvelope;
+use node_runtime::executor::ToolCall;
 use node_runtime::executor::{Executor, ExecutorConfig};
 use node_runtime::graph::engine::{
-    run_workflow, ApprovalGate, EngineServices, MemoryPinHistory, PinHistory, PlainModels,
-    RunOutcome, WorkflowEvent, WorkflowSink,
+    resume_workflow, ApprovalGate, Checkpoints, EngineServices, MemoryPinHistory, NodeRecord,
+    PinHistory, PlainModels, ResumeState, RunOutcome, WorkflowEvent, WorkflowSink,
 };
 use node_runtime::graph::{NodeKind, Workflow};
 use node_runtime::secrets::SecretOwner;
@@ -52,7 +55,17 @@ pub struct Runs {
     traces_url: Option<String>,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
     waiters: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
+    /// Fault injection for the crash tests (`GLASSBOX_TEST_CRASH_AT`): the
+    /// process aborts at that point of an approved write.
+    crash_at: Option<String>,
+    /// Hosts (`host` or `host:port`) the http_request tool may reach even
+    /// on loopback or private addresses: GLASSBOX_HTTP_ALLOW_HOSTS,
+    /// comma-separated (for internal services; empty by default).
+    http_allow_hosts: Vec<String>,
 }
+
+/// Where the crash tests stop the process, around an approved write.
+pub const CRASH_POINTS: [&str; 3] = ["after_intent", "after_response", "before_result"];
 
 /// The approval key: a random key kept in the data dir, so tokens stay
 /// valid across restarts and cannot be forged without the file.
@@ -112,6 +125,14 @@ impl Runs {
             traces_url,
             live: Mutex::new(HashMap::new()),
             waiters: Mutex::new(HashMap::new()),
+            crash_at: std::env::var("GLASSBOX_TEST_CRASH_AT").ok(),
+            http_allow_hosts: std::env::var("GLASSBOX_HTTP_ALLOW_HOSTS")
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .map(str::to_string)
+                .collect(),
         })
     }
 
@@ -155,6 +176,26 @@ impl Runs {
                 finished_at: None,
             })
             .await?;
+        self.spawn(
+            workspace_id,
+            &run_id,
+            workflow,
+            inputs,
+            ResumeState::default(),
+            0,
+        );
+        Ok(run_id)
+    }
+
+    fn spawn(
+        self: &Arc<Self>,
+        workspace_id: &str,
+        run_id: &str,
+        workflow: Workflow,
+        inputs: Map<String, Value>,
+        resume: ResumeState,
+        last_seq: i64,
+    ) {
         let (events, _) = broadcast::channel(1024);
         let live = Arc::new(LiveRun {
             cancel: CancellationToken::new(),
@@ -163,18 +204,98 @@ impl Runs {
         self.live
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(run_id.clone(), live.clone());
+            .insert(run_id.to_string(), live.clone());
         let this = self.clone();
         let ws = workspace_id.to_string();
-        let id = run_id.clone();
+        let id = run_id.to_string();
         tokio::spawn(async move {
-            this.execute(&ws, &id, workflow, inputs, live).await;
+            this.execute(&ws, &id, workflow, inputs, live, resume, last_seq)
+                .await;
             this.live
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&id);
         });
-        Ok(run_id)
+    }
+
+    /// Picks up the runs a stopped server left unfinished: each continues
+    /// from its checkpoints (ended nodes stay ended, an agent waiting for
+    /// approval waits again with the same approvals, approved writes go
+    /// through the journal). A run that cannot continue is marked failed
+    /// with the reason. Returns how many were resumed.
+    pub async fn recover(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let mut resumed = 0;
+        for run in self.store.interrupted_runs().await? {
+            match self.resume_state(&run).await {
+                Ok((workflow, inputs, state)) => {
+                    let last_seq = self.store.last_event_seq(&run.id).await?;
+                    tracing::info!(run_id = %run.id, nodes_done = state.records.len(), agents_waiting = state.agents.len(), "resuming an interrupted run");
+                    self.spawn(
+                        &run.workspace_id,
+                        &run.id,
+                        workflow,
+                        inputs,
+                        state,
+                        last_seq,
+                    );
+                    resumed += 1;
+                }
+                Err(reason) => {
+                    tracing::warn!(run_id = %run.id, %reason, "an interrupted run cannot continue");
+                    self.writer
+                        .write(RunWrite::End(Box::new(RunEnd {
+                            run_id: run.id.clone(),
+                            status: "failed".into(),
+                            error: Some(format!(
+                                "interrupted by a server stop and not resumable: {reason}"
+                            )),
+                            ..RunEnd::default()
+                        })))
+                        .await?;
+                }
+            }
+        }
+        Ok(resumed)
+    }
+
+    async fn resume_state(
+        &self,
+        run: &RunRow,
+    ) -> Result<(Workflow, Map<String, Value>, ResumeState), String> {
+        let (Some(workflow_id), Some(revision)) = (&run.workflow_id, run.workflow_revision) else {
+            return Err("the run names no workflow revision".into());
+        };
+        let row = self
+            .store
+            .revision(workflow_id, revision)
+            .await
+            .map_err(|e| e.to_string())?;
+        let workflow = Workflow::from_json(&row.document).map_err(|e| e.to_string())?;
+        let inputs: Map<String, Value> =
+            serde_json::from_str(&run.inputs).map_err(|e| format!("inputs: {e}"))?;
+        let mut state = ResumeState::default();
+        for (node_id, kind, text) in self
+            .store
+            .checkpoints(&run.id)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            match kind.as_str() {
+                "node" => {
+                    let record: NodeRecord = serde_json::from_str(&text)
+                        .map_err(|e| format!("checkpoint of node {node_id}: {e}"))?;
+                    state.records.insert(node_id, record);
+                }
+                _ => {
+                    let agent: AgentRun = serde_json::from_str(&text)
+                        .map_err(|e| format!("checkpoint of agent {node_id}: {e}"))?;
+                    state.agents.insert(node_id, agent);
+                }
+            }
+        }
+        // An agent that ended has nothing to resume.
+        state.agents.retain(|id, _| !state.records.contains_key(id));
+        Ok((workflow, inputs, state))
     }
 
     /// Runs a workflow to its end, in this task (the CLI uses this directly).
@@ -199,6 +320,7 @@ impl Runs {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn execute(
         self: &Arc<Self>,
         ws: &str,
@@ -206,6 +328,8 @@ impl Runs {
         workflow: Workflow,
         inputs: Map<String, Value>,
         live: Arc<LiveRun>,
+        resume: ResumeState,
+        last_seq: i64,
     ) {
         // Queued, not awaited: the group writer keeps the order of a run's writes.
         drop(self.writer.submit(RunWrite::Status {
@@ -221,6 +345,7 @@ impl Runs {
             rx,
             end_rx,
             live.events.clone(),
+            last_seq,
         ));
         // Pins: the history of this workflow, loaded before and saved after.
         let pins = Arc::new(MemoryPinHistory::default());
@@ -256,18 +381,29 @@ impl Runs {
             },
             env: Arc::new(ToolEnv {
                 files_root: Some(files),
+                http_allow_hosts: self.http_allow_hosts.clone(),
                 ..ToolEnv::default()
             }),
             traces_url: self.traces_url.clone(),
+            checkpoints: Some(Arc::new(StoreCheckpoints {
+                store: self.store.clone(),
+                run_id: run_id.into(),
+            })),
+            journal: Some(Arc::new(StoreJournal {
+                store: self.store.clone(),
+                run_id: run_id.into(),
+                crash_at: self.crash_at.clone(),
+            })),
         };
         let sink = ChannelSink(tx);
-        let result = run_workflow(
+        let result = resume_workflow(
             &services,
             &workflow,
             run_id,
             inputs,
             &sink,
             live.cancel.clone(),
+            resume,
         )
         .await;
         drop(sink);
@@ -545,7 +681,10 @@ impl ApprovalGate for StoreGate {
                 let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
                 let decision = loop {
                     tokio::select! {
-                        d = &mut rx => break d.unwrap_or(Decision::Deny { reason: "the server stopped before a decision".into() }),
+                        // A dropped sender (the server stopping) is no
+                        // decision: the run stays waiting, and a restarted
+                        // server resumes it.
+                        Ok(d) = &mut rx => break d,
                         _ = tick.tick() => {
                             if let Ok(row) = self.runs.store.get_approval(&self.workspace_id, &token).await {
                                 if let Some(d) = stored_decision(&row) {
@@ -596,9 +735,10 @@ async fn write_events(
     mut rx: mpsc::UnboundedReceiver<WorkflowEvent>,
     end: oneshot::Receiver<RunEnd>,
     tx: broadcast::Sender<(i64, Value)>,
+    last_seq: i64,
 ) -> Result<(), StoreError> {
     use futures::stream::{FuturesOrdered, StreamExt};
-    let mut seq = 0i64;
+    let mut seq = last_seq;
     let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
     let mut in_flight = FuturesOrdered::new();
     let broadcast = |(committed, events): (Result<(), StoreError>, Vec<(i64, Value)>)| {
@@ -765,6 +905,14 @@ fn index_event(
                 );
                 r.status = if envelope.is_success() {
                     "completed"
+                } else if envelope
+                    .error
+                    .as_ref()
+                    .is_some_and(|e| e.details.get("outcome") == Some(&json!("unknown")))
+                {
+                    // An approved write interrupted by a crash: the operator
+                    // reconciles it; it is never retried.
+                    "outcome_unknown"
                 } else {
                     "failed"
                 }
@@ -780,4 +928,99 @@ fn index_event(
         return row;
     }
     None
+}
+
+/// The run's checkpoints, stored durably as the engine makes them.
+struct StoreCheckpoints {
+    store: Store,
+    run_id: String,
+}
+
+impl Checkpoints for StoreCheckpoints {
+    fn node_ended<'a>(&'a self, record: &'a NodeRecord) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let state = serde_json::to_string(record).unwrap_or_default();
+            if let Err(e) = self
+                .store
+                .put_checkpoint(&self.run_id, &record.node_id, "node", &state)
+                .await
+            {
+                tracing::error!(run_id = %self.run_id, error = %e, "cannot store a node checkpoint");
+            }
+        })
+    }
+
+    fn agent_suspended<'a>(&'a self, node_id: &'a str, run: &'a AgentRun) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let state = serde_json::to_string(run).unwrap_or_default();
+            if let Err(e) = self
+                .store
+                .put_checkpoint(&self.run_id, node_id, "agent", &state)
+                .await
+            {
+                tracing::error!(run_id = %self.run_id, error = %e, "cannot store an agent checkpoint");
+            }
+        })
+    }
+}
+
+/// Approved writes' intent and result records (see `WriteJournal`).
+struct StoreJournal {
+    store: Store,
+    run_id: String,
+    crash_at: Option<String>,
+}
+
+impl StoreJournal {
+    /// Fault injection for the crash tests: abort here, like `kill -9`.
+    fn crash_point(&self, point: &str) {
+        if self.crash_at.as_deref() == Some(point) {
+            eprintln!("glassbox: GLASSBOX_TEST_CRASH_AT={point}: aborting");
+            std::process::abort();
+        }
+    }
+}
+
+impl WriteJournal for StoreJournal {
+    fn begin<'a>(&'a self, agent_run: &'a str, call: &'a ToolCall) -> BoxFuture<'a, JournalEntry> {
+        Box::pin(async move {
+            let tool = format!("{}@{}", call.tool.spec.name, call.tool.spec.version);
+            let entry = match self
+                .store
+                .journal_begin(agent_run, &call.call_id, &self.run_id, &tool)
+                .await
+            {
+                Ok(None) => JournalEntry::Fresh,
+                Ok(Some(Some(text))) => match serde_json::from_str::<ToolEnvelope>(&text) {
+                    Ok(envelope) => JournalEntry::Done(Box::new(envelope)),
+                    Err(_) => JournalEntry::Unknown,
+                },
+                Ok(Some(None)) => JournalEntry::Unknown,
+                // Without a durable intent the write must not run.
+                Err(e) => {
+                    tracing::error!(run_id = %self.run_id, error = %e, "cannot record a write intent; the write does not run");
+                    JournalEntry::Unknown
+                }
+            };
+            if entry == JournalEntry::Fresh {
+                self.crash_point("after_intent");
+            }
+            entry
+        })
+    }
+
+    fn finish<'a>(&'a self, agent_run: &'a str, envelope: &'a ToolEnvelope) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.crash_point("after_response");
+            let text = serde_json::to_string(envelope).unwrap_or_default();
+            self.crash_point("before_result");
+            if let Err(e) = self
+                .store
+                .journal_finish(agent_run, &envelope.call_id, &text)
+                .await
+            {
+                tracing::error!(run_id = %self.run_id, error = %e, "cannot record a write result");
+            }
+        })
+    }
 }

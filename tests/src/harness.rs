@@ -114,7 +114,18 @@ impl Server {
     /// `static_dir` is the built app (`dist/`), or `None` for the API only.
     pub fn start(static_dir: Option<&Path>) -> Result<Self, String> {
         let data_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        Self::start_in(data_dir, static_dir, &[])
+    }
+
+    /// Starts the server on an existing data dir (a restart) with extra
+    /// environment variables.
+    pub fn start_in(
+        data_dir: tempfile::TempDir,
+        static_dir: Option<&Path>,
+        env: &[(&str, &str)],
+    ) -> Result<Self, String> {
         let mut cmd = Command::new(glassbox_bin()?);
+        cmd.envs(env.iter().copied());
         cmd.arg("serve")
             .arg("--port")
             .arg("0")
@@ -162,6 +173,28 @@ impl Server {
             data_dir,
             _process: process,
         })
+    }
+
+    /// `kill -9` and wait; the data dir survives for a restart.
+    pub fn kill9(self) -> tempfile::TempDir {
+        let Self {
+            data_dir, _process, ..
+        } = self;
+        drop(_process);
+        data_dir
+    }
+
+    /// Waits until the server process exits on its own (e.g. an injected
+    /// crash); false if it still runs after `timeout`.
+    pub fn wait_for_exit(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self._process.check_alive().is_err() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 }
 
@@ -334,4 +367,39 @@ pub async fn app_and_browser() -> Option<(Server, Browser)> {
     let server = Server::start(Some(&dist)).expect("server starts");
     let browser = Browser::start().await.expect("browser starts");
     Some((server, browser))
+}
+
+/// One HTTP/1.0 request over a real socket.
+pub fn http(
+    base: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&serde_json::Value>,
+) -> (u16, String) {
+    let addr = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to server");
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send request");
+    use std::io::{Read, Write};
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read response");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
 }

@@ -5,44 +5,10 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 
-use glassbox_tests::harness::{glassbox_bin, Server};
+use glassbox_tests::harness::{glassbox_bin, http, Server};
 
 fn http_get(base: &str, path: &str) -> (u16, String) {
     http(base, "GET", path, None, None)
-}
-
-/// One HTTP/1.0 request over a real socket.
-fn http(
-    base: &str,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: Option<&serde_json::Value>,
-) -> (u16, String) {
-    let addr = base.trim_start_matches("http://");
-    let mut stream = TcpStream::connect(addr).expect("connect to server");
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("send request");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read response");
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status line");
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
 }
 
 #[test]

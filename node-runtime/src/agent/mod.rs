@@ -170,6 +170,48 @@ pub struct LiveTools {
     pub owner: SecretOwner,
     pub env: Arc<ToolEnv>,
     pub cancel: CancellationToken,
+    /// Where approved writes record their intent and result, so a write
+    /// runs at most once per approval even across a crash (None: no host
+    /// durability, e.g. tests and the CLI's in-memory runs).
+    pub journal: Option<Arc<dyn WriteJournal>>,
+}
+
+/// What the journal knows about an approved write before it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JournalEntry {
+    /// Never started: the intent is now recorded durably; run it.
+    Fresh,
+    /// It ran and its result was recorded: use that, do not run it again.
+    Done(Box<ToolEnvelope>),
+    /// An intent without a result: a crash came between the two. Whether
+    /// the write happened is unknown; it is never retried.
+    Unknown,
+}
+
+/// The durable record of approved writes (exactly-once): the intent is
+/// stored before the call, the result after.
+pub trait WriteJournal: Send + Sync {
+    /// Looks the call up and, when it is new, records the intent before
+    /// returning (durably: the host's strongest commit).
+    fn begin<'a>(&'a self, agent_run: &'a str, call: &'a ToolCall) -> BoxFuture<'a, JournalEntry>;
+    /// Records the call's result.
+    fn finish<'a>(&'a self, agent_run: &'a str, envelope: &'a ToolEnvelope) -> BoxFuture<'a, ()>;
+}
+
+/// The envelope of an approved write whose outcome is unknown: the model
+/// and the operator learn it was interrupted and not retried.
+pub fn outcome_unknown_envelope(call: &ToolCall) -> ToolEnvelope {
+    error_envelope(
+        call.call_id.clone(),
+        call.tool.spec.name.clone(),
+        call.tool.spec.version.to_string(),
+        call.input.clone(),
+        ToolError::new(
+            crate::error::ErrorCode::Unknown,
+            "outcome unknown: the server stopped while this approved write was running; it was not retried, and an operator must reconcile it",
+        )
+        .with_details(json!({ "outcome": "unknown" })),
+    )
 }
 
 impl ToolRunner for LiveTools {
@@ -192,8 +234,27 @@ impl ToolRunner for LiveTools {
             let mut slots: Vec<Option<ToolEnvelope>> = Vec::with_capacity(items.len());
             let mut calls = Vec::new();
             let mut positions = Vec::new();
+            let mut journaled = Vec::new();
             for (i, item) in items.into_iter().enumerate() {
                 match item {
+                    // An approved write: intent first, and never twice.
+                    BatchItem::Execute(call)
+                        if scope.approved.contains(&call.call_id) && self.journal.is_some() =>
+                    {
+                        let journal = self.journal.as_ref().expect("checked above");
+                        match journal.begin(&run.run_id, &call).await {
+                            JournalEntry::Fresh => {
+                                journaled.push(call.call_id.clone());
+                                calls.push(call);
+                                positions.push(i);
+                                slots.push(None);
+                            }
+                            JournalEntry::Done(envelope) => slots.push(Some(*envelope)),
+                            JournalEntry::Unknown => {
+                                slots.push(Some(outcome_unknown_envelope(&call)))
+                            }
+                        }
+                    }
                     BatchItem::Execute(call) => {
                         calls.push(call);
                         positions.push(i);
@@ -212,6 +273,11 @@ impl ToolRunner for LiveTools {
             }
             let executed = self.executor.execute_batch(scope, calls, run.usage).await;
             for (pos, envelope) in positions.into_iter().zip(executed) {
+                if let Some(journal) = &self.journal {
+                    if journaled.contains(&envelope.call_id) {
+                        journal.finish(&run.run_id, &envelope).await;
+                    }
+                }
                 slots[pos] = Some(envelope);
             }
             Ok(slots.into_iter().flatten().collect())

@@ -14,6 +14,14 @@
 //! that does not render, a pin with `on_missing: error`, an agent whose
 //! model is unreachable).
 //!
+//! A host that must survive restarts passes [`Checkpoints`]: every ended
+//! node's record and every Agent node's state at an approval suspension are
+//! handed over (and awaited) as they happen. [`resume_workflow`] continues
+//! an interrupted run from them: ended nodes are not run again, a suspended
+//! agent continues from its saved state, and a node that was in flight
+//! starts over. Approved writes go through a [`WriteJournal`], so a write
+//! runs at most once.
+//!
 //! [`replay_workflow`] re-runs every Agent node from its replay bundle and
 //! every other node from the recorded run, with no model or tool call, and
 //! must reproduce the workflow's outputs exactly.
@@ -32,7 +40,7 @@ use super::validate::{runnable, topological_order, validate, Diagnostic};
 use super::{FieldSource, Node, NodeKind, Workflow, AGENT_OUTPUTS};
 use crate::agent::approval::{ApprovalRequest, Decision};
 use crate::agent::replay::{replay, ReplayBundle};
-use crate::agent::{AgentEvent, AgentRuntime, EventSink, LiveTools, Step};
+use crate::agent::{AgentEvent, AgentRun, AgentRuntime, EventSink, LiveTools, Step, WriteJournal};
 use crate::agent_config::{AgentConfig, ProviderConfig};
 use crate::call_id::CallIdAllocator;
 use crate::envelope::ToolEnvelope;
@@ -48,6 +56,22 @@ use crate::tool_spec::{split_tool_ref, SideEffects, ToolSpec};
 /// resolves the API key secret).
 pub trait ModelFactory: Send + Sync {
     fn model(&self, config: &ProviderConfig) -> Result<Arc<dyn ChatModel>, ModelError>;
+}
+
+/// Durable progress of a run (see the module docs). Each call returns once
+/// the host has stored the value.
+pub trait Checkpoints: Send + Sync {
+    fn node_ended<'a>(&'a self, record: &'a NodeRecord) -> BoxFuture<'a, ()>;
+    fn agent_suspended<'a>(&'a self, node_id: &'a str, run: &'a AgentRun) -> BoxFuture<'a, ()>;
+}
+
+/// What an interrupted run had done, from its [`Checkpoints`].
+#[derive(Debug, Clone, Default)]
+pub struct ResumeState {
+    /// Nodes that had ended.
+    pub records: BTreeMap<String, NodeRecord>,
+    /// Agent nodes suspended for approval, by node id.
+    pub agents: HashMap<String, AgentRun>,
 }
 
 /// Waits for human decisions on pending writes.
@@ -97,6 +121,10 @@ pub struct EngineServices {
     pub env: Arc<ToolEnv>,
     /// `traces_url` template; `{run_id}` is replaced.
     pub traces_url: Option<String>,
+    /// Durable progress, for hosts that resume runs after a restart.
+    pub checkpoints: Option<Arc<dyn Checkpoints>>,
+    /// Intent and result records of approved writes.
+    pub journal: Option<Arc<dyn WriteJournal>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -379,6 +407,8 @@ struct Runner<'a> {
     run_id: &'a str,
     sink: &'a dyn WorkflowSink,
     cancel: CancellationToken,
+    /// Suspended agents of a resumed run, taken by their node when it runs.
+    resumed_agents: Mutex<HashMap<String, AgentRun>>,
 }
 
 impl Runner<'_> {
@@ -519,18 +549,27 @@ impl Runner<'_> {
             .model(&config.provider)
             .map_err(|e| e.to_string())?;
         let runtime = &self.services.agents;
-        let mut run = runtime
-            .start(
-                &format!("{}/{}", self.run_id, node.id),
-                &self.services.owner.workspace_id,
-                agent_config,
-            )
-            .map_err(|e| e.to_string())?;
+        let resumed = self
+            .resumed_agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&node.id);
+        let mut run = match resumed {
+            Some(run) => run,
+            None => runtime
+                .start(
+                    &format!("{}/{}", self.run_id, node.id),
+                    &self.services.owner.workspace_id,
+                    agent_config,
+                )
+                .map_err(|e| e.to_string())?,
+        };
         let tools = LiveTools {
             executor: self.services.executor.clone(),
             owner: self.services.owner.clone(),
             env: self.services.env.clone(),
             cancel: self.cancel.child_token(),
+            journal: self.services.journal.clone(),
         };
         let sink = AgentSink {
             node_id: node.id.clone(),
@@ -544,6 +583,9 @@ impl Runner<'_> {
             {
                 Step::Finished(outputs) => break outputs,
                 Step::Suspended(requests) => {
+                    if let Some(checkpoints) = &self.services.checkpoints {
+                        checkpoints.agent_suspended(&node.id, &run).await;
+                    }
                     for (token, decision) in
                         self.services.approvals.decide(&node.id, requests).await
                     {
@@ -657,6 +699,29 @@ pub async fn run_workflow(
     sink: &dyn WorkflowSink,
     cancel: CancellationToken,
 ) -> Result<WorkflowRun, EngineError> {
+    resume_workflow(
+        services,
+        workflow,
+        run_id,
+        inputs,
+        sink,
+        cancel,
+        ResumeState::default(),
+    )
+    .await
+}
+
+/// Continues an interrupted run to its end from what its checkpoints
+/// recorded (an empty state runs it from the start).
+pub async fn resume_workflow(
+    services: &EngineServices,
+    workflow: &Workflow,
+    run_id: &str,
+    inputs: Map<String, Value>,
+    sink: &dyn WorkflowSink,
+    cancel: CancellationToken,
+    resume: ResumeState,
+) -> Result<WorkflowRun, EngineError> {
     let catalog: Vec<ToolSpec> = services.registry.all().map(|t| t.spec.clone()).collect();
     let diagnostics = validate(workflow, &catalog);
     if !runnable(&diagnostics) {
@@ -673,9 +738,16 @@ pub async fn run_workflow(
         run_id,
         sink,
         cancel: cancel.clone(),
+        resumed_agents: Mutex::new(resume.agents),
     };
-    let mut records: BTreeMap<String, NodeRecord> = BTreeMap::new();
-    let mut started: HashSet<String> = HashSet::new();
+    let checkpoint = |record: NodeRecord| async move {
+        if let Some(c) = &services.checkpoints {
+            c.node_ended(&record).await;
+        }
+        record
+    };
+    let mut records: BTreeMap<String, NodeRecord> = resume.records;
+    let mut started: HashSet<String> = records.keys().cloned().collect();
     let mut in_flight = FuturesUnordered::new();
     let mut cancelled = false;
     loop {
@@ -705,10 +777,10 @@ pub async fn run_workflow(
                             status: NodeStatus::Skipped,
                             error: Some(reason.clone()),
                         });
-                        records.insert(
-                            id.clone(),
-                            NodeRecord::ended(id, NodeStatus::Skipped, reason, now),
-                        );
+                        let record =
+                            checkpoint(NodeRecord::ended(id, NodeStatus::Skipped, reason, now))
+                                .await;
+                        records.insert(id.clone(), record);
                     }
                     Gate::Fail(reason) => {
                         sink.emit(WorkflowEvent::NodeFinished {
@@ -716,10 +788,10 @@ pub async fn run_workflow(
                             status: NodeStatus::Failed,
                             error: Some(reason.clone()),
                         });
-                        records.insert(
-                            id.clone(),
-                            NodeRecord::ended(id, NodeStatus::Failed, reason, now),
-                        );
+                        let record =
+                            checkpoint(NodeRecord::ended(id, NodeStatus::Failed, reason, now))
+                                .await;
+                        records.insert(id.clone(), record);
                     }
                     Gate::Run(node_inputs) => {
                         sink.emit(WorkflowEvent::NodeStarted {
@@ -767,7 +839,8 @@ pub async fn run_workflow(
                     Some(r) => (r.outputs, r.bundle, r.envelope, r.pin_fallbacks),
                     None => (BTreeMap::new(), None, None, BTreeMap::new()),
                 };
-                records.insert(node.id.clone(), NodeRecord { node_id: node.id.clone(), status, inputs: node_inputs, outputs, error, started_at, finished_at: now_rfc3339(), bundle, envelope, pin_fallbacks });
+                let record = checkpoint(NodeRecord { node_id: node.id.clone(), status, inputs: node_inputs, outputs, error, started_at, finished_at: now_rfc3339(), bundle, envelope, pin_fallbacks }).await;
+                records.insert(node.id.clone(), record);
             }
         }
     }
