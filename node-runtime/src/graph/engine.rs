@@ -770,40 +770,31 @@ pub async fn resume_workflow(
                 started.insert(id.clone());
                 let node = nodes[id.as_str()];
                 let now = now_rfc3339();
-                match gate(node, &edges, &records) {
-                    Gate::Skip(reason) => {
-                        sink.emit(WorkflowEvent::NodeFinished {
-                            node_id: id.clone(),
-                            status: NodeStatus::Skipped,
-                            error: Some(reason.clone()),
-                        });
-                        let record =
-                            checkpoint(NodeRecord::ended(id, NodeStatus::Skipped, reason, now))
-                                .await;
-                        records.insert(id.clone(), record);
-                    }
-                    Gate::Fail(reason) => {
-                        sink.emit(WorkflowEvent::NodeFinished {
-                            node_id: id.clone(),
-                            status: NodeStatus::Failed,
-                            error: Some(reason.clone()),
-                        });
-                        let record =
-                            checkpoint(NodeRecord::ended(id, NodeStatus::Failed, reason, now))
-                                .await;
-                        records.insert(id.clone(), record);
-                    }
+                let ended = match gate(node, &edges, &records) {
+                    Gate::Skip(reason) => Some((NodeStatus::Skipped, reason)),
+                    Gate::Fail(reason) => Some((NodeStatus::Failed, reason)),
                     Gate::Run(node_inputs) => {
                         sink.emit(WorkflowEvent::NodeStarted {
                             node_id: id.clone(),
                         });
                         let runner = &runner;
                         let workflow_inputs = &inputs;
+                        let started_at = now.clone();
                         in_flight.push(async move {
                             let result = runner.run_node(node, &node_inputs, workflow_inputs).await;
-                            (node, node_inputs, now, result)
+                            (node, node_inputs, started_at, result)
                         });
+                        None
                     }
+                };
+                if let Some((status, reason)) = ended {
+                    sink.emit(WorkflowEvent::NodeFinished {
+                        node_id: id.clone(),
+                        status,
+                        error: Some(reason.clone()),
+                    });
+                    let record = checkpoint(NodeRecord::ended(id, status, reason, now)).await;
+                    records.insert(id.clone(), record);
                 }
             }
             // Skips and failures recorded above may unblock more nodes.
