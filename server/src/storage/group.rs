@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use sqlx::{Any, Transaction};
+use sqlx::AnyConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::records::{
@@ -165,6 +165,11 @@ impl From<String> for Arg {
         Arg::Text(Some(v))
     }
 }
+impl From<Option<String>> for Arg {
+    fn from(v: Option<String>) -> Self {
+        Arg::Text(v)
+    }
+}
 impl From<&Option<String>> for Arg {
     fn from(v: &Option<String>) -> Self {
         Arg::Text(v.clone())
@@ -181,6 +186,64 @@ impl From<f64> for Arg {
     }
 }
 
+/// A `head VALUES (..) tail` statement (see [`execute_values`]). Every
+/// run write, single (the `Store` methods) or grouped, uses these, so each
+/// statement is written once.
+pub(super) struct Values {
+    pub head: &'static str,
+    pub tail: &'static str,
+}
+
+pub(super) const RUN_STATUS: Values = Values {
+    head: "WITH v(id, status) AS (",
+    tail: ") UPDATE runs SET status = v.status FROM v WHERE runs.id = v.id",
+};
+pub(super) const RUN_END: Values = Values {
+    head: "WITH v(id, status, outputs, error, record, finished_at) AS (",
+    tail: ") UPDATE runs SET status = v.status, outputs = v.outputs, error = v.error, record = v.record, finished_at = v.finished_at FROM v WHERE runs.id = v.id",
+};
+pub(super) const EVENTS: Values = Values {
+    head: "INSERT INTO run_events (run_id, seq, event, created_at)",
+    tail: "",
+};
+pub(super) const CLEAR_NODE_RUNS: Values = Values {
+    head: "DELETE FROM node_runs WHERE run_id IN (",
+    tail: ")",
+};
+pub(super) const NODE_RUNS: Values = Values {
+    head:
+        "INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at)",
+    tail: "",
+};
+pub(super) const BUNDLES: Values = Values {
+    head: "INSERT INTO replay_bundles (run_id, node_id, bundle)",
+    tail: "ON CONFLICT (run_id, node_id) DO UPDATE SET bundle = excluded.bundle",
+};
+pub(super) const PINS: Values = Values {
+    head: "INSERT INTO pin_history (workflow_id, node_id, pin, value, updated_at)",
+    tail: "ON CONFLICT (workflow_id, node_id, pin) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+};
+pub(super) const BLOBS: Values = Values {
+    head: "INSERT INTO blobs (hash, workspace_id, content_type, bytes, created_at)",
+    tail: "ON CONFLICT (hash, workspace_id) DO NOTHING",
+};
+pub(super) const INVOCATIONS: Values = Values {
+    head: INVOCATION_INSERT_HEAD,
+    tail: INVOCATION_UPSERT_TAIL,
+};
+
+pub(super) fn node_run_args(run_id: &str, n: &NodeRunRow) -> Vec<Arg> {
+    vec![
+        run_id.into(),
+        (&n.node_id).into(),
+        (&n.status).into(),
+        (&n.error).into(),
+        (&n.outputs).into(),
+        (&n.started_at).into(),
+        (&n.finished_at).into(),
+    ]
+}
+
 /// Bound parameters per statement, under both SQLite's and Postgres's limits.
 const MAX_PARAMS: usize = 8_000;
 
@@ -189,11 +252,11 @@ const MAX_PARAMS: usize = 8_000;
 /// `WITH v(..) AS (VALUES ..) UPDATE .. FROM v`, which SQLite and Postgres
 /// both accept. Every row has the same width.
 pub(super) async fn execute_values(
-    tx: &mut Transaction<'static, Any>,
-    head: &str,
-    tail: &str,
+    conn: &mut AnyConnection,
+    statement: &Values,
     rows: Vec<Vec<Arg>>,
 ) -> Result<(), StoreError> {
+    let (head, tail) = (statement.head, statement.tail);
     let Some(width) = rows.first().map(Vec::len) else {
         return Ok(());
     };
@@ -230,7 +293,7 @@ pub(super) async fn execute_values(
                 Arg::Real(v) => query.bind(v),
             };
         }
-        query.execute(&mut **tx).await?;
+        query.execute(&mut *conn).await?;
     }
     Ok(())
 }
@@ -328,15 +391,7 @@ async fn apply_all<'a>(
             }
             RunWrite::End(end) => {
                 for n in &end.nodes {
-                    nodes.push(vec![
-                        (&end.run_id).into(),
-                        (&n.node_id).into(),
-                        (&n.status).into(),
-                        (&n.error).into(),
-                        (&n.outputs).into(),
-                        (&n.started_at).into(),
-                        (&n.finished_at).into(),
-                    ]);
+                    nodes.push(node_run_args(&end.run_id, n));
                 }
                 for (node_id, bundle) in &end.bundles {
                     bundles.push(vec![(&end.run_id).into(), node_id.into(), bundle.into()]);
@@ -366,69 +421,20 @@ async fn apply_all<'a>(
         }
     }
     let mut tx = store.writer().begin().await?;
+    execute_values(&mut tx, &RUN_STATUS, statuses).await?;
+    execute_values(&mut tx, &EVENTS, events).await?;
     execute_values(
         &mut tx,
-        "WITH v(id, status) AS (",
-        ") UPDATE runs SET status = v.status FROM v WHERE runs.id = v.id",
-        statuses,
-    )
-    .await?;
-    execute_values(
-        &mut tx,
-        "INSERT INTO run_events (run_id, seq, event, created_at)",
-        "",
-        events,
-    )
-    .await?;
-    execute_values(
-        &mut tx,
-        INVOCATION_INSERT_HEAD,
-        INVOCATION_UPSERT_TAIL,
+        &INVOCATIONS,
         invocations.iter().map(invocation_args).collect(),
     )
     .await?;
-    execute_values(
-        &mut tx,
-        "INSERT INTO blobs (hash, workspace_id, content_type, bytes, created_at)",
-        "ON CONFLICT (hash, workspace_id) DO NOTHING",
-        blobs.into_values().collect(),
-    )
-    .await?;
-    execute_values(
-        &mut tx,
-        "DELETE FROM node_runs WHERE run_id IN (",
-        ")",
-        cleared,
-    )
-    .await?;
-    execute_values(
-        &mut tx,
-        "INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at)",
-        "",
-        nodes,
-    )
-    .await?;
-    execute_values(
-        &mut tx,
-        "INSERT INTO replay_bundles (run_id, node_id, bundle)",
-        "ON CONFLICT (run_id, node_id) DO UPDATE SET bundle = excluded.bundle",
-        bundles,
-    )
-    .await?;
-    execute_values(
-        &mut tx,
-        "INSERT INTO pin_history (workflow_id, node_id, pin, value, updated_at)",
-        "ON CONFLICT (workflow_id, node_id, pin) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        pins.into_values().collect(),
-    )
-    .await?;
-    execute_values(
-        &mut tx,
-        "WITH v(id, status, outputs, error, record, finished_at) AS (",
-        ") UPDATE runs SET status = v.status, outputs = v.outputs, error = v.error, record = v.record, finished_at = v.finished_at FROM v WHERE runs.id = v.id",
-        finished,
-    )
-    .await?;
+    execute_values(&mut tx, &BLOBS, blobs.into_values().collect()).await?;
+    execute_values(&mut tx, &CLEAR_NODE_RUNS, cleared).await?;
+    execute_values(&mut tx, &NODE_RUNS, nodes).await?;
+    execute_values(&mut tx, &BUNDLES, bundles).await?;
+    execute_values(&mut tx, &PINS, pins.into_values().collect()).await?;
+    execute_values(&mut tx, &RUN_END, finished).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -3,7 +3,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::group::{execute_values, Arg};
+use super::group::{
+    execute_values, node_run_args, Arg, Values, BLOBS, BUNDLES, CLEAR_NODE_RUNS, EVENTS,
+    INVOCATIONS, NODE_RUNS, PINS, RUN_END, RUN_STATUS,
+};
 use super::{Store, StoreError};
 use node_runtime::graph::Workflow;
 
@@ -186,88 +189,6 @@ pub(super) fn invocation_args(i: &InvocationRow) -> Vec<Arg> {
 }
 
 type Q<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
-
-// Statements shared by the single writes below and the group writer.
-
-pub(super) fn q_run_status<'q>(run_id: &'q str, status: &'q str) -> Q<'q> {
-    sqlx::query("UPDATE runs SET status = $1 WHERE id = $2")
-        .bind(status)
-        .bind(run_id)
-}
-
-pub(super) fn q_finish_run<'q>(
-    run_id: &'q str,
-    status: &'q str,
-    outputs: Option<&Value>,
-    error: Option<&'q str>,
-    record: Option<&Value>,
-) -> Q<'q> {
-    sqlx::query("UPDATE runs SET status = $1, outputs = $2, error = $3, record = $4, finished_at = $5 WHERE id = $6")
-        .bind(status)
-        .bind(outputs.map(Value::to_string))
-        .bind(error)
-        .bind(record.map(Value::to_string))
-        .bind(now())
-        .bind(run_id)
-}
-
-pub(super) fn q_insert_event<'q>(run_id: &'q str, seq: i64, event: &Value, at: &'q str) -> Q<'q> {
-    sqlx::query("INSERT INTO run_events (run_id, seq, event, created_at) VALUES ($1, $2, $3, $4)")
-        .bind(run_id)
-        .bind(seq)
-        .bind(event.to_string())
-        .bind(at)
-}
-
-pub(super) fn q_clear_node_runs(run_id: &str) -> Q<'_> {
-    sqlx::query("DELETE FROM node_runs WHERE run_id = $1").bind(run_id)
-}
-
-pub(super) fn q_insert_node_run<'q>(run_id: &'q str, n: &'q NodeRunRow) -> Q<'q> {
-    sqlx::query("INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7)")
-        .bind(run_id)
-        .bind(&n.node_id)
-        .bind(&n.status)
-        .bind(&n.error)
-        .bind(&n.outputs)
-        .bind(&n.started_at)
-        .bind(&n.finished_at)
-}
-
-pub(super) fn q_put_bundle<'q>(run_id: &'q str, node_id: &'q str, bundle: &'q str) -> Q<'q> {
-    sqlx::query("INSERT INTO replay_bundles (run_id, node_id, bundle) VALUES ($1, $2, $3) ON CONFLICT (run_id, node_id) DO UPDATE SET bundle = $3")
-        .bind(run_id)
-        .bind(node_id)
-        .bind(bundle)
-}
-
-pub(super) fn q_set_pin<'q>(
-    workflow_id: &'q str,
-    node_id: &'q str,
-    pin: &'q str,
-    value: &Value,
-) -> Q<'q> {
-    sqlx::query("INSERT INTO pin_history (workflow_id, node_id, pin, value, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workflow_id, node_id, pin) DO UPDATE SET value = $4, updated_at = $5")
-        .bind(workflow_id)
-        .bind(node_id)
-        .bind(pin)
-        .bind(value.to_string())
-        .bind(now())
-}
-
-pub(super) fn q_put_blob<'q>(
-    workspace_id: &'q str,
-    hash: &'q str,
-    content_type: &'q str,
-    bytes: i64,
-) -> Q<'q> {
-    sqlx::query("INSERT INTO blobs (hash, workspace_id, content_type, bytes, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash, workspace_id) DO NOTHING")
-        .bind(hash)
-        .bind(workspace_id)
-        .bind(content_type)
-        .bind(bytes)
-        .bind(now())
-}
 
 fn limit(l: i64) -> i64 {
     if l <= 0 {
@@ -564,8 +485,8 @@ impl Store {
     }
 
     pub async fn set_run_status(&self, run_id: &str, status: &str) -> Result<(), StoreError> {
-        q_run_status(run_id, status).execute(self.writer()).await?;
-        Ok(())
+        self.write_values(&RUN_STATUS, vec![vec![run_id.into(), status.into()]])
+            .await
     }
 
     pub async fn finish_run(
@@ -576,10 +497,15 @@ impl Store {
         error: Option<&str>,
         record: Option<&Value>,
     ) -> Result<(), StoreError> {
-        q_finish_run(run_id, status, outputs, error, record)
-            .execute(self.writer())
-            .await?;
-        Ok(())
+        let row = vec![
+            run_id.into(),
+            status.into(),
+            outputs.map(Value::to_string).into(),
+            error.map(str::to_string).into(),
+            record.map(Value::to_string).into(),
+            now().into(),
+        ];
+        self.write_values(&RUN_END, vec![row]).await
     }
 
     pub async fn get_run(&self, workspace_id: &str, id: &str) -> Result<RunRow, StoreError> {
@@ -613,10 +539,13 @@ impl Store {
         seq: i64,
         event: &Value,
     ) -> Result<(), StoreError> {
-        q_insert_event(run_id, seq, event, &now())
-            .execute(self.writer())
-            .await?;
-        Ok(())
+        let row = vec![
+            run_id.into(),
+            seq.into(),
+            event.to_string().into(),
+            now().into(),
+        ];
+        self.write_values(&EVENTS, vec![row]).await
     }
 
     /// Stores the per-node rows of a finished run (replacing any).
@@ -626,10 +555,9 @@ impl Store {
         nodes: &[NodeRunRow],
     ) -> Result<(), StoreError> {
         let mut tx = self.writer().begin().await?;
-        q_clear_node_runs(run_id).execute(&mut *tx).await?;
-        for n in nodes {
-            q_insert_node_run(run_id, n).execute(&mut *tx).await?;
-        }
+        execute_values(&mut tx, &CLEAR_NODE_RUNS, vec![vec![run_id.into()]]).await?;
+        let rows = nodes.iter().map(|n| node_run_args(run_id, n)).collect();
+        execute_values(&mut tx, &NODE_RUNS, rows).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -740,16 +668,8 @@ impl Store {
     // ---- invocations -------------------------------------------------------
 
     pub async fn upsert_invocation(&self, i: &InvocationRow) -> Result<(), StoreError> {
-        let mut tx = self.writer().begin().await?;
-        execute_values(
-            &mut tx,
-            INVOCATION_INSERT_HEAD,
-            INVOCATION_UPSERT_TAIL,
-            vec![invocation_args(i)],
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(())
+        self.write_values(&INVOCATIONS, vec![invocation_args(i)])
+            .await
     }
 
     pub async fn list_invocations(
@@ -900,10 +820,14 @@ impl Store {
         content_type: &str,
         bytes: i64,
     ) -> Result<(), StoreError> {
-        q_put_blob(workspace_id, hash, content_type, bytes)
-            .execute(self.writer())
-            .await?;
-        Ok(())
+        let row = vec![
+            hash.into(),
+            workspace_id.into(),
+            content_type.into(),
+            bytes.into(),
+            now().into(),
+        ];
+        self.write_values(&BLOBS, vec![row]).await
     }
 
     /// The content type of a blob the workspace owns.
@@ -928,10 +852,8 @@ impl Store {
         node_id: &str,
         bundle: &str,
     ) -> Result<(), StoreError> {
-        q_put_bundle(run_id, node_id, bundle)
-            .execute(self.writer())
-            .await?;
-        Ok(())
+        let row = vec![run_id.into(), node_id.into(), bundle.into()];
+        self.write_values(&BUNDLES, vec![row]).await
     }
 
     pub async fn get_bundle(
@@ -974,10 +896,24 @@ impl Store {
         pin: &str,
         value: &Value,
     ) -> Result<(), StoreError> {
-        q_set_pin(workflow_id, node_id, pin, value)
-            .execute(self.writer())
-            .await?;
-        Ok(())
+        let row = vec![
+            workflow_id.into(),
+            node_id.into(),
+            pin.into(),
+            value.to_string().into(),
+            now().into(),
+        ];
+        self.write_values(&PINS, vec![row]).await
+    }
+
+    /// One statement of [`super::group`]'s set, on the writer.
+    async fn write_values(
+        &self,
+        statement: &Values,
+        rows: Vec<Vec<Arg>>,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.writer().acquire().await?;
+        execute_values(&mut conn, statement, rows).await
     }
 
     // ---- durable runs ------------------------------------------------------
