@@ -639,10 +639,14 @@ impl ApprovalGate for StoreGate {
         requests: Vec<ApprovalRequest>,
     ) -> BoxFuture<'a, Vec<(String, Decision)>> {
         Box::pin(async move {
+            // Through the group writer, behind the run's earlier writes.
             let _ = self
                 .runs
-                .store
-                .set_run_status(&self.run_id, "waiting_for_approval")
+                .writer
+                .write(RunWrite::Status {
+                    run_id: self.run_id.clone(),
+                    status: "waiting_for_approval".into(),
+                })
                 .await;
             let mut pending = Vec::new();
             for r in requests {
@@ -697,10 +701,14 @@ impl ApprovalGate for StoreGate {
                 };
                 decisions.push((token, decision));
             }
+            // Through the group writer, behind the run's earlier writes.
             let _ = self
                 .runs
-                .store
-                .set_run_status(&self.run_id, "running")
+                .writer
+                .write(RunWrite::Status {
+                    run_id: self.run_id.clone(),
+                    status: "running".into(),
+                })
                 .await;
             decisions
         })

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::group::{
     execute_values, node_run_args, Arg, Values, BLOBS, BUNDLES, CLEAR_NODE_RUNS, EVENTS,
-    INVOCATIONS, NODE_RUNS, PINS, RUN_END, RUN_STATUS,
+    INVOCATIONS, NODE_RUNS, PINS, RUN_END,
 };
 use super::{Store, StoreError};
 use node_runtime::graph::Workflow;
@@ -482,11 +482,6 @@ impl Store {
             .execute(self.writer())
             .await?;
         Ok(())
-    }
-
-    pub async fn set_run_status(&self, run_id: &str, status: &str) -> Result<(), StoreError> {
-        self.write_values(&RUN_STATUS, vec![vec![run_id.into(), status.into()]])
-            .await
     }
 
     pub async fn finish_run(
