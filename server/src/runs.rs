@@ -387,6 +387,7 @@ impl Runs {
             traces_url: self.traces_url.clone(),
             checkpoints: Some(Arc::new(StoreCheckpoints {
                 store: self.store.clone(),
+                writer: self.writer.clone(),
                 run_id: run_id.into(),
             })),
             journal: Some(Arc::new(StoreJournal {
@@ -938,23 +939,28 @@ fn index_event(
     None
 }
 
-/// The run's checkpoints, stored durably as the engine makes them.
+/// The run's checkpoints: ended nodes queued on the group writer (every
+/// node of every run writes one), a suspended agent's state synced on its
+/// own before the run waits.
 struct StoreCheckpoints {
     store: Store,
+    writer: GroupWriter,
     run_id: String,
 }
 
 impl Checkpoints for StoreCheckpoints {
     fn node_ended<'a>(&'a self, record: &'a NodeRecord) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let state = serde_json::to_string(record).unwrap_or_default();
-            if let Err(e) = self
-                .store
-                .put_checkpoint(&self.run_id, &record.node_id, "node", &state)
-                .await
-            {
-                tracing::error!(run_id = %self.run_id, error = %e, "cannot store a node checkpoint");
-            }
+            let write = RunWrite::NodeCheckpoint {
+                run_id: self.run_id.clone(),
+                node_id: record.node_id.clone(),
+                record: serde_json::to_string(record).unwrap_or_default(),
+            };
+            // Queued, not awaited: the group writer keeps the run's order,
+            // and a checkpoint lost to a crash only means that node runs
+            // again on resume (an approved write still runs once: the
+            // journal has it).
+            drop(self.writer.submit(write));
         })
     }
 
@@ -963,7 +969,7 @@ impl Checkpoints for StoreCheckpoints {
             let state = serde_json::to_string(run).unwrap_or_default();
             if let Err(e) = self
                 .store
-                .put_checkpoint(&self.run_id, node_id, "agent", &state)
+                .put_agent_checkpoint(&self.run_id, node_id, &state)
                 .await
             {
                 tracing::error!(run_id = %self.run_id, error = %e, "cannot store an agent checkpoint");

@@ -58,8 +58,10 @@ pub trait ModelFactory: Send + Sync {
     fn model(&self, config: &ProviderConfig) -> Result<Arc<dyn ChatModel>, ModelError>;
 }
 
-/// Durable progress of a run (see the module docs). Each call returns once
-/// the host has stored the value.
+/// Durable progress of a run (see the module docs). `agent_suspended`
+/// returns once the host has stored the state; `node_ended` may return as
+/// soon as the record is queued in order (a lost node record only means the
+/// node runs again on resume).
 pub trait Checkpoints: Send + Sync {
     fn node_ended<'a>(&'a self, record: &'a NodeRecord) -> BoxFuture<'a, ()>;
     fn agent_suspended<'a>(&'a self, node_id: &'a str, run: &'a AgentRun) -> BoxFuture<'a, ()>;

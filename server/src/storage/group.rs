@@ -70,6 +70,13 @@ pub enum RunWrite {
         blobs: Vec<BlobRef>,
     },
     End(Box<RunEnd>),
+    /// An ended node's record, for resuming the run after a crash.
+    NodeCheckpoint {
+        run_id: String,
+        node_id: String,
+        /// The `NodeRecord`, as JSON.
+        record: String,
+    },
 }
 
 type Job = (RunWrite, oneshot::Sender<Result<(), String>>);
@@ -227,6 +234,10 @@ pub(super) const BLOBS: Values = Values {
     head: "INSERT INTO blobs (hash, workspace_id, content_type, bytes, created_at)",
     tail: "ON CONFLICT (hash, workspace_id) DO NOTHING",
 };
+pub(super) const CHECKPOINTS: Values = Values {
+    head: "INSERT INTO run_checkpoints (run_id, node_id, kind, state, updated_at)",
+    tail: "ON CONFLICT (run_id, node_id, kind) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+};
 pub(super) const INVOCATIONS: Values = Values {
     head: INVOCATION_INSERT_HEAD,
     tail: INVOCATION_UPSERT_TAIL,
@@ -342,6 +353,7 @@ async fn apply_all<'a>(
     let mut nodes = Vec::new();
     let mut bundles = Vec::new();
     let mut pins: HashMap<(&str, &str, &str), Vec<Arg>> = HashMap::new();
+    let mut checkpoints: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
     for w in writes {
         match w {
             // The last status of a run wins (one statement touches a row once).
@@ -389,6 +401,22 @@ async fn apply_all<'a>(
                     );
                 }
             }
+            RunWrite::NodeCheckpoint {
+                run_id,
+                node_id,
+                record,
+            } => {
+                checkpoints.insert(
+                    (run_id, node_id),
+                    vec![
+                        run_id.into(),
+                        node_id.into(),
+                        "node".into(),
+                        record.into(),
+                        at.as_str().into(),
+                    ],
+                );
+            }
             RunWrite::End(end) => {
                 for n in &end.nodes {
                     nodes.push(node_run_args(&end.run_id, n));
@@ -423,6 +451,7 @@ async fn apply_all<'a>(
     let mut tx = store.writer().begin().await?;
     execute_values(&mut tx, &RUN_STATUS, statuses).await?;
     execute_values(&mut tx, &EVENTS, events).await?;
+    execute_values(&mut tx, &CHECKPOINTS, checkpoints.into_values().collect()).await?;
     execute_values(
         &mut tx,
         &INVOCATIONS,

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::group::{
-    execute_values, node_run_args, Arg, Values, BLOBS, BUNDLES, CLEAR_NODE_RUNS, EVENTS,
-    INVOCATIONS, NODE_RUNS, PINS, RUN_END,
+    execute_values, node_run_args, Arg, Values, BLOBS, BUNDLES, CHECKPOINTS, CLEAR_NODE_RUNS,
+    EVENTS, INVOCATIONS, NODE_RUNS, PINS, RUN_END,
 };
 use super::{Store, StoreError};
 use node_runtime::graph::Workflow;
@@ -940,20 +940,23 @@ impl Store {
         }
     }
 
-    /// Stores a checkpoint of a run (`node`: an ended node's record;
-    /// `agent`: a suspended agent's state), durably.
-    pub async fn put_checkpoint(
+    /// Stores a suspended agent's state, synced like the write journal: it
+    /// waits for a human, possibly for days. (Ended nodes' records go
+    /// through the group writer, `RunWrite::NodeCheckpoint`.)
+    pub async fn put_agent_checkpoint(
         &self,
         run_id: &str,
         node_id: &str,
-        kind: &str,
         state: &str,
     ) -> Result<(), StoreError> {
+        let sql = format!(
+            "{} VALUES ($1, $2, 'agent', $3, $4) {}",
+            CHECKPOINTS.head, CHECKPOINTS.tail
+        );
         self.durable(
-            sqlx::query("INSERT INTO run_checkpoints (run_id, node_id, kind, state, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, node_id, kind) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at")
+            sqlx::query(&sql)
                 .bind(run_id)
                 .bind(node_id)
-                .bind(kind)
                 .bind(state)
                 .bind(now()),
         )
