@@ -403,3 +403,8 @@ pub fn http(
         .unwrap_or_default();
     (status, body)
 }
+
+/// A response body as JSON (null when it is not JSON).
+pub fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
+}

@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use glassbox_tests::harness::{http, Server};
+use glassbox_tests::harness::{http, json, Server};
 use serde_json::{json, Value};
 
 /// A loopback HTTP endpoint counting requests per Idempotency-Key. With
@@ -74,10 +74,6 @@ impl Endpoint {
     }
 }
 
-fn json_of(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
-}
-
 fn sign_in(server: &Server) -> String {
     let signin = server.signin_url.split("token=").nth(1).expect("token");
     let (s, body) = http(
@@ -88,7 +84,7 @@ fn sign_in(server: &Server) -> String {
         Some(&json!({"token": signin})),
     );
     assert_eq!(s, 200, "{body}");
-    json_of(&body)["session_token"]
+    json(&body)["session_token"]
         .as_str()
         .expect("session")
         .to_string()
@@ -112,7 +108,7 @@ fn create_writer(server: &Server, token: &str, port: u16, n: usize) -> String {
         Some(&workflow),
     );
     assert_eq!(s, 201, "{body}");
-    let wf = json_of(&body)["id"].as_str().expect("id").to_string();
+    let wf = json(&body)["id"].as_str().expect("id").to_string();
     let (s, body) = http(
         &server.url,
         "POST",
@@ -121,13 +117,13 @@ fn create_writer(server: &Server, token: &str, port: u16, n: usize) -> String {
         Some(&json!({"workflow_id": wf})),
     );
     assert_eq!(s, 202, "{body}");
-    json_of(&body)["run_id"].as_str().expect("run").to_string()
+    json(&body)["run_id"].as_str().expect("run").to_string()
 }
 
 fn pending_tokens(server: &Server, token: &str, want: usize) -> Vec<String> {
     for _ in 0..400 {
         let (_, body) = http(&server.url, "GET", "/api/v1/approvals", Some(token), None);
-        let v = json_of(&body);
+        let v = json(&body);
         let tokens: Vec<String> = v["pending"]
             .as_array()
             .map(|a| {
@@ -153,7 +149,7 @@ fn final_status(server: &Server, token: &str, run_id: &str) -> Value {
             Some(token),
             None,
         );
-        let v = json_of(&body);
+        let v = json(&body);
         if matches!(
             v["status"].as_str(),
             Some("succeeded" | "failed" | "cancelled")
@@ -173,7 +169,7 @@ fn invocation_status(server: &Server, token: &str, run_id: &str) -> String {
         Some(token),
         None,
     );
-    let v = json_of(&body);
+    let v = json(&body);
     v["invocations"][0]["status"]
         .as_str()
         .unwrap_or_default()

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 
-use glassbox_tests::harness::{glassbox_bin, http, Server};
+use glassbox_tests::harness::{glassbox_bin, http, json, Server};
 
 fn http_get(base: &str, path: &str) -> (u16, String) {
     http(base, "GET", path, None, None)
@@ -148,10 +148,6 @@ fn sse_ids(base: &str, path: &str, token: &str, last_event_id: Option<i64>) -> V
         .filter_map(|l| l.strip_prefix("id:"))
         .map(|v| v.trim().parse().expect("numeric id"))
         .collect()
-}
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
 }
 
 #[test]
