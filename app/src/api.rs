@@ -25,7 +25,11 @@ pub enum ApiError {
 
 async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
     let url = format!("{API_PREFIX}{path}");
-    let response = gloo_net::http::Request::get(&url)
+    let mut request = gloo_net::http::Request::get(&url);
+    if let Some(token) = crate::session::load() {
+        request = request.header("Authorization", &format!("Bearer {token}"));
+    }
+    let response = request
         .send()
         .await
         .map_err(|err| ApiError::Network(err.to_string()))?;
@@ -88,6 +92,11 @@ pub struct Session {
 /// `POST /api/v1/auth/exchange`: a one-time sign-in token for a session.
 pub async fn exchange(token: &str) -> Result<Session, ApiError> {
     post_json("/auth/exchange", &serde_json::json!({ "token": token })).await
+}
+
+/// `GET /api/v1/runs/{id}/trace`: the run's stored spans.
+pub async fn run_trace(run_id: &str) -> Result<crate::trace_view::Trace, ApiError> {
+    get_json(&format!("/runs/{run_id}/trace")).await
 }
 
 /// `GET /api/v1/health`.

@@ -8,6 +8,7 @@
 pub mod api;
 pub mod pages;
 pub mod session;
+pub mod trace_view;
 
 use leptos::prelude::*;
 use leptos_router::components::{Route, Router, Routes, A};
@@ -28,6 +29,7 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=|| view! { <pages::NotFound /> }>
                     <Route path=path!("/") view=pages::Home />
                     <Route path=path!("/signin") view=pages::SignIn />
+                    <Route path=path!("/runs/:id/trace") view=pages::TracePage />
                 </Routes>
             </main>
         </Router>

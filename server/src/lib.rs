@@ -16,6 +16,7 @@ pub mod secrets;
 pub mod spa;
 pub mod sql_tool;
 pub mod storage;
+pub mod trace;
 
 use std::sync::Arc;
 
@@ -41,6 +42,7 @@ struct AppStateInner {
 impl AppState {
     /// The state of a server; fails only when the secret key is unusable.
     pub fn new(db: Store, config: Config) -> Result<Self, secrets::KeyError> {
+        trace::ensure_installed();
         let cipher = std::sync::Arc::new(secrets::SecretCipher::load(
             &config.data_dir,
             config.secret_key.as_deref(),

@@ -14,6 +14,10 @@ use glassbox_server::{app, AppState, Config, Store, VERSION};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Export run spans over OTLP/HTTP to this collector (base URL, e.g.
+    /// http://127.0.0.1:4318). Spans are always stored for the trace page.
+    #[arg(long, global = true, env = "GLASSBOX_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -180,13 +184,14 @@ impl DbArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tower_http=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // Logs (filtered by RUST_LOG), the spans of runs (always), and OTLP.
+    let otlp = match init_tracing(cli.otlp_endpoint.as_deref().filter(|e| !e.is_empty())) {
+        Ok(guard) => guard,
+        Err(message) => {
+            eprintln!("error: invalid --otlp-endpoint / GLASSBOX_OTLP_ENDPOINT: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {
@@ -204,11 +209,42 @@ fn main() -> ExitCode {
             Command::Secret(cmd) => secret_command(cmd).await,
         }
     });
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { message, code }) => {
             eprintln!("error: {message}");
             ExitCode::from(code)
+        }
+    }
+}
+
+fn init_tracing(
+    otlp_endpoint: Option<&str>,
+) -> Result<Option<glassbox_server::trace::OtlpGuard>, String> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn,tower_http=warn".into()),
+        );
+    let registry = tracing_subscriber::registry()
+        .with(logs)
+        .with(glassbox_server::trace::SpanStore);
+    match otlp_endpoint {
+        Some(endpoint) => {
+            let (layer, guard) = glassbox_server::trace::otlp_layer(endpoint)?;
+            registry.with(layer).init();
+            Ok(Some(guard))
+        }
+        None => {
+            registry.init();
+            Ok(None)
         }
     }
 }

@@ -30,6 +30,7 @@ use node_runtime::tool::{ToolEnv, ToolRegistry};
 use serde_json::{json, Map, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::storage::{
     new_id, now, ApprovalRow, BlobRef, GroupWriter, InvocationRow, NodeRunRow, RunEnd, RunRow,
@@ -174,6 +175,7 @@ impl Runs {
                 record: None,
                 created_at: now(),
                 finished_at: None,
+                trace_id: Some(crate::trace::trace_id(&run_id)),
             })
             .await?;
         self.spawn(
@@ -209,8 +211,12 @@ impl Runs {
         let ws = workspace_id.to_string();
         let id = run_id.to_string();
         tokio::spawn(async move {
+            // Everything the run does is inside its span (see `trace`).
+            let (span, route) = crate::trace::run_span(&id, &this.writer);
             this.execute(&ws, &id, workflow, inputs, live, resume, last_seq)
+                .instrument(span)
                 .await;
+            drop(route);
             this.live
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -421,6 +427,7 @@ impl Runs {
                         outputs: json!(n.outputs).to_string(),
                         started_at: n.started_at.clone(),
                         finished_at: n.finished_at.clone(),
+                        trace_id: Some(crate::trace::trace_id(run_id)),
                     })
                     .collect();
                 let bundles = run
@@ -593,6 +600,7 @@ impl Runs {
                 record: None,
                 created_at: now(),
                 finished_at: None,
+                trace_id: Some(crate::trace::trace_id(&run_id)),
             })
             .await?;
         let status = if matches { "succeeded" } else { "failed" };
@@ -681,15 +689,20 @@ impl ApprovalGate for StoreGate {
             for (token, mut rx) in pending {
                 // The API hands decisions over directly; a decision stored by
                 // someone else (the CLI, another server) is picked up by
-                // watching the approval row. A dropped sender (the server
-                // shutting down) counts as a denial.
+                // watching the approval row.
                 let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+                let mut handed_over = true;
                 let decision = loop {
                     tokio::select! {
-                        // A dropped sender (the server stopping) is no
-                        // decision: the run stays waiting, and a restarted
-                        // server resumes it.
-                        Ok(d) = &mut rx => break d,
+                        // A dropped sender (the server stopping, or another
+                        // waiter registered under the same token) is no
+                        // decision: the run keeps watching the approval row,
+                        // and a restarted server resumes it. A finished
+                        // receiver is never polled again.
+                        r = &mut rx, if handed_over => match r {
+                            Ok(d) => break d,
+                            Err(_) => handed_over = false,
+                        },
                         _ = tick.tick() => {
                             if let Ok(row) = self.runs.store.get_approval(&self.workspace_id, &token).await {
                                 if let Some(d) = stored_decision(&row) {
@@ -858,6 +871,7 @@ fn index_event(
                 created_at: now(),
                 started_at: None,
                 completed_at: None,
+                trace_id: Some(crate::trace::trace_id(run_id)),
             }
         };
         let row = match event.as_ref() {

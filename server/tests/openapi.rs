@@ -30,6 +30,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("post", "/runs/{id}/cancel"),
     ("get", "/runs/{id}/events"),
     ("get", "/runs/{id}/bundle"),
+    ("get", "/runs/{id}/trace"),
     ("post", "/runs/{id}/replay"),
     ("post", "/replays"),
     ("get", "/approvals"),

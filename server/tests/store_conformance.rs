@@ -33,6 +33,7 @@ fn run_row(id: &str, ws: &str, wf: Option<&str>, status: &str) -> RunRow {
         record: None,
         created_at: now(),
         finished_at: None,
+        trace_id: Some(format!("{id:0>32}")),
     }
 }
 
@@ -205,6 +206,7 @@ async fn conformance(store: Store) {
         outputs: "{}".into(),
         started_at: now(),
         finished_at: now(),
+        trace_id: None,
     };
     store
         .put_node_runs("r1", &[node("a", "done"), node("b", "failed")])
@@ -300,6 +302,7 @@ async fn conformance(store: Store) {
         created_at: now(),
         started_at: Some(now()),
         completed_at: None,
+        trace_id: Some("t1".into()),
     };
     store.upsert_invocation(&inv).await.expect("running");
     inv.status = "completed".into();
@@ -445,6 +448,7 @@ fn invocation(id: &str, status: &str) -> InvocationRow {
         created_at: now(),
         started_at: None,
         completed_at: None,
+        trace_id: None,
     }
 }
 
@@ -511,6 +515,7 @@ async fn group_writer(store: &Store) {
                 outputs: "{}".into(),
                 started_at: now(),
                 finished_at: now(),
+                trace_id: Some("t".into()),
             }],
             bundles: vec![("agent".into(), "{\"turns\":[]}".into())],
             pins: vec![("w9".into(), "agent".into(), "p".into(), "7".into())],
@@ -577,6 +582,44 @@ async fn group_writer(store: &Store) {
         store.blob_content_type("a", "h1").await.expect("blob"),
         "text/plain"
     );
+    assert_eq!(inv[0].trace_id, None);
+    assert_eq!(
+        store.node_runs("a", "g1").await.expect("nodes")[0]
+            .trace_id
+            .as_deref(),
+        Some("t")
+    );
+
+    // Spans: stored in start order; a span that arrives twice is kept once.
+    let span = |id: &str, parent: Option<&str>, at: &str| SpanRow {
+        run_id: "g1".into(),
+        span_id: id.into(),
+        parent_id: parent.map(str::to_string),
+        trace_id: "0".repeat(31) + "1",
+        name: if parent.is_none() { "run" } else { "tool_call" }.into(),
+        started_at: at.into(),
+        duration_us: 1500,
+        fields: "{\"call_id\":\"c1\"}".into(),
+    };
+    let root = span("00000000000000aa", None, "2026-01-01T00:00:00.000001Z");
+    let child = span(
+        "00000000000000bb",
+        Some("00000000000000aa"),
+        "2026-01-01T00:00:00.000200Z",
+    );
+    writer
+        .write(RunWrite::Spans(vec![child.clone()]))
+        .await
+        .expect("child span");
+    writer
+        .write(RunWrite::Spans(vec![root.clone(), child.clone()]))
+        .await
+        .expect("root span and a repeat");
+    assert_eq!(store.spans("a", "g1").await.expect("spans"), [root, child]);
+    assert!(matches!(
+        store.spans("b", "g1").await,
+        Err(StoreError::NotFound(_))
+    ));
 }
 
 #[tokio::test]

@@ -175,6 +175,45 @@ impl Server {
         })
     }
 
+    /// Exchanges the printed one-time sign-in link for a session token.
+    pub fn sign_in(&self) -> String {
+        let signin = self.signin_url.split("token=").nth(1).expect("token");
+        let (s, body) = http(
+            &self.url,
+            "POST",
+            "/api/v1/auth/exchange",
+            None,
+            Some(&serde_json::json!({"token": signin})),
+        );
+        assert_eq!(s, 200, "{body}");
+        json(&body)["session_token"]
+            .as_str()
+            .expect("session")
+            .to_string()
+    }
+
+    /// Polls `GET /runs/{id}` until the run has ended (30 s at most).
+    pub fn finished_run(&self, token: &str, run_id: &str) -> serde_json::Value {
+        for _ in 0..600 {
+            let (_, body) = http(
+                &self.url,
+                "GET",
+                &format!("/api/v1/runs/{run_id}"),
+                Some(token),
+                None,
+            );
+            let v = json(&body);
+            if matches!(
+                v["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled")
+            ) {
+                return v;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("run {run_id} did not finish");
+    }
+
     /// `kill -9` and wait; the data dir survives for a restart.
     pub fn kill9(self) -> tempfile::TempDir {
         let Self {

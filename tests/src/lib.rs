@@ -6,3 +6,4 @@
 //! failing or panicking test leaves nothing running.
 
 pub mod harness;
+pub mod writes;

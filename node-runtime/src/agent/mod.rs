@@ -25,6 +25,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::agent_config::AgentConfig;
 use crate::call_id::CallIdAllocator;
@@ -465,6 +466,9 @@ impl AgentRuntime {
         tools: &dyn ToolRunner,
         sink: &dyn EventSink,
     ) -> Result<Step, AgentError> {
+        // One span per iteration, open from its model call to the end of its
+        // tool calls (a resumed run's first batch runs under the node's span).
+        let mut iteration_span = tracing::Span::current();
         loop {
             if let RunStatus::Finished = run.status {
                 return Ok(Step::Finished(run.outputs.clone()));
@@ -481,7 +485,9 @@ impl AgentRuntime {
                     return Ok(Step::Suspended(waiting));
                 }
                 run.status = RunStatus::Running;
-                self.execute_pending(run, tools, sink).await?;
+                self.execute_pending(run, tools, sink)
+                    .instrument(iteration_span.clone())
+                    .await?;
                 continue;
             }
             let policy = &run.config.policy;
@@ -500,7 +506,11 @@ impl AgentRuntime {
             run.usage.iterations += 1;
             let iteration = run.usage.iterations;
             sink.emit(AgentEvent::IterationStarted { iteration });
-            let response = self.call_model(run, model, true).await?;
+            iteration_span = tracing::info_span!("iteration", iteration);
+            let response = self
+                .call_model(run, model, true)
+                .instrument(iteration_span.clone())
+                .await?;
             sink.emit(AgentEvent::ModelCalled {
                 iteration,
                 stop_reason: response.stop_reason,
@@ -539,7 +549,18 @@ impl AgentRuntime {
             params: run.config.params.clone(),
         };
         let t_start = now_rfc3339();
-        let result = model.complete(&request).await;
+        let span = tracing::info_span!(
+            "model_call",
+            provider = run.config.provider.kind(),
+            tools_offered = with_tools,
+            tool_calls = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let result = model.complete(&request).instrument(span.clone()).await;
+        match &result {
+            Ok(r) => span.record("tool_calls", r.tool_calls.len()),
+            Err(e) => span.record("error", tracing::field::display(e)),
+        };
         run.config.system_prompt = request.system;
         run.messages = request.messages;
         if with_tools {

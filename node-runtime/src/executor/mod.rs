@@ -219,6 +219,8 @@ impl Executor {
             "tool_call",
             call_id = %envelope_base.0,
             tool = %format!("{}@{}", envelope_base.1, envelope_base.2),
+            cached = tracing::field::Empty,
+            error = tracing::field::Empty,
         );
         let state = CallState {
             call,
@@ -230,8 +232,12 @@ impl Executor {
         };
         let result = Next { rest: &self.stages }
             .run(state)
-            .instrument(span)
+            .instrument(span.clone())
             .await;
+        match &result {
+            Ok(out) => span.record("cached", out.cached),
+            Err(e) => span.record("error", e.code.as_str()),
+        };
         let t_end = now_rfc3339();
         let (call_id, name, version, input) = envelope_base;
         match result {
@@ -282,11 +288,15 @@ impl Executor {
                 tool_calls: usage.tool_calls + i as u32,
                 ..usage
             };
-            let handle = tokio::spawn(async move {
-                // The semaphore is never closed, so acquire cannot fail.
-                let _permit = semaphore.acquire_owned().await.ok();
-                this.execute(scope, call, usage).await
-            });
+            // The call's span is a child of the caller's (the agent iteration).
+            let handle = tokio::spawn(
+                async move {
+                    // The semaphore is never closed, so acquire cannot fail.
+                    let _permit = semaphore.acquire_owned().await.ok();
+                    this.execute(scope, call, usage).await
+                }
+                .in_current_span(),
+            );
             handles.push((AbortOnDrop(handle), fallback));
         }
         let mut envelopes = Vec::with_capacity(handles.len());

@@ -34,6 +34,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::pins::{resolve, PinValue};
 use super::validate::{runnable, topological_order, validate, Diagnostic};
@@ -782,8 +783,20 @@ pub async fn resume_workflow(
                         let runner = &runner;
                         let workflow_inputs = &inputs;
                         let started_at = now.clone();
+                        let span = tracing::info_span!(
+                            "node",
+                            node_id = %node.id,
+                            kind = node.kind_name(),
+                            error = tracing::field::Empty,
+                        );
                         in_flight.push(async move {
-                            let result = runner.run_node(node, &node_inputs, workflow_inputs).await;
+                            let result = runner
+                                .run_node(node, &node_inputs, workflow_inputs)
+                                .instrument(span.clone())
+                                .await;
+                            if let Err(e) = &result {
+                                span.record("error", e.as_str());
+                            }
                             (node, node_inputs, started_at, result)
                         });
                         None

@@ -34,6 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(cancel))
         .routes(routes!(events))
         .routes(routes!(bundle))
+        .routes(routes!(trace))
         .routes(routes!(replay_run))
         .routes(routes!(replay_upload))
 }
@@ -90,7 +91,7 @@ fn view(run: &RunRow) -> Value {
         "id": run.id, "workflow_id": run.workflow_id, "workflow_revision": run.workflow_revision,
         "kind": run.kind, "replay_of": run.replay_of, "status": run.status, "trigger": run.trigger_kind,
         "inputs": parse(&Some(run.inputs.clone())), "outputs": parse(&run.outputs), "error": run.error,
-        "created_at": run.created_at, "finished_at": run.finished_at,
+        "created_at": run.created_at, "finished_at": run.finished_at, "trace_id": run.trace_id,
         "nodes": record.get("nodes").cloned().unwrap_or(Value::Null),
         "agent_outputs": agents,
     })
@@ -276,6 +277,35 @@ fn stored_record(run: &RunRow) -> Result<Value, ApiError> {
             message: format!("run {} has no record yet (it has not finished)", run.id),
             details: Value::Null,
         })
+}
+
+#[utoipa::path(get, path = "/runs/{id}/trace", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's trace id and its stored spans (run -> node -> iteration -> model_call / tool_call) in start order, with durations")))]
+async fn trace(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let run = state.db().get_run(&caller.workspace_id, &id).await?;
+    let spans = state.db().spans(&caller.workspace_id, &id).await?;
+    let spans: Vec<Value> = spans
+        .into_iter()
+        .map(|s| {
+            json!({
+                "span_id": s.span_id,
+                "parent_id": s.parent_id,
+                "name": s.name,
+                "started_at": s.started_at,
+                "duration_ms": s.duration_us as f64 / 1000.0,
+                "fields": serde_json::from_str::<Value>(&s.fields).unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "run_id": run.id,
+        "trace_id": run.trace_id.unwrap_or_else(|| crate::trace::trace_id(&id)),
+        "status": run.status,
+        "spans": spans,
+    })))
 }
 
 #[utoipa::path(get, path = "/runs/{id}/bundle", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's replay bundle (its record: workflow, nodes, agent bundles)"), (status = 409, description = "the run has not finished")))]

@@ -17,7 +17,8 @@ use sqlx::AnyConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::records::{
-    invocation_args, InvocationRow, NodeRunRow, INVOCATION_INSERT_HEAD, INVOCATION_UPSERT_TAIL,
+    invocation_args, InvocationRow, NodeRunRow, SpanRow, INVOCATION_INSERT_HEAD,
+    INVOCATION_UPSERT_TAIL,
 };
 use super::{now, Store, StoreError};
 
@@ -77,6 +78,8 @@ pub enum RunWrite {
         /// The `NodeRecord`, as JSON.
         record: String,
     },
+    /// Closed spans of runs (a span arrives once; a repeat is ignored).
+    Spans(Vec<SpanRow>),
 }
 
 type Job = (RunWrite, oneshot::Sender<Result<(), String>>);
@@ -219,7 +222,7 @@ pub(super) const CLEAR_NODE_RUNS: Values = Values {
 };
 pub(super) const NODE_RUNS: Values = Values {
     head:
-        "INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at)",
+        "INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at, trace_id)",
     tail: "",
 };
 pub(super) const BUNDLES: Values = Values {
@@ -238,6 +241,10 @@ pub(super) const CHECKPOINTS: Values = Values {
     head: "INSERT INTO run_checkpoints (run_id, node_id, kind, state, updated_at)",
     tail: "ON CONFLICT (run_id, node_id, kind) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
 };
+pub(super) const SPANS: Values = Values {
+    head: "INSERT INTO run_spans (run_id, span_id, parent_id, trace_id, name, started_at, duration_us, fields)",
+    tail: "ON CONFLICT (run_id, span_id) DO NOTHING",
+};
 pub(super) const INVOCATIONS: Values = Values {
     head: INVOCATION_INSERT_HEAD,
     tail: INVOCATION_UPSERT_TAIL,
@@ -252,6 +259,7 @@ pub(super) fn node_run_args(run_id: &str, n: &NodeRunRow) -> Vec<Arg> {
         (&n.outputs).into(),
         (&n.started_at).into(),
         (&n.finished_at).into(),
+        (&n.trace_id).into(),
     ]
 }
 
@@ -354,6 +362,7 @@ async fn apply_all<'a>(
     let mut bundles = Vec::new();
     let mut pins: HashMap<(&str, &str, &str), Vec<Arg>> = HashMap::new();
     let mut checkpoints: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
+    let mut spans: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
     for w in writes {
         match w {
             // The last status of a run wins (one statement touches a row once).
@@ -417,6 +426,23 @@ async fn apply_all<'a>(
                     ],
                 );
             }
+            RunWrite::Spans(rows) => {
+                for r in rows {
+                    spans.insert(
+                        (&r.run_id, &r.span_id),
+                        vec![
+                            (&r.run_id).into(),
+                            (&r.span_id).into(),
+                            (&r.parent_id).into(),
+                            (&r.trace_id).into(),
+                            (&r.name).into(),
+                            (&r.started_at).into(),
+                            r.duration_us.into(),
+                            (&r.fields).into(),
+                        ],
+                    );
+                }
+            }
             RunWrite::End(end) => {
                 for n in &end.nodes {
                     nodes.push(node_run_args(&end.run_id, n));
@@ -464,6 +490,7 @@ async fn apply_all<'a>(
     execute_values(&mut tx, &BUNDLES, bundles).await?;
     execute_values(&mut tx, &PINS, pins.into_values().collect()).await?;
     execute_values(&mut tx, &RUN_END, finished).await?;
+    execute_values(&mut tx, &SPANS, spans.into_values().collect()).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -63,6 +63,8 @@ pub struct RunRow {
     pub record: Option<String>,
     pub created_at: String,
     pub finished_at: Option<String>,
+    /// The run's trace (32 hex digits, the OTLP trace id).
+    pub trace_id: Option<String>,
 }
 
 /// One node of a finished run.
@@ -75,6 +77,21 @@ pub struct NodeRunRow {
     pub outputs: String,
     pub started_at: String,
     pub finished_at: String,
+    pub trace_id: Option<String>,
+}
+
+/// One closed `tracing` span of a run (see `crate::trace`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct SpanRow {
+    pub run_id: String,
+    pub span_id: String,
+    pub parent_id: Option<String>,
+    pub trace_id: String,
+    pub name: String,
+    pub started_at: String,
+    pub duration_us: i64,
+    /// JSON object.
+    pub fields: String,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -144,6 +161,7 @@ pub struct InvocationRow {
     pub created_at: String,
     pub started_at: Option<String>,
     pub completed_at: Option<String>,
+    pub trace_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -157,7 +175,7 @@ pub struct InvocationFilter {
 }
 
 /// The upsert of one invocation record (insert, or move it through its lifecycle).
-pub(super) const INVOCATION_INSERT_HEAD: &str = "INSERT INTO tool_invocations (id, workspace_id, run_id, node_id, call_id, tool_name, tool_version, status, approval_required, approval_status, decided_by, reason, input, output, error, cost, created_at, started_at, completed_at)";
+pub(super) const INVOCATION_INSERT_HEAD: &str = "INSERT INTO tool_invocations (id, workspace_id, run_id, node_id, call_id, tool_name, tool_version, status, approval_required, approval_status, decided_by, reason, input, output, error, cost, created_at, started_at, completed_at, trace_id)";
 
 /// Seed 001's lifecycle as an upsert: status, output, error, cost and
 /// completion follow the newest record; approval fields keep the last value
@@ -185,6 +203,7 @@ pub(super) fn invocation_args(i: &InvocationRow) -> Vec<Arg> {
         (&i.created_at).into(),
         (&i.started_at).into(),
         (&i.completed_at).into(),
+        (&i.trace_id).into(),
     ]
 }
 
@@ -464,7 +483,7 @@ impl Store {
     // ---- runs and events ---------------------------------------------------
 
     pub async fn create_run(&self, run: &RunRow) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO runs (id, workspace_id, workflow_id, workflow_revision, kind, replay_of, status, trigger_kind, inputs, outputs, error, record, created_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)")
+        sqlx::query("INSERT INTO runs (id, workspace_id, workflow_id, workflow_revision, kind, replay_of, status, trigger_kind, inputs, outputs, error, record, created_at, finished_at, trace_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)")
             .bind(&run.id)
             .bind(&run.workspace_id)
             .bind(&run.workflow_id)
@@ -479,6 +498,7 @@ impl Store {
             .bind(&run.record)
             .bind(&run.created_at)
             .bind(&run.finished_at)
+            .bind(&run.trace_id)
             .execute(self.writer())
             .await?;
         Ok(())
@@ -564,7 +584,20 @@ impl Store {
         run_id: &str,
     ) -> Result<Vec<NodeRunRow>, StoreError> {
         self.get_run(workspace_id, run_id).await?;
-        Ok(sqlx::query_as("SELECT run_id, node_id, status, error, outputs, started_at, finished_at FROM node_runs WHERE run_id = $1 ORDER BY started_at, node_id")
+        Ok(sqlx::query_as("SELECT run_id, node_id, status, error, outputs, started_at, finished_at, trace_id FROM node_runs WHERE run_id = $1 ORDER BY started_at, node_id")
+            .bind(run_id)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// The stored spans of a run in start order (the run must be the caller's).
+    pub async fn spans(
+        &self,
+        workspace_id: &str,
+        run_id: &str,
+    ) -> Result<Vec<SpanRow>, StoreError> {
+        self.get_run(workspace_id, run_id).await?;
+        Ok(sqlx::query_as("SELECT run_id, span_id, parent_id, trace_id, name, started_at, duration_us, fields FROM run_spans WHERE run_id = $1 ORDER BY started_at, span_id")
             .bind(run_id)
             .fetch_all(self.pool())
             .await?)

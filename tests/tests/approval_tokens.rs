@@ -1,0 +1,158 @@
+//! Approval tokens against the real binary: a second use, a forged token,
+//! tampered arguments and another run's token are all refused, and nothing
+//! is executed for them (a loopback endpoint counts every write request).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use glassbox_tests::harness::{http, json, Server};
+use glassbox_tests::writes::{create_writer, Endpoint};
+use serde_json::Value;
+
+/// run id -> approval token of every pending approval (waits for `want`).
+fn pending_by_run(server: &Server, token: &str, want: usize) -> HashMap<String, String> {
+    for _ in 0..400 {
+        let (_, body) = http(&server.url, "GET", "/api/v1/approvals", Some(token), None);
+        let pending: HashMap<String, String> = json(&body)["pending"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| {
+                        Some((
+                            p["run_id"].as_str()?.to_string(),
+                            p["token"].as_str()?.to_string(),
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if pending.len() >= want {
+            return pending;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("fewer than {want} approvals became pending");
+}
+
+fn run_status(server: &Server, token: &str, run_id: &str) -> Value {
+    let (_, body) = http(
+        &server.url,
+        "GET",
+        &format!("/api/v1/runs/{run_id}"),
+        Some(token),
+        None,
+    );
+    json(&body)
+}
+
+/// Rewrites the stored state of `run_id`'s suspended agent (the server is
+/// stopped): what an attacker with write access to the database could do.
+fn tamper_checkpoint(db: &std::path::Path, run_id: &str, edit: impl FnOnce(&mut Value)) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt")
+        .block_on(async {
+            use sqlx::Connection;
+            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
+                .await
+                .expect("open the stopped server's database");
+            let (state,): (String,) = sqlx::query_as(
+                "SELECT state FROM run_checkpoints WHERE run_id = $1 AND kind = 'agent'",
+            )
+            .bind(run_id)
+            .fetch_one(&mut conn)
+            .await
+            .expect("the suspended agent's checkpoint");
+            let mut state: Value = serde_json::from_str(&state).expect("json");
+            edit(&mut state);
+            sqlx::query(
+                "UPDATE run_checkpoints SET state = $1 WHERE run_id = $2 AND kind = 'agent'",
+            )
+            .bind(state.to_string())
+            .bind(run_id)
+            .execute(&mut conn)
+            .await
+            .expect("tamper");
+            conn.close().await.expect("close");
+        });
+}
+
+#[test]
+fn reused_forged_tampered_and_foreign_tokens_are_refused_and_run_nothing() {
+    let endpoint = Endpoint::start(false);
+    let allow = format!("127.0.0.1:{}", endpoint.port);
+    let env = [("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str())];
+    let server =
+        Server::start_in(tempfile::tempdir().expect("tmp"), None, &env).expect("server starts");
+    let token = server.sign_in();
+    let runs: Vec<String> = (0..3)
+        .map(|n| create_writer(&server, &token, endpoint.port, n))
+        .collect();
+    let (a, b, c) = (&runs[0], &runs[1], &runs[2]);
+    let tokens = pending_by_run(&server, &token, 3);
+
+    // A second use of a token: refused with 409; the write ran once.
+    let approve = |server: &Server, t: &str| {
+        http(
+            &server.url,
+            "POST",
+            &format!("/api/v1/approvals/{t}/approve"),
+            Some(&token),
+            None,
+        )
+    };
+    let (s, body) = approve(&server, &tokens[a]);
+    assert_eq!(s, 200, "{body}");
+    let (s, body) = approve(&server, &tokens[a]);
+    assert_eq!(s, 409, "{body}");
+    assert_eq!(json(&body)["error"]["code"], "CONFLICT", "{body}");
+    assert_eq!(server.finished_run(&token, a)["status"], "succeeded");
+    assert_eq!(endpoint.counts().values().copied().collect::<Vec<_>>(), [1]);
+
+    // A forged token (one character changed): unknown, 404.
+    let mut forged = tokens[b].clone().into_bytes();
+    forged[0] = if forged[0] == b'0' { b'1' } else { b'0' };
+    let forged = String::from_utf8(forged).expect("hex");
+    let (s, body) = approve(&server, &forged);
+    assert_eq!(s, 404, "{body}");
+    assert_eq!(
+        run_status(&server, &token, b)["status"],
+        "waiting_for_approval"
+    );
+
+    // The database is edited while the server is down: B's pending call now
+    // posts other arguments; C's pending call carries B's token.
+    let dir = server.kill9();
+    let db = dir.path().join("glassbox.db");
+    tamper_checkpoint(&db, b, |state| {
+        state["pending"][0]["provider_call"]["arguments"]["body"]["n"] = Value::from(999);
+    });
+    let token_b = tokens[b].clone();
+    tamper_checkpoint(&db, c, |state| {
+        state["pending"][0]["approval"]["token"] = Value::from(token_b.clone());
+    });
+    let server = Server::start_in(dir, None, &env).expect("server restarts");
+
+    // Approving B's token reaches B (tampered arguments) and C (another
+    // run's token): both refuse it, neither writes.
+    let (s, body) = approve(&server, &tokens[b]);
+    assert_eq!(s, 200, "{body}");
+    for run in [b, c] {
+        let v = server.finished_run(&token, run);
+        assert_eq!(v["status"], "failed", "{v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("no longer match"),
+            "refused as tampered: {v}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        endpoint.counts().values().copied().collect::<Vec<_>>(),
+        [1],
+        "only A's approved write reached the endpoint"
+    );
+}
