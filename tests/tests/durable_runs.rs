@@ -2,7 +2,8 @@
 //! runs waiting on write approvals survive `kill -9`; an approved write
 //! reaches a loopback endpoint (which counts requests per
 //! `Idempotency-Key`) exactly once; a crash between a write's intent and
-//! its result leaves the invocation "outcome_unknown", never retried.
+//! its result leaves the invocation "outcome_unknown", never retried; a
+//! run killed mid-way is resumed, or failed with the reason.
 
 use std::time::Duration;
 
@@ -117,4 +118,115 @@ fn crash_points_never_duplicate_a_write() {
     ] {
         crash_at(point);
     }
+}
+
+/// A two-node workflow: a slow agent (a `turn_ms` model turn and a
+/// calculator call), then a template using its answer.
+fn create_slow_run(server: &Server, token: &str, n: usize, turn_ms: u64) -> (String, String) {
+    let workflow = serde_json::json!({
+        "format_version": 1, "id": format!("slow{n}"), "name": format!("slow {n}"), "revision": 0,
+        "nodes": [
+            {"id": "agent", "kind": "agent", "config": {"prompt": "add", "tools": [{"tool": "calculator@1.0.0"}],
+                "provider": {"kind": "scripted", "script": {"turns": [
+                    {"tool_calls": [{"name": "calculator", "arguments": {"expression": format!("{n}+1")}}]},
+                    {"latency_ms": turn_ms, "text": "done"}]}}}},
+            {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    });
+    let (s, body) = http(
+        &server.url,
+        "POST",
+        "/api/v1/workflows",
+        Some(token),
+        Some(&workflow),
+    );
+    assert_eq!(s, 201, "{body}");
+    let wf = glassbox_tests::harness::json(&body)["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let (s, body) = http(
+        &server.url,
+        "POST",
+        "/api/v1/runs",
+        Some(token),
+        Some(&serde_json::json!({"workflow_id": wf})),
+    );
+    assert_eq!(s, 202, "{body}");
+    let run = glassbox_tests::harness::json(&body)["run_id"]
+        .as_str()
+        .expect("run")
+        .to_string();
+    (wf, run)
+}
+
+#[test]
+fn runs_killed_mid_way_are_resumed_or_failed_with_the_reason() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let server = Server::start_in(dir, None, &[]).expect("server starts");
+    let token = server.sign_in();
+    let (_, resumable) = create_slow_run(&server, &token, 1, 5_000);
+    let (wf_gone, unresumable) = create_slow_run(&server, &token, 2, 5_000);
+    // Both are mid-way: the calculator call is done, the last turn is slow.
+    for run in [&resumable, &unresumable] {
+        for _ in 0..200 {
+            let (_, body) = http(
+                &server.url,
+                "GET",
+                &format!("/api/v1/invocations?run_id={run}"),
+                Some(&token),
+                None,
+            );
+            if glassbox_tests::harness::json(&body)["invocations"][0]["status"] == "completed" {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+    let dir = server.kill9();
+    // The second run's workflow revision disappears while the server is down.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt")
+        .block_on(async {
+            use sqlx::Connection;
+            let url = format!("sqlite://{}", dir.path().join("glassbox.db").display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open");
+            sqlx::query("DELETE FROM workflow_revisions WHERE workflow_id = $1")
+                .bind(&wf_gone)
+                .execute(&mut conn)
+                .await
+                .expect("delete");
+            conn.close().await.expect("close");
+        });
+    let server = Server::start_in(dir, None, &[]).expect("server restarts");
+
+    let v = server.finished_run(&token, &resumable);
+    assert_eq!(v["status"], "succeeded", "resumed from its last step: {v}");
+    assert_eq!(v["outputs"]["answer"], "done", "{v}");
+    let (_, body) = http(
+        &server.url,
+        "GET",
+        &format!("/api/v1/invocations?run_id={resumable}"),
+        Some(&token),
+        None,
+    );
+    let calls = glassbox_tests::harness::json(&body)["invocations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    // The in-flight agent node started over; its read-only call has the same
+    // deterministic call id, so there is still one record, completed.
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["status"], "completed", "{calls:?}");
+
+    let v = server.finished_run(&token, &unresumable);
+    assert_eq!(v["status"], "failed", "{v}");
+    let error = v["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("interrupted by a server stop and not resumable"),
+        "{v}"
+    );
 }
