@@ -15,6 +15,8 @@ use crate::{ApiError, AppState};
 
 pub const DEFAULT_WORKSPACE: &str = "default";
 pub const ADMIN_USER: &str = "admin";
+/// The organization the default workspace belongs to.
+pub const DEFAULT_ORG: &str = "default";
 const SIGNIN_TTL_HOURS: i64 = 24;
 const SESSION_TTL_DAYS: i64 = 30;
 
@@ -42,6 +44,7 @@ pub async fn bootstrap(store: &Store) -> Result<String, crate::storage::StoreErr
     store
         .ensure_workspace(DEFAULT_WORKSPACE, "Default workspace")
         .await?;
+    default_org(store).await?;
     store.ensure_user(ADMIN_USER, "Local admin").await?;
     store
         .add_membership(DEFAULT_WORKSPACE, ADMIN_USER, "admin")
@@ -56,6 +59,23 @@ pub async fn bootstrap(store: &Store) -> Result<String, crate::storage::StoreErr
         )
         .await?;
     Ok(token)
+}
+
+/// The default workspace's organization, created and linked on first use.
+pub async fn default_org(store: &Store) -> Result<String, crate::storage::StoreError> {
+    if let Some(org) = store.workspace_org(DEFAULT_WORKSPACE).await? {
+        return Ok(org);
+    }
+    store
+        .ensure_workspace(DEFAULT_WORKSPACE, "Default workspace")
+        .await?;
+    store
+        .ensure_org(DEFAULT_ORG, "Default organization")
+        .await?;
+    store
+        .set_workspace_org(DEFAULT_WORKSPACE, Some(DEFAULT_ORG))
+        .await?;
+    Ok(DEFAULT_ORG.into())
 }
 
 /// Trades a one-time sign-in token for a session token.
@@ -82,6 +102,8 @@ pub struct Caller {
     pub user_id: String,
     pub workspace_id: String,
     pub role: String,
+    /// The organization of the workspace, if it belongs to one.
+    pub org_id: Option<String>,
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -113,12 +135,12 @@ impl FromRequestParts<AppState> for Caller {
             .headers
             .get("x-glassbox-workspace")
             .and_then(|v| v.to_str().ok());
-        let (workspace_id, role) = match wanted {
+        let (workspace_id, role, org_id) = match wanted {
             // Asking for a workspace you do not belong to looks exactly like
             // asking for one that does not exist.
             Some(w) => memberships
                 .into_iter()
-                .find(|(id, _)| id == w)
+                .find(|(id, _, _)| id == w)
                 .ok_or_else(|| ApiError::not_found(format!("workspace {w} not found")))?,
             None => memberships
                 .into_iter()
@@ -129,6 +151,7 @@ impl FromRequestParts<AppState> for Caller {
             user_id: user,
             workspace_id,
             role,
+            org_id,
         })
     }
 }

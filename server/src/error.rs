@@ -32,6 +32,9 @@ pub enum ApiError {
     Conflict { message: String, details: Value },
     #[error("{message}")]
     Unauthorized { message: String },
+    /// Signed in, but the role does not allow it.
+    #[error("{message}")]
+    Forbidden { message: String },
     #[error("{message}")]
     PayloadTooLarge { message: String },
     #[error("internal error: {0}")]
@@ -59,6 +62,12 @@ impl ApiError {
         }
     }
 
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::Forbidden {
+            message: message.into(),
+        }
+    }
+
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::Unauthorized {
             message: message.into(),
@@ -72,6 +81,7 @@ impl ApiError {
             Self::Unprocessable { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "INVALID"),
             Self::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
             Self::Unauthorized { .. } => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
+            Self::Forbidden { .. } => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             Self::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
         }
@@ -103,6 +113,7 @@ impl IntoResponse for ApiError {
         let (message, details) = match self {
             Self::NotFound { message }
             | Self::Unauthorized { message }
+            | Self::Forbidden { message }
             | Self::PayloadTooLarge { message } => (message, Value::Null),
             Self::BadRequest { message, details }
             | Self::Unprocessable { message, details }

@@ -49,7 +49,8 @@ enum SecretCommand {
     Set {
         #[command(flatten)]
         db: DbArgs,
-        /// `workspace`, or `user` (the local admin).
+        /// `workspace`, `user` (the local admin) or `org` (the workspace's
+        /// organization, shared by its workspaces).
         #[arg(long, default_value = "workspace")]
         scope: String,
         name: String,
@@ -625,12 +626,17 @@ async fn tool_command(cmd: ToolCommand) -> Result<(), Failure> {
     }
 }
 
-fn secret_owner(scope: &str) -> Result<&'static str, Failure> {
+/// The owner of a scope in the default workspace (the org: the one the
+/// workspace belongs to).
+async fn secret_owner(store: &Store, scope: &str) -> Result<String, Failure> {
     match scope {
-        "workspace" => Ok(glassbox_server::auth::DEFAULT_WORKSPACE),
-        "user" => Ok(glassbox_server::auth::ADMIN_USER),
+        "workspace" => Ok(glassbox_server::auth::DEFAULT_WORKSPACE.into()),
+        "user" => Ok(glassbox_server::auth::ADMIN_USER.into()),
+        "org" => glassbox_server::auth::default_org(store)
+            .await
+            .map_err(Failure::runtime),
         other => Err(Failure::config(format!(
-            "--scope `{other}` is not workspace or user"
+            "--scope `{other}` is not workspace, user or org"
         ))),
     }
 }
@@ -641,8 +647,9 @@ async fn secret_command(cmd: SecretCommand) -> Result<(), Failure> {
         SecretCommand::List { db } => {
             let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
             let store = open_database(&config).await?;
+            let org = store.workspace_org(ws).await.map_err(Failure::runtime)?;
             let rows = store
-                .list_secrets(ws, glassbox_server::auth::ADMIN_USER)
+                .list_secrets(ws, glassbox_server::auth::ADMIN_USER, org.as_deref())
                 .await
                 .map_err(Failure::runtime)?;
             for (name, scope, created_at) in rows {
@@ -652,7 +659,11 @@ async fn secret_command(cmd: SecretCommand) -> Result<(), Failure> {
             Ok(())
         }
         SecretCommand::Set { db, scope, name } => {
-            let owner = secret_owner(&scope)?;
+            if !matches!(scope.as_str(), "workspace" | "user" | "org") {
+                return Err(Failure::config(format!(
+                    "--scope `{scope}` is not workspace, user or org"
+                )));
+            }
             let mut value = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut value).map_err(|e| {
                 Failure::config(format!("cannot read the value from standard input: {e}"))
@@ -676,9 +687,10 @@ async fn secret_command(cmd: SecretCommand) -> Result<(), Failure> {
             let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
             let cipher = load_cipher(&config)?;
             let store = open_database(&config).await?;
-            let ciphertext = cipher.encrypt(&scope, owner, &name, value);
+            let owner = secret_owner(&store, &scope).await?;
+            let ciphertext = cipher.encrypt(&scope, &owner, &name, value);
             store
-                .put_secret(ws, &scope, owner, &name, &ciphertext)
+                .put_secret(ws, &scope, &owner, &name, &ciphertext)
                 .await
                 .map_err(Failure::runtime)?;
             store.close().await;
@@ -686,10 +698,10 @@ async fn secret_command(cmd: SecretCommand) -> Result<(), Failure> {
             Ok(())
         }
         SecretCommand::Delete { db, scope, name } => {
-            let owner = secret_owner(&scope)?;
             let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
             let store = open_database(&config).await?;
-            let result = store.delete_secret(ws, &scope, owner, &name).await;
+            let owner = secret_owner(&store, &scope).await?;
+            let result = store.delete_secret(ws, &scope, &owner, &name).await;
             store.close().await;
             match result {
                 Ok(()) => {

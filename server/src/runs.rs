@@ -383,7 +383,7 @@ impl Runs {
             owner: SecretOwner {
                 user_id: None,
                 workspace_id: ws.into(),
-                org_id: None,
+                org_id: self.store.workspace_org(ws).await.ok().flatten(),
             },
             env: Arc::new(ToolEnv {
                 files_root: Some(files),

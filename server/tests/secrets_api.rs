@@ -128,9 +128,101 @@ async fn secrets_are_encrypted_listed_by_name_and_isolated() {
     .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 
+    // Org secrets: the default workspace is in the default org; "other" is
+    // in none until it joins, then it sees (names of) the org's secrets.
+    let (s, body) = call(
+        &state,
+        "PUT",
+        "/api/v1/secrets/org/ORG_KEY",
+        &token,
+        Some(json!({"value": "org-value"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{body}");
+    let (_, body) = call(&state, "GET", "/api/v1/secrets", &token, None).await;
+    assert!(
+        body.contains("\"ORG_KEY\"") && body.contains("\"org\"") && !body.contains("org-value"),
+        "{body}"
+    );
+    let in_org = SecretOwner {
+        user_id: None,
+        workspace_id: "default".into(),
+        org_id: Some("default".into()),
+    };
+    let value = source
+        .lookup(&in_org, SecretScope::Org, "ORG_KEY")
+        .await
+        .expect("org secret resolves");
+    assert_eq!(value.expose(), "org-value");
+    let (s, body) = call(
+        &state,
+        "PUT",
+        "/api/v1/secrets/org/X",
+        common::BOB_TOKEN,
+        Some(json!({"value": "v"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("json")["error"]["details"]["path"],
+        "scope"
+    );
+    assert!(source
+        .lookup(
+            &SecretOwner {
+                org_id: Some("another".into()),
+                ..other.clone()
+            },
+            SecretScope::Org,
+            "ORG_KEY"
+        )
+        .await
+        .is_none());
+    db.set_workspace_org("other", Some("default"))
+        .await
+        .expect("join");
+    let (_, body) = call(&state, "GET", "/api/v1/secrets", common::BOB_TOKEN, None).await;
+    assert!(body.contains("\"ORG_KEY\""), "{body}");
+    // Changing workspace or org secrets takes the admin role.
+    db.ensure_user("carol", "Carol").await.expect("user");
+    db.add_membership("default", "carol", "member")
+        .await
+        .expect("member");
+    db.insert_token(
+        &glassbox_server::auth::hash_token("carol-token"),
+        "carol",
+        "session",
+        None,
+    )
+    .await
+    .expect("token");
+    for scope in ["workspace", "org"] {
+        let (s, body) = call(
+            &state,
+            "PUT",
+            &format!("/api/v1/secrets/{scope}/K"),
+            "carol-token",
+            Some(json!({"value": "v"})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{scope}: {body}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).expect("json")["error"]["code"],
+            "FORBIDDEN"
+        );
+    }
+    let (s, _) = call(
+        &state,
+        "PUT",
+        "/api/v1/secrets/user/K",
+        "carol-token",
+        Some(json!({"value": "v"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "a member sets their own secrets");
+
     // Bad input names the field.
     for (path, body, field) in [
-        ("/api/v1/secrets/org/X", json!({"value": "v"}), "scope"),
         ("/api/v1/secrets/team/X", json!({"value": "v"}), "scope"),
         (
             "/api/v1/secrets/workspace/bad%20name",

@@ -47,7 +47,7 @@ async fn conformance(store: Store) {
         .expect("member");
     assert_eq!(
         store.memberships("u1").await.expect("m"),
-        vec![("a".to_string(), "admin".to_string())]
+        vec![("a".to_string(), "admin".to_string(), None)]
     );
 
     // Tokens: stored by hash; sign-in tokens are single-use.
@@ -372,15 +372,36 @@ async fn conformance(store: Store) {
         Some(json!({"v": 2}))
     );
 
-    // Secret scopes (names only) resolve user -> workspace -> org.
-    assert_eq!(store.secret_scope("a", "u1", "KEY").await.expect("q"), None);
+    // Secret scopes (names only) resolve user -> workspace -> org; an org
+    // secret reaches the workspaces of that org only.
+    store.ensure_org("org1", "Org").await.expect("org");
+    store
+        .set_workspace_org("a", Some("org1"))
+        .await
+        .expect("in org");
+    assert_eq!(
+        store.workspace_org("a").await.expect("q").as_deref(),
+        Some("org1")
+    );
+    assert_eq!(store.workspace_org("b").await.expect("q"), None);
+    assert!(matches!(
+        store.set_workspace_org("nope", Some("org1")).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(
+        store
+            .secret_scope("a", "u1", Some("org1"), "KEY")
+            .await
+            .expect("q"),
+        None
+    );
     store
         .put_secret_entry("a", "org", "org1", "KEY")
         .await
         .expect("org");
     assert_eq!(
         store
-            .secret_scope("a", "u1", "KEY")
+            .secret_scope("a", "u1", Some("org1"), "KEY")
             .await
             .expect("q")
             .as_deref(),
@@ -392,7 +413,7 @@ async fn conformance(store: Store) {
         .expect("ws");
     assert_eq!(
         store
-            .secret_scope("a", "u1", "KEY")
+            .secret_scope("a", "u1", Some("org1"), "KEY")
             .await
             .expect("q")
             .as_deref(),
@@ -404,16 +425,35 @@ async fn conformance(store: Store) {
         .expect("user");
     assert_eq!(
         store
-            .secret_scope("a", "u1", "KEY")
+            .secret_scope("a", "u1", Some("org1"), "KEY")
             .await
             .expect("q")
             .as_deref(),
         Some("user")
     );
     assert_eq!(
-        store.secret_scope("b", "u1", "KEY").await.expect("q"),
+        store.secret_scope("b", "u1", None, "KEY").await.expect("q"),
         None,
-        "another workspace sees none"
+        "another workspace (in no org) sees none"
+    );
+    assert_eq!(
+        store
+            .secret_scope("b", "u1", Some("org2"), "KEY")
+            .await
+            .expect("q"),
+        None,
+        "nor does one of another org"
+    );
+    assert_eq!(
+        store
+            .list_secrets("b", "u1", Some("org1"))
+            .await
+            .expect("list")
+            .iter()
+            .map(|(n, s, _)| (n.as_str(), s.as_str()))
+            .collect::<Vec<_>>(),
+        [("KEY", "org")],
+        "a workspace of the same org sees the org's secret only"
     );
 
     group_writer(&store).await;

@@ -358,10 +358,61 @@ fn secrets_from_the_cli_are_encrypted_and_listed_by_name() {
         .output()
         .expect("delete again");
     assert_eq!(out.status.code(), Some(2));
+    // The org scope: the default workspace's organization.
+    let mut child = glassbox()
+        .args(["secret", "set", "ORG_TOKEN", "--scope", "org", "--data-dir"])
+        .arg(data.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"org-canary-9c2e\n")
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = glassbox()
-        .args(["secret", "set", "X", "--scope", "org", "--data-dir"])
+        .args(["secret", "list", "--data-dir"])
         .arg(data.path())
         .output()
-        .expect("org");
+        .expect("list");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("ORG_TOKEN") && listing.contains("org"),
+        "{listing}"
+    );
+    assert!(!listing.contains("org-canary-9c2e"));
+    let out = glassbox()
+        .args([
+            "secret",
+            "delete",
+            "ORG_TOKEN",
+            "--scope",
+            "org",
+            "--data-dir",
+        ])
+        .arg(data.path())
+        .output()
+        .expect("delete org");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = glassbox()
+        .args(["secret", "set", "X", "--scope", "team", "--data-dir"])
+        .arg(data.path())
+        .output()
+        .expect("team");
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--scope"));
 }

@@ -31,7 +31,7 @@ async fn exchange(
         .memberships(&user)
         .await?
         .into_iter()
-        .map(|(id, role)| json!({"id": id, "role": role}))
+        .map(|(id, role, org)| json!({"id": id, "role": role, "org_id": org}))
         .collect();
     Ok(Json(
         json!({"session_token": session, "user_id": user, "workspaces": workspaces}),

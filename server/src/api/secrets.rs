@@ -19,18 +19,33 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(set, remove))
 }
 
-/// The owner of a scope for this caller; organizations are not part of the
-/// tenancy model yet, so org secrets cannot be set through the API.
+/// The owner of a scope for this caller, for a change: user secrets are
+/// the caller's own; workspace and org secrets take the workspace's admin
+/// role (an org secret reaches every workspace of the org).
 fn owner(caller: &Caller, scope: &str) -> Result<String, ApiError> {
+    let admin = || {
+        if caller.role == "admin" {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!(
+                "changing {scope} secrets takes the admin role in this workspace"
+            )))
+        }
+    };
     match scope {
         "user" => Ok(caller.user_id.clone()),
-        "workspace" => Ok(caller.workspace_id.clone()),
-        "org" => Err(ApiError::unprocessable(
-            "organization secrets cannot be set yet: Glassbox has no organizations",
-            json!({"path": "scope"}),
-        )),
+        "workspace" => admin().map(|()| caller.workspace_id.clone()),
+        "org" => {
+            let org = caller.org_id.clone().ok_or_else(|| {
+                ApiError::unprocessable(
+                    "this workspace belongs to no organization, so it has no org secrets",
+                    json!({"path": "scope"}),
+                )
+            })?;
+            admin().map(|()| org)
+        }
         other => Err(ApiError::unprocessable(
-            format!("scope `{other}` is not user or workspace"),
+            format!("scope `{other}` is not user, workspace or org"),
             json!({"path": "scope"}),
         )),
     }
@@ -56,7 +71,11 @@ fn check_name(name: &str) -> Result<(), ApiError> {
 async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     let rows = state
         .db()
-        .list_secrets(&caller.workspace_id, &caller.user_id)
+        .list_secrets(
+            &caller.workspace_id,
+            &caller.user_id,
+            caller.org_id.as_deref(),
+        )
         .await?;
     let items: Vec<Value> = rows.into_iter().map(|(name, scope, created_at)| json!({"name": name, "scope": scope, "created_at": created_at})).collect();
     Ok(Json(json!({"secrets": items})))
@@ -68,7 +87,7 @@ struct SetBody {
     value: String,
 }
 
-#[utoipa::path(put, path = "/secrets/{scope}/{name}", tag = "secrets", params(("scope" = String, Path, description = "user or workspace"), ("name" = String, Path)), responses((status = 204, description = "stored, encrypted"), (status = 422, description = "bad scope, name or value")))]
+#[utoipa::path(put, path = "/secrets/{scope}/{name}", tag = "secrets", params(("scope" = String, Path, description = "user, workspace or org"), ("name" = String, Path)), responses((status = 204, description = "stored, encrypted"), (status = 403, description = "workspace and org secrets take the admin role"), (status = 422, description = "bad scope, name or value")))]
 async fn set(
     State(state): State<AppState>,
     caller: Caller,

@@ -47,7 +47,12 @@ async fn list(
         for name in &m.secrets {
             let scope = state
                 .db()
-                .secret_scope(&caller.workspace_id, &caller.user_id, name)
+                .secret_scope(
+                    &caller.workspace_id,
+                    &caller.user_id,
+                    caller.org_id.as_deref(),
+                    name,
+                )
                 .await?;
             let (status, warning) = match scope.as_deref() {
                 None => ("missing", Some("Missing API key")),

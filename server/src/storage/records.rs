@@ -175,6 +175,10 @@ pub struct InvocationFilter {
 }
 
 /// The upsert of one invocation record (insert, or move it through its lifecycle).
+/// The secrets a user (`$2`) sees in a workspace (`$1`) of an org (`$3`,
+/// NULL for none).
+const VISIBLE_SECRETS: &str = "((scope = 'user' AND owner_id = $2 AND workspace_id = $1) OR (scope = 'workspace' AND owner_id = $1) OR (scope = 'org' AND owner_id = $3))";
+
 pub(super) const INVOCATION_INSERT_HEAD: &str = "INSERT INTO tool_invocations (id, workspace_id, run_id, node_id, call_id, tool_name, tool_version, status, approval_required, approval_status, decided_by, reason, input, output, error, cost, created_at, started_at, completed_at, trace_id)";
 
 /// Seed 001's lifecycle as an upsert: status, output, error, cost and
@@ -230,6 +234,44 @@ impl Store {
         Ok(())
     }
 
+    pub async fn ensure_org(&self, id: &str, name: &str) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING")
+            .bind(id)
+            .bind(name)
+            .bind(now())
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    /// Puts a workspace in an organization (or takes it out with `None`).
+    pub async fn set_workspace_org(
+        &self,
+        workspace_id: &str,
+        org_id: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let n = sqlx::query("UPDATE workspaces SET org_id = $1 WHERE id = $2")
+            .bind(org_id)
+            .bind(workspace_id)
+            .execute(self.writer())
+            .await?
+            .rows_affected();
+        if n == 0 {
+            return Err(StoreError::NotFound(format!("workspace {workspace_id}")));
+        }
+        Ok(())
+    }
+
+    /// The organization a workspace belongs to, if any.
+    pub async fn workspace_org(&self, workspace_id: &str) -> Result<Option<String>, StoreError> {
+        let org: Option<Option<String>> =
+            sqlx::query_scalar("SELECT org_id FROM workspaces WHERE id = $1")
+                .bind(workspace_id)
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(org.flatten())
+    }
+
     pub async fn ensure_user(&self, id: &str, name: &str) -> Result<(), StoreError> {
         sqlx::query("INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING")
             .bind(id)
@@ -256,9 +298,13 @@ impl Store {
     }
 
     /// (workspace id, role) for each membership of a user.
-    pub async fn memberships(&self, user_id: &str) -> Result<Vec<(String, String)>, StoreError> {
+    /// `(workspace, role, the workspace's org)` for each membership.
+    pub async fn memberships(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, String, Option<String>)>, StoreError> {
         Ok(sqlx::query_as(
-            "SELECT workspace_id, role FROM memberships WHERE user_id = $1 ORDER BY workspace_id",
+            "SELECT m.workspace_id, m.role, w.org_id FROM memberships m JOIN workspaces w ON w.id = m.workspace_id WHERE m.user_id = $1 ORDER BY m.workspace_id",
         )
         .bind(user_id)
         .fetch_all(self.pool())
@@ -761,6 +807,8 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes one secret. An org secret is the org's, whichever of its
+    /// workspaces set it; the others belong to this workspace.
     pub async fn delete_secret(
         &self,
         workspace_id: &str,
@@ -768,7 +816,7 @@ impl Store {
         owner_id: &str,
         name: &str,
     ) -> Result<(), StoreError> {
-        let n = sqlx::query("DELETE FROM secret_entries WHERE workspace_id = $1 AND scope = $2 AND owner_id = $3 AND name = $4")
+        let n = sqlx::query("DELETE FROM secret_entries WHERE (scope = 'org' OR workspace_id = $1) AND scope = $2 AND owner_id = $3 AND name = $4")
             .bind(workspace_id)
             .bind(scope)
             .bind(owner_id)
@@ -783,17 +831,19 @@ impl Store {
     }
 
     /// Names and scopes visible to a user in a workspace: their own user
-    /// secrets, the workspace's and the org's. Never values.
+    /// secrets, the workspace's, and those of the workspace's org. Never values.
     pub async fn list_secrets(
         &self,
         workspace_id: &str,
         user_id: &str,
+        org_id: Option<&str>,
     ) -> Result<Vec<(String, String, String)>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT name, scope, created_at FROM secret_entries WHERE workspace_id = $1 AND ((scope = 'user' AND owner_id = $2) OR (scope = 'workspace' AND owner_id = $1) OR scope = 'org') ORDER BY name, scope",
-        )
+        Ok(sqlx::query_as(&format!(
+            "SELECT name, scope, created_at FROM secret_entries WHERE {VISIBLE_SECRETS} ORDER BY name, scope"
+        ))
         .bind(workspace_id)
         .bind(user_id)
+        .bind(org_id)
         .fetch_all(self.pool())
         .await?)
     }
@@ -806,7 +856,7 @@ impl Store {
         owner_id: &str,
         name: &str,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let row: Option<Option<Vec<u8>>> = sqlx::query_scalar("SELECT ciphertext FROM secret_entries WHERE workspace_id = $1 AND scope = $2 AND owner_id = $3 AND name = $4")
+        let row: Option<Option<Vec<u8>>> = sqlx::query_scalar("SELECT ciphertext FROM secret_entries WHERE (scope = 'org' OR workspace_id = $1) AND scope = $2 AND owner_id = $3 AND name = $4")
             .bind(workspace_id)
             .bind(scope)
             .bind(owner_id)
@@ -822,14 +872,16 @@ impl Store {
         &self,
         workspace_id: &str,
         user_id: &str,
+        org_id: Option<&str>,
         name: &str,
     ) -> Result<Option<String>, StoreError> {
-        let scopes: Vec<String> = sqlx::query_scalar(
-            "SELECT scope FROM secret_entries WHERE workspace_id = $1 AND name = $2 AND ((scope = 'user' AND owner_id = $3) OR (scope = 'workspace' AND owner_id = $1) OR scope = 'org')",
-        )
+        let scopes: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT scope FROM secret_entries WHERE {VISIBLE_SECRETS} AND name = $4"
+        ))
         .bind(workspace_id)
-        .bind(name)
         .bind(user_id)
+        .bind(org_id)
+        .bind(name)
         .fetch_all(self.pool())
         .await?;
         Ok(["user", "workspace", "org"]
