@@ -16,6 +16,7 @@ pub mod secrets;
 pub mod spa;
 pub mod sql_tool;
 pub mod storage;
+pub mod test_tools;
 pub mod trace;
 
 use std::sync::Arc;

@@ -98,6 +98,11 @@ impl Runs {
         let mut registry = ToolRegistry::new();
         node_runtime::builtins::register_builtins(&mut registry)
             .expect("the built-in tools have valid schemas and unique versions");
+        if std::env::var(crate::test_tools::ENV).as_deref() == Ok("1") {
+            registry
+                .register(crate::test_tools::SecretProbe)
+                .expect("the test tool has a valid schema");
+        }
         let registry = Arc::new(registry);
         let blobs = FsBlobStore::new(data_dir.join("blobs"));
         let executor = Arc::new(Executor::new(

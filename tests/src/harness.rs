@@ -124,8 +124,19 @@ impl Server {
         static_dir: Option<&Path>,
         env: &[(&str, &str)],
     ) -> Result<Self, String> {
+        Self::start_with_stderr(data_dir, static_dir, env, Stdio::inherit())
+    }
+
+    /// Like [`Server::start_in`], with the server's log (stderr) going to
+    /// `stderr` (a file, for tests that read the log). `env` comes last, so
+    /// it may override RUST_LOG.
+    pub fn start_with_stderr(
+        data_dir: tempfile::TempDir,
+        static_dir: Option<&Path>,
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Result<Self, String> {
         let mut cmd = Command::new(glassbox_bin()?);
-        cmd.envs(env.iter().copied());
         cmd.arg("serve")
             .arg("--port")
             .arg("0")
@@ -135,8 +146,9 @@ impl Server {
             .arg(static_dir.map_or_else(|| data_dir.path().join("no-app"), Path::to_path_buf))
             .env_remove("GLASSBOX_DATABASE_URL")
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(stderr);
         let mut process = ProcessGuard::spawn("glassbox serve", &mut cmd)?;
         let stdout = process
             .child_mut()

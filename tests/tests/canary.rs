@@ -1,0 +1,222 @@
+//! Canary secrets at each scope (user, workspace, org), then runs whose tool
+//! puts the secrets in its output, its error and a panic message. Afterwards
+//! a scan of the database files, the whole data dir, the server log, SSE
+//! streams, bundles and every read endpoint finds no canary in raw, base64,
+//! hex, URL-encoded or JSON-escaped form.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use base64::Engine as _;
+use glassbox_tests::harness::{http, json, Server};
+use serde_json::json;
+
+/// Each has characters that JSON and URLs escape, so every form differs.
+const CANARIES: [(&str, &str); 3] = [
+    ("user", "cnry-user-41d9 \"q/\\ u"),
+    ("workspace", "cnry-ws-5e1f \"q/\\ w"),
+    ("org", "cnry-org-9b27 \"q/\\ o"),
+];
+
+/// Every form a canary could take in a file or a response.
+fn forms(canary: &str) -> Vec<(String, Vec<u8>)> {
+    let raw = canary.as_bytes();
+    let mut out = vec![
+        ("raw".to_string(), raw.to_vec()),
+        ("hex".into(), hex::encode(raw).into_bytes()),
+        ("HEX".into(), hex::encode_upper(raw).into_bytes()),
+        (
+            "json".into(),
+            serde_json::to_string(canary)
+                .expect("json")
+                .trim_matches('"')
+                .as_bytes()
+                .to_vec(),
+        ),
+        ("url".into(), percent(raw).into_bytes()),
+        ("url+".into(), percent(raw).replace("%20", "+").into_bytes()),
+    ];
+    // base64 at the three alignments a value can have inside a longer text:
+    // the part of the encoding that does not depend on the neighbours.
+    for (name, engine) in [
+        ("base64", &base64::engine::general_purpose::STANDARD),
+        ("base64url", &base64::engine::general_purpose::URL_SAFE),
+    ] {
+        for k in 0..3 {
+            let mut padded = vec![b'x'; k];
+            padded.extend_from_slice(raw);
+            let enc = engine.encode(&padded);
+            let start = if k == 0 { 0 } else { 4 };
+            let end = enc.len().saturating_sub(4);
+            out.push((format!("{name}@{k}"), enc.as_bytes()[start..end].to_vec()));
+        }
+    }
+    out
+}
+
+fn percent(raw: &[u8]) -> String {
+    raw.iter()
+        .map(|&b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// (where, form) of every canary found in `bytes`.
+fn leaks(place: &str, bytes: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (scope, canary) in CANARIES {
+        for (form, needle) in forms(canary) {
+            if contains(bytes, &needle) {
+                found.push(format!("{scope} canary as {form} in {place}"));
+            }
+        }
+    }
+    found
+}
+
+fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir)
+        .expect("read dir")
+        .map_while(Result::ok)
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_canary_secret_leaks_anywhere() {
+    let data = tempfile::tempdir().expect("tmp");
+    let log_path = data.path().with_extension("log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let env = [("GLASSBOX_TEST_TOOLS", "1"), ("RUST_LOG", "debug")];
+    let server =
+        Server::start_with_stderr(data, None, &env, Stdio::from(log)).expect("server starts");
+    let token = server.sign_in();
+    for (scope, canary) in CANARIES {
+        let name = format!("CANARY_{}", scope.to_uppercase());
+        let (s, body) = http(
+            &server.url,
+            "PUT",
+            &format!("/api/v1/secrets/{scope}/{name}"),
+            Some(&token),
+            Some(&json!({"value": canary})),
+        );
+        assert_eq!(s, 204, "{scope}: {body}");
+    }
+
+    // An agent whose probe calls echo, fail and panic in one batch, and a
+    // tool node whose probe panics; two runs of it.
+    let workflow = json!({
+        "format_version": 1, "id": "leaky", "name": "leaky", "revision": 0,
+        "nodes": [
+            {"id": "agent", "kind": "agent", "config": {"prompt": "probe", "tools": [{"tool": "secret_probe@1.0.0"}],
+                "provider": {"kind": "scripted", "script": {"turns": [
+                    {"tool_calls": [
+                        {"name": "secret_probe", "arguments": {"mode": "echo"}},
+                        {"name": "secret_probe", "arguments": {"mode": "fail"}},
+                        {"name": "secret_probe", "arguments": {"mode": "panic"}}]},
+                    {"text": "probed"}]}}}},
+            {"id": "direct", "kind": "tool", "config": {"tool": "secret_probe@1.0.0", "inputs": {"mode": {"source": "fixed", "value": "panic"}}}},
+            {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    });
+    let (s, body) = http(
+        &server.url,
+        "POST",
+        "/api/v1/workflows",
+        Some(&token),
+        Some(&workflow),
+    );
+    assert_eq!(s, 201, "{body}");
+    let wf = json(&body)["id"].as_str().expect("id").to_string();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let (s, body) = http(
+            &server.url,
+            "POST",
+            "/api/v1/runs",
+            Some(&token),
+            Some(&json!({"workflow_id": wf})),
+        );
+        assert_eq!(s, 202, "{body}");
+        let run = json(&body)["run_id"].as_str().expect("run").to_string();
+        let v = server.finished_run(&token, &run);
+        seen.push((format!("run {run}"), v.to_string()));
+        for path in [
+            format!("/api/v1/runs/{run}/events"),
+            format!("/api/v1/runs/{run}/bundle"),
+            format!("/api/v1/runs/{run}/trace"),
+            format!("/api/v1/invocations?run_id={run}"),
+        ] {
+            let (_, body) = http(&server.url, "GET", &path, Some(&token), None);
+            seen.push((path, body));
+        }
+        let (_, body) = http(
+            &server.url,
+            "POST",
+            &format!("/api/v1/runs/{run}/replay"),
+            Some(&token),
+            None,
+        );
+        seen.push((format!("replay of {run}"), body));
+    }
+    for path in [
+        "/api/v1/secrets",
+        "/api/v1/tools",
+        "/api/v1/approvals",
+        "/api/v1/runs",
+    ] {
+        let (_, body) = http(&server.url, "GET", path, Some(&token), None);
+        seen.push((path.to_string(), body));
+    }
+    // The probe really held the secrets: redaction markers, not nothing.
+    let invocations = &seen
+        .iter()
+        .find(|(p, _)| p.starts_with("/api/v1/invocations"))
+        .expect("invocations")
+        .1;
+    assert!(
+        invocations.contains("[REDACTED:CANARY_WORKSPACE]"),
+        "{invocations}"
+    );
+    assert!(
+        invocations.contains("[REDACTED:CANARY_ORG]"),
+        "{invocations}"
+    );
+    assert!(invocations.contains("panicked"), "{invocations}");
+    assert!(invocations.contains("PROVIDER_ERROR"), "{invocations}");
+
+    let data = server.kill9();
+    let mut found = Vec::new();
+    for (place, body) in &seen {
+        found.extend(leaks(place, body.as_bytes()));
+    }
+    let mut all = Vec::new();
+    files(data.path(), &mut all);
+    assert!(all.iter().any(|p| p.ends_with("glassbox.db")), "{all:?}");
+    for path in &all {
+        let bytes = std::fs::read(path).expect("read");
+        found.extend(leaks(&path.display().to_string(), &bytes));
+    }
+    let log = std::fs::read(&log_path).expect("log");
+    assert!(
+        contains(&log, b"a tool panicked"),
+        "the panics were logged, without their message"
+    );
+    found.extend(leaks("the server log", &log));
+    assert!(found.is_empty(), "canaries found:\n{}", found.join("\n"));
+}
