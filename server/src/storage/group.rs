@@ -266,6 +266,74 @@ pub(super) fn node_run_args(run_id: &str, n: &NodeRunRow) -> Vec<Arg> {
 /// Bound parameters per statement, under both SQLite's and Postgres's limits.
 const MAX_PARAMS: usize = 8_000;
 
+/// Bound parameters per SQLite script: its `$n` are numbered across all of
+/// its statements, and SQLite allows `$1` to `$32766`.
+const MAX_SCRIPT_PARAMS: usize = 30_000;
+
+/// One or more statements and their bound values: `$n` numbered from 1
+/// across the whole script, or with `positional`, plain `?` in order (for
+/// SQLite, where looking up a numbered parameter's name is a linear scan,
+/// so binding thousands of `$n` takes quadratic time).
+#[derive(Default)]
+struct Script {
+    sql: String,
+    args: Vec<Arg>,
+    positional: bool,
+}
+
+impl Script {
+    /// Appends `head VALUES (..), (..) tail` over at most `max_rows` of
+    /// `rows` (the rest stay in the iterator).
+    fn push(
+        &mut self,
+        statement: &Values,
+        rows: &mut dyn Iterator<Item = Vec<Arg>>,
+        max_rows: usize,
+    ) {
+        self.sql.push_str(statement.head);
+        self.sql.push_str(" VALUES ");
+        for (i, row) in rows.take(max_rows).enumerate() {
+            if i > 0 {
+                self.sql.push_str(", ");
+            }
+            self.sql.push('(');
+            for (j, arg) in row.into_iter().enumerate() {
+                if j > 0 {
+                    self.sql.push_str(", ");
+                }
+                self.args.push(arg);
+                if self.positional {
+                    self.sql.push('?');
+                } else {
+                    self.sql.push('$');
+                    self.sql.push_str(&self.args.len().to_string());
+                }
+            }
+            self.sql.push(')');
+        }
+        self.sql.push(' ');
+        self.sql.push_str(statement.tail);
+        self.sql.push_str(";\n");
+    }
+
+    async fn execute(self, conn: &mut AnyConnection) -> Result<(), StoreError> {
+        if self.sql.is_empty() {
+            return Ok(());
+        }
+        // Each script is new text: not worth a slot in the statement cache.
+        let mut query = sqlx::query(&self.sql).persistent(false);
+        for arg in self.args {
+            query = match arg {
+                Arg::Text(v) => query.bind(v),
+                Arg::Int(v) => query.bind(v),
+                Arg::Real(v) => query.bind(v),
+            };
+        }
+        query.execute(&mut *conn).await?;
+        Ok(())
+    }
+}
+
 /// Runs `head VALUES (..), (..) tail` over `rows`, in as few statements as
 /// the parameter limit allows: multi-row inserts, `IN (VALUES ..)` and
 /// `WITH v(..) AS (VALUES ..) UPDATE .. FROM v`, which SQLite and Postgres
@@ -275,46 +343,65 @@ pub(super) async fn execute_values(
     statement: &Values,
     rows: Vec<Vec<Arg>>,
 ) -> Result<(), StoreError> {
-    let (head, tail) = (statement.head, statement.tail);
     let Some(width) = rows.first().map(Vec::len) else {
         return Ok(());
     };
     let per_statement = (MAX_PARAMS / width).max(1);
     let mut rows = rows.into_iter().peekable();
     while rows.peek().is_some() {
-        let chunk: Vec<Vec<Arg>> = rows.by_ref().take(per_statement).collect();
-        let mut sql = String::with_capacity(head.len() + tail.len() + chunk.len() * width * 5);
-        sql.push_str(head);
-        sql.push_str(" VALUES ");
-        let mut n = 0;
-        for (i, _) in chunk.iter().enumerate() {
-            if i > 0 {
-                sql.push_str(", ");
-            }
-            sql.push('(');
-            for j in 0..width {
-                n += 1;
-                if j > 0 {
-                    sql.push_str(", ");
-                }
-                sql.push('$');
-                sql.push_str(&n.to_string());
-            }
-            sql.push(')');
-        }
-        sql.push(' ');
-        sql.push_str(tail);
-        let mut query = sqlx::query(&sql);
-        for arg in chunk.into_iter().flatten() {
-            query = match arg {
-                Arg::Text(v) => query.bind(v),
-                Arg::Int(v) => query.bind(v),
-                Arg::Real(v) => query.bind(v),
-            };
-        }
-        query.execute(&mut *conn).await?;
+        let mut script = Script::default();
+        script.push(statement, &mut rows, per_statement);
+        script.execute(conn).await?;
     }
     Ok(())
+}
+
+/// Applies statements in one SQLite transaction sent as scripts, `BEGIN`
+/// and `COMMIT` included: one round trip to SQLite's worker thread for a
+/// whole batch (more only past the parameter limit) instead of one per
+/// statement. Under load every round trip waits for a CPU, so this is what
+/// keeps a commit short. On failure the transaction is rolled back.
+async fn apply_sqlite(
+    conn: &mut AnyConnection,
+    statements: Vec<(&Values, Vec<Vec<Arg>>)>,
+) -> Result<(), StoreError> {
+    let result = async {
+        let mut script = Script {
+            sql: "BEGIN IMMEDIATE;\n".into(),
+            args: Vec::new(),
+            positional: true,
+        };
+        for (statement, rows) in statements {
+            let Some(width) = rows.first().map(Vec::len) else {
+                continue;
+            };
+            let per_statement = (MAX_PARAMS / width).max(1);
+            let mut rows = rows.into_iter().peekable();
+            while rows.peek().is_some() {
+                let room = MAX_SCRIPT_PARAMS.saturating_sub(script.args.len()) / width;
+                if room == 0 {
+                    let full = std::mem::replace(
+                        &mut script,
+                        Script {
+                            positional: true,
+                            ..Script::default()
+                        },
+                    );
+                    full.execute(conn).await?;
+                    continue;
+                }
+                script.push(statement, &mut rows, per_statement.min(room));
+            }
+        }
+        script.sql.push_str("COMMIT;");
+        script.execute(conn).await
+    }
+    .await;
+    if result.is_err() {
+        // Whatever ran of the transaction is undone; no transaction is fine too.
+        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+    }
+    result
 }
 
 /// Folds a later record of the same invocation into an earlier one the way
@@ -474,23 +561,33 @@ async fn apply_all<'a>(
             }
         }
     }
+    // In this order: a run's status before its end, its node rows cleared
+    // before they are written.
+    let statements = vec![
+        (&RUN_STATUS, statuses),
+        (&EVENTS, events),
+        (&CHECKPOINTS, checkpoints.into_values().collect()),
+        (
+            &INVOCATIONS,
+            invocations.iter().map(invocation_args).collect(),
+        ),
+        (&BLOBS, blobs.into_values().collect()),
+        (&CLEAR_NODE_RUNS, cleared),
+        (&NODE_RUNS, nodes),
+        (&BUNDLES, bundles),
+        (&PINS, pins.into_values().collect()),
+        (&RUN_END, finished),
+        (&SPANS, spans.into_values().collect()),
+    ];
+    if store.is_sqlite() {
+        let mut conn = store.writer().acquire().await?;
+        return apply_sqlite(&mut conn, statements).await;
+    }
+    // Postgres prepares one command at a time.
     let mut tx = store.writer().begin().await?;
-    execute_values(&mut tx, &RUN_STATUS, statuses).await?;
-    execute_values(&mut tx, &EVENTS, events).await?;
-    execute_values(&mut tx, &CHECKPOINTS, checkpoints.into_values().collect()).await?;
-    execute_values(
-        &mut tx,
-        &INVOCATIONS,
-        invocations.iter().map(invocation_args).collect(),
-    )
-    .await?;
-    execute_values(&mut tx, &BLOBS, blobs.into_values().collect()).await?;
-    execute_values(&mut tx, &CLEAR_NODE_RUNS, cleared).await?;
-    execute_values(&mut tx, &NODE_RUNS, nodes).await?;
-    execute_values(&mut tx, &BUNDLES, bundles).await?;
-    execute_values(&mut tx, &PINS, pins.into_values().collect()).await?;
-    execute_values(&mut tx, &RUN_END, finished).await?;
-    execute_values(&mut tx, &SPANS, spans.into_values().collect()).await?;
+    for (statement, rows) in statements {
+        execute_values(&mut tx, statement, rows).await?;
+    }
     tx.commit().await?;
     Ok(())
 }

@@ -128,6 +128,9 @@ impl Store {
         let options = |max: u32| {
             AnyPoolOptions::new()
                 .max_connections(max)
+                // A SQLite file connection does not go stale, and a ping
+                // before every use is one more wait on its worker thread.
+                .test_before_acquire(!is_sqlite)
                 .acquire_timeout(Duration::from_secs(30))
                 .after_connect(move |conn, _meta| {
                     Box::pin(async move {
@@ -178,6 +181,10 @@ impl Store {
     /// The pool for writes (see [`Store`]).
     pub fn writer(&self) -> &AnyPool {
         &self.writer
+    }
+
+    pub fn is_sqlite(&self) -> bool {
+        self.backend == Backend::Sqlite
     }
 
     /// `"sqlite"` or `"postgres"`.

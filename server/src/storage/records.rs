@@ -10,8 +10,10 @@ use super::group::{
 use super::{Store, StoreError};
 use node_runtime::graph::Workflow;
 
+/// Record timestamps: RFC 3339 UTC with microseconds (text that sorts in
+/// time order; the same width on every row).
 pub fn now() -> String {
-    node_runtime::executor::now_rfc3339()
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 /// A new id: UUID v7 (time-ordered), lowercase hex with dashes.
