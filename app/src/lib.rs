@@ -6,6 +6,7 @@
 //! depend on the server crate.
 
 pub mod api;
+pub mod editor;
 pub mod pages;
 pub mod session;
 pub mod trace_view;

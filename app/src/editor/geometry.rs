@@ -1,0 +1,199 @@
+//! Canvas geometry: node boxes and handle positions in world coordinates,
+//! the view transform (pan and zoom), fit-to-view and box selection.
+
+use node_runtime::graph::{Node, Position, Workflow};
+
+pub const NODE_WIDTH: f64 = 180.0;
+pub const HEADER: f64 = 30.0;
+pub const ROW: f64 = 22.0;
+pub const MIN_ZOOM: f64 = 0.1;
+pub const MAX_ZOOM: f64 = 4.0;
+
+/// Height of a node's box: a header and one row per handle on its taller side.
+pub fn node_height(node: &Node) -> f64 {
+    let rows = node.inputs().len().max(node.outputs().len()).max(1);
+    HEADER + rows as f64 * ROW + 8.0
+}
+
+/// Where the `i`th input (left edge) or output (right edge) handle sits.
+pub fn handle_pos(node: &Node, output: bool, i: usize) -> Position {
+    Position {
+        x: node.position.x + if output { NODE_WIDTH } else { 0.0 },
+        y: node.position.y + HEADER + ROW * (i as f64 + 0.5),
+    }
+}
+
+/// The SVG path of an edge between two handle positions (a horizontal
+/// cubic Bézier).
+pub fn edge_path(a: Position, b: Position) -> String {
+    let dx = ((b.x - a.x).abs() / 2.0).max(40.0);
+    format!(
+        "M {:.1} {:.1} C {:.1} {:.1}, {:.1} {:.1}, {:.1} {:.1}",
+        a.x,
+        a.y,
+        a.x + dx,
+        a.y,
+        b.x - dx,
+        b.y,
+        b.x,
+        b.y
+    )
+}
+
+/// Pan and zoom: screen = world * zoom + pan.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct View {
+    pub pan_x: f64,
+    pub pan_y: f64,
+    pub zoom: f64,
+}
+
+impl Default for View {
+    fn default() -> Self {
+        Self {
+            pan_x: 40.0,
+            pan_y: 40.0,
+            zoom: 1.0,
+        }
+    }
+}
+
+impl View {
+    pub fn to_world(&self, sx: f64, sy: f64) -> Position {
+        Position {
+            x: (sx - self.pan_x) / self.zoom,
+            y: (sy - self.pan_y) / self.zoom,
+        }
+    }
+
+    /// Zooms by `factor` keeping the screen point (sx, sy) fixed.
+    pub fn zoom_at(&self, factor: f64, sx: f64, sy: f64) -> View {
+        let zoom = (self.zoom * factor).clamp(MIN_ZOOM, MAX_ZOOM);
+        let w = self.to_world(sx, sy);
+        View {
+            pan_x: sx - w.x * zoom,
+            pan_y: sy - w.y * zoom,
+            zoom,
+        }
+    }
+
+    /// The SVG transform of the world group.
+    pub fn transform(&self) -> String {
+        format!(
+            "translate({:.2} {:.2}) scale({:.4})",
+            self.pan_x, self.pan_y, self.zoom
+        )
+    }
+}
+
+/// The view that shows every node inside a `width` x `height` viewport
+/// with a margin (the default view for an empty graph).
+pub fn fit(doc: &Workflow, width: f64, height: f64) -> View {
+    if doc.nodes.is_empty() {
+        return View::default();
+    }
+    let (mut x0, mut y0, mut x1, mut y1) = (f64::MAX, f64::MAX, f64::MIN, f64::MIN);
+    for n in &doc.nodes {
+        x0 = x0.min(n.position.x);
+        y0 = y0.min(n.position.y);
+        x1 = x1.max(n.position.x + NODE_WIDTH);
+        y1 = y1.max(n.position.y + node_height(n));
+    }
+    let margin = 40.0;
+    let zoom = ((width - 2.0 * margin) / (x1 - x0).max(1.0))
+        .min((height - 2.0 * margin) / (y1 - y0).max(1.0))
+        .clamp(MIN_ZOOM, 1.0);
+    View {
+        pan_x: margin - x0 * zoom + ((width - 2.0 * margin) - (x1 - x0) * zoom).max(0.0) / 2.0,
+        pan_y: margin - y0 * zoom,
+        zoom,
+    }
+}
+
+/// The ids of nodes whose box intersects the world rectangle between two
+/// corners (box selection).
+pub fn in_box(doc: &Workflow, a: Position, b: Position) -> Vec<String> {
+    let (x0, x1) = (a.x.min(b.x), a.x.max(b.x));
+    let (y0, y1) = (a.y.min(b.y), a.y.max(b.y));
+    doc.nodes
+        .iter()
+        .filter(|n| {
+            n.position.x < x1
+                && n.position.x + NODE_WIDTH > x0
+                && n.position.y < y1
+                && n.position.y + node_height(n) > y0
+        })
+        .map(|n| n.id.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::editor::model::new_node;
+
+    fn doc(nodes: Vec<Node>) -> Workflow {
+        Workflow {
+            format_version: 1,
+            id: "w".into(),
+            name: "w".into(),
+            revision: 0,
+            nodes,
+            edges: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn zoom_keeps_the_point_under_the_cursor() {
+        let v = View::default();
+        let before = v.to_world(300.0, 200.0);
+        let z = v.zoom_at(1.25, 300.0, 200.0);
+        let after = z.to_world(300.0, 200.0);
+        assert!((before.x - after.x).abs() < 1e-9 && (before.y - after.y).abs() < 1e-9);
+        assert_eq!(v.zoom_at(1000.0, 0.0, 0.0).zoom, MAX_ZOOM);
+    }
+
+    #[test]
+    fn fit_shows_every_node_and_box_selection_hits_boxes() {
+        let a = new_node("input", "a".into(), Position { x: -500.0, y: 0.0 }).unwrap();
+        let b = new_node(
+            "output",
+            "b".into(),
+            Position {
+                x: 2000.0,
+                y: 900.0,
+            },
+        )
+        .unwrap();
+        let d = doc(vec![a.clone(), b.clone()]);
+        let v = fit(&d, 1280.0, 800.0);
+        for n in &d.nodes {
+            let sx = n.position.x * v.zoom + v.pan_x;
+            let sy = n.position.y * v.zoom + v.pan_y;
+            assert!(
+                (0.0..=1280.0).contains(&sx) && (0.0..=800.0).contains(&sy),
+                "{sx},{sy}"
+            );
+        }
+        assert_eq!(
+            in_box(
+                &d,
+                Position {
+                    x: -600.0,
+                    y: -10.0
+                },
+                Position { x: -400.0, y: 10.0 }
+            ),
+            ["a"]
+        );
+        assert!(in_box(
+            &d,
+            Position { x: 0.0, y: 0.0 },
+            Position { x: 10.0, y: 10.0 }
+        )
+        .is_empty());
+        assert_eq!(handle_pos(&a, true, 0).x, -500.0 + NODE_WIDTH);
+        assert!(edge_path(handle_pos(&a, true, 0), handle_pos(&b, false, 0))
+            .starts_with("M -320.0 41.0 C"));
+    }
+}

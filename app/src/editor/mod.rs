@@ -1,0 +1,6 @@
+//! The workflow editor's logic, free of the DOM: the document and its
+//! undo history (`model`), and the canvas geometry (`geometry`). The page
+//! (`pages::editor`) only draws and forwards input.
+
+pub mod geometry;
+pub mod model;

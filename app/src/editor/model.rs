@@ -1,0 +1,634 @@
+//! The editor's document model: a workflow being edited, every change as an
+//! [`Edit`], and undo/redo. Plain Rust (no DOM), tested natively.
+//!
+//! Undo keeps whole snapshots of the workflow: exact by construction (an
+//! undo restores the previous state bit for bit), and cheap enough (a clone
+//! of even a 1,000-node graph is well under a millisecond's worth of a
+//! frame). A drag is one edit: [`Editor::begin_gesture`] takes the snapshot
+//! and the moves that follow are not recorded one by one.
+
+use std::collections::BTreeSet;
+
+use node_runtime::agent_config::ProviderConfig;
+use node_runtime::graph::{
+    AgentNodeConfig, BranchConfig, Condition, Edge, HandleRef, InputConfig, Node, NodeKind,
+    OutputConfig, Position, TemplateConfig, ToolNodeConfig, Workflow,
+};
+use serde_json::json;
+
+/// How many edits can be undone.
+pub const UNDO_LIMIT: usize = 200;
+
+/// The node kinds the palette offers.
+pub const PALETTE: [(&str, &str); 6] = [
+    ("input", "Input"),
+    ("agent", "Agent"),
+    ("tool", "Tool"),
+    ("template", "Template"),
+    ("branch", "Branch"),
+    ("output", "Output"),
+];
+
+/// One change to the document.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Edit {
+    AddNode {
+        kind: String,
+        at: Position,
+    },
+    /// Moves nodes by a delta (a whole drag, or an arrow key).
+    Move {
+        ids: Vec<String>,
+        dx: f64,
+        dy: f64,
+    },
+    Connect {
+        source: HandleRef,
+        target: HandleRef,
+    },
+    /// Removes nodes (with their edges) and edges.
+    Delete {
+        nodes: Vec<String>,
+        edges: Vec<String>,
+    },
+    Rename {
+        node: String,
+        label: String,
+    },
+    /// Replaces a node's kind and config (the configuration panel).
+    SetKind {
+        node: String,
+        kind: Box<NodeKind>,
+    },
+}
+
+/// Why an edit was refused, in words for the user.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EditError {
+    #[error("there is no node `{0}`")]
+    UnknownNode(String),
+    #[error("`{0}` is not a node kind")]
+    UnknownKind(String),
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// The document, its history and the selection.
+#[derive(Debug, Clone)]
+pub struct Editor {
+    pub doc: Workflow,
+    /// The revision the document was loaded or last saved at.
+    pub saved_revision: u64,
+    pub selection: BTreeSet<String>,
+    undo: Vec<Workflow>,
+    redo: Vec<Workflow>,
+    /// Snapshot taken at the start of a gesture (a drag), pushed once.
+    gesture: Option<Workflow>,
+    dirty: bool,
+}
+
+impl Editor {
+    pub fn new(doc: Workflow) -> Self {
+        let saved_revision = doc.revision;
+        Self {
+            doc,
+            saved_revision,
+            selection: BTreeSet::new(),
+            undo: Vec::new(),
+            redo: Vec::new(),
+            gesture: None,
+            dirty: false,
+        }
+    }
+
+    /// Unsaved changes exist.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// The document was saved as `revision`.
+    pub fn mark_saved(&mut self, revision: u64) {
+        self.doc.revision = revision;
+        self.saved_revision = revision;
+        self.dirty = false;
+    }
+
+    pub fn can_undo(&self) -> bool {
+        !self.undo.is_empty()
+    }
+
+    pub fn can_redo(&self) -> bool {
+        !self.redo.is_empty()
+    }
+
+    fn record(&mut self, before: Workflow) {
+        self.undo.push(before);
+        if self.undo.len() > UNDO_LIMIT {
+            self.undo.remove(0);
+        }
+        self.redo.clear();
+        self.dirty = true;
+    }
+
+    /// Applies an edit; a refused edit changes nothing. Returns the id of a
+    /// node it created.
+    pub fn apply(&mut self, edit: Edit) -> Result<Option<String>, EditError> {
+        let before = self.gesture.is_none().then(|| self.doc.clone());
+        let created = apply_to(&mut self.doc, &edit)?;
+        if let Edit::Delete { nodes, .. } = &edit {
+            for n in nodes {
+                self.selection.remove(n);
+            }
+        }
+        match before {
+            Some(before) => self.record(before),
+            None => self.dirty = true,
+        }
+        Ok(created)
+    }
+
+    /// Starts a gesture: the edits until [`Editor::end_gesture`] undo as one.
+    pub fn begin_gesture(&mut self) {
+        if self.gesture.is_none() {
+            self.gesture = Some(self.doc.clone());
+        }
+    }
+
+    /// Ends a gesture; records it only if it changed the document.
+    pub fn end_gesture(&mut self) {
+        if let Some(before) = self.gesture.take() {
+            if before != self.doc {
+                self.record(before);
+            }
+        }
+    }
+
+    pub fn undo(&mut self) -> bool {
+        self.end_gesture();
+        match self.undo.pop() {
+            Some(prev) => {
+                let now = std::mem::replace(&mut self.doc, prev);
+                self.redo.push(now);
+                self.retain_selection();
+                self.dirty = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn redo(&mut self) -> bool {
+        match self.redo.pop() {
+            Some(next) => {
+                let now = std::mem::replace(&mut self.doc, next);
+                self.undo.push(now);
+                self.retain_selection();
+                self.dirty = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn retain_selection(&mut self) {
+        let ids: BTreeSet<&str> = self.doc.nodes.iter().map(|n| n.id.as_str()).collect();
+        self.selection.retain(|s| ids.contains(s.as_str()));
+    }
+
+    /// Deletes the selected nodes (and their edges).
+    pub fn delete_selection(&mut self) -> Result<(), EditError> {
+        if self.selection.is_empty() {
+            return Ok(());
+        }
+        let nodes = self.selection.iter().cloned().collect();
+        self.apply(Edit::Delete {
+            nodes,
+            edges: Vec::new(),
+        })
+        .map(|_| ())
+    }
+}
+
+/// Whether `source` (an output handle) may be wired to `target` (an input
+/// handle); the reason when not.
+pub fn can_connect(doc: &Workflow, source: &HandleRef, target: &HandleRef) -> Result<(), String> {
+    let from = doc
+        .node(&source.node)
+        .ok_or_else(|| format!("there is no node `{}`", source.node))?;
+    let to = doc
+        .node(&target.node)
+        .ok_or_else(|| format!("there is no node `{}`", target.node))?;
+    if source.node == target.node {
+        return Err("a node cannot feed itself".into());
+    }
+    if !from.outputs().contains(&source.handle) {
+        return Err(format!("`{}` has no output `{}`", from.id, source.handle));
+    }
+    if !to.inputs().contains(&target.handle) {
+        return Err(format!("`{}` has no input `{}`", to.id, target.handle));
+    }
+    if doc.edges.iter().any(|e| e.target == *target) {
+        return Err(format!(
+            "input `{}` of `{}` is already wired",
+            target.handle, to.id
+        ));
+    }
+    // No cycles: the target must not reach the source.
+    let mut stack = vec![target.node.as_str()];
+    let mut seen = BTreeSet::new();
+    while let Some(n) = stack.pop() {
+        if n == source.node {
+            return Err("this edge would make a cycle".into());
+        }
+        if seen.insert(n) {
+            stack.extend(
+                doc.edges
+                    .iter()
+                    .filter(|e| e.source.node == n)
+                    .map(|e| e.target.node.as_str()),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn fresh_id(doc: &Workflow, prefix: &str) -> String {
+    (1..)
+        .map(|i| format!("{prefix}{i}"))
+        .find(|id| doc.node(id).is_none() && !doc.edges.iter().any(|e| e.id == *id))
+        .unwrap_or_else(|| prefix.to_string())
+}
+
+/// A new node of `kind` with a working default configuration.
+pub fn new_node(kind: &str, id: String, at: Position) -> Result<Node, EditError> {
+    let (label, kind) = match kind {
+        "input" => (
+            "Input",
+            NodeKind::Input(InputConfig {
+                schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            }),
+        ),
+        "agent" => (
+            "Agent",
+            NodeKind::Agent(AgentNodeConfig {
+                system_prompt: String::new(),
+                prompt: "{{ text }}".into(),
+                tools: Vec::new(),
+                policy: Default::default(),
+                provider: ProviderConfig::Scripted {
+                    script: json!({"turns": [{"text": "Scripted answer."}]}),
+                },
+                params: Default::default(),
+                pins: Vec::new(),
+            }),
+        ),
+        "tool" => (
+            "Tool",
+            NodeKind::Tool(ToolNodeConfig {
+                tool: "calculator@1.0.0".into(),
+                inputs: [(
+                    "expression".to_string(),
+                    node_runtime::graph::FieldSource::Fixed {
+                        value: json!("1 + 1"),
+                    },
+                )]
+                .into(),
+                secret_scope: None,
+                output_path: None,
+            }),
+        ),
+        "template" => (
+            "Template",
+            NodeKind::Template(TemplateConfig {
+                template: "{{ value }}".into(),
+            }),
+        ),
+        "branch" => (
+            "Branch",
+            NodeKind::Branch(BranchConfig {
+                pointer: String::new(),
+                condition: Condition::Truthy,
+            }),
+        ),
+        "output" => (
+            "Output",
+            NodeKind::Output(OutputConfig {
+                fields: vec!["result".into()],
+            }),
+        ),
+        other => return Err(EditError::UnknownKind(other.into())),
+    };
+    Ok(Node {
+        id,
+        label: label.into(),
+        position: at,
+        kind,
+    })
+}
+
+fn apply_to(doc: &mut Workflow, edit: &Edit) -> Result<Option<String>, EditError> {
+    match edit {
+        Edit::AddNode { kind, at } => {
+            let id = fresh_id(doc, kind);
+            doc.nodes.push(new_node(kind, id.clone(), *at)?);
+            Ok(Some(id))
+        }
+        Edit::Move { ids, dx, dy } => {
+            for id in ids {
+                let node = doc
+                    .nodes
+                    .iter_mut()
+                    .find(|n| n.id == *id)
+                    .ok_or_else(|| EditError::UnknownNode(id.clone()))?;
+                node.position.x += dx;
+                node.position.y += dy;
+            }
+            Ok(None)
+        }
+        Edit::Connect { source, target } => {
+            can_connect(doc, source, target).map_err(EditError::Refused)?;
+            let id = fresh_id(doc, "e");
+            doc.edges.push(Edge {
+                id,
+                source: source.clone(),
+                target: target.clone(),
+            });
+            Ok(None)
+        }
+        Edit::Delete { nodes, edges } => {
+            for n in nodes {
+                if doc.node(n).is_none() {
+                    return Err(EditError::UnknownNode(n.clone()));
+                }
+            }
+            doc.nodes.retain(|n| !nodes.contains(&n.id));
+            doc.edges.retain(|e| {
+                !edges.contains(&e.id)
+                    && !nodes.contains(&e.source.node)
+                    && !nodes.contains(&e.target.node)
+            });
+            Ok(None)
+        }
+        Edit::Rename { node, label } => {
+            let n = doc
+                .nodes
+                .iter_mut()
+                .find(|n| n.id == *node)
+                .ok_or_else(|| EditError::UnknownNode(node.clone()))?;
+            n.label = label.clone();
+            Ok(None)
+        }
+        Edit::SetKind { node, kind } => {
+            let n = doc
+                .nodes
+                .iter_mut()
+                .find(|n| n.id == *node)
+                .ok_or_else(|| EditError::UnknownNode(node.clone()))?;
+            n.kind = (**kind).clone();
+            Ok(None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty() -> Workflow {
+        Workflow {
+            format_version: node_runtime::graph::WORKFLOW_FORMAT_VERSION,
+            id: "w".into(),
+            name: "w".into(),
+            revision: 3,
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        }
+    }
+
+    fn at(x: f64, y: f64) -> Position {
+        Position { x, y }
+    }
+
+    fn h(node: &str, handle: &str) -> HandleRef {
+        HandleRef {
+            node: node.into(),
+            handle: handle.into(),
+        }
+    }
+
+    #[test]
+    fn add_connect_and_the_document_round_trips() {
+        let mut ed = Editor::new(empty());
+        let input = ed
+            .apply(Edit::AddNode {
+                kind: "input".into(),
+                at: at(0.0, 0.0),
+            })
+            .unwrap()
+            .unwrap();
+        let agent = ed
+            .apply(Edit::AddNode {
+                kind: "agent".into(),
+                at: at(300.0, 0.0),
+            })
+            .unwrap()
+            .unwrap();
+        let output = ed
+            .apply(Edit::AddNode {
+                kind: "output".into(),
+                at: at(600.0, 0.0),
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (input.as_str(), agent.as_str(), output.as_str()),
+            ("input1", "agent1", "output1")
+        );
+        ed.apply(Edit::Connect {
+            source: h("input1", "text"),
+            target: h("agent1", "text"),
+        })
+        .unwrap();
+        ed.apply(Edit::Connect {
+            source: h("agent1", "response"),
+            target: h("output1", "result"),
+        })
+        .unwrap();
+        assert!(ed.is_dirty());
+        // What is saved parses back to the same graph.
+        let text = ed.doc.to_json();
+        assert_eq!(Workflow::from_json(&text).unwrap(), ed.doc);
+        let diagnostics = node_runtime::graph::validate::validate(
+            &ed.doc,
+            &Vec::<node_runtime::tool_spec::ToolSpec>::new(),
+        );
+        assert!(
+            diagnostics
+                .iter()
+                .all(|d| d.severity != node_runtime::graph::validate::Severity::Error),
+            "{diagnostics:?}"
+        );
+    }
+
+    #[test]
+    fn incompatible_connections_are_refused_and_change_nothing() {
+        let mut ed = Editor::new(empty());
+        for (kind, x) in [("input", 0.0), ("template", 300.0), ("output", 600.0)] {
+            ed.apply(Edit::AddNode {
+                kind: kind.into(),
+                at: at(x, 0.0),
+            })
+            .unwrap();
+        }
+        ed.apply(Edit::Connect {
+            source: h("input1", "text"),
+            target: h("template1", "value"),
+        })
+        .unwrap();
+        let before = ed.doc.clone();
+        for (s, t, why) in [
+            (h("output1", "result"), h("template1", "value"), "no output"),
+            (h("input1", "text"), h("input1", "text"), "itself"),
+            (
+                h("input1", "nope"),
+                h("output1", "result"),
+                "no output `nope`",
+            ),
+            (h("template1", "text"), h("output1", "missing"), "no input"),
+            (
+                h("input1", "text"),
+                h("template1", "value"),
+                "already wired",
+            ),
+        ] {
+            let err = ed
+                .apply(Edit::Connect {
+                    source: s,
+                    target: t,
+                })
+                .unwrap_err();
+            assert!(err.to_string().contains(why), "{err} / {why}");
+        }
+        assert_eq!(ed.doc, before);
+        // A cycle.
+        ed.apply(Edit::AddNode {
+            kind: "template".into(),
+            at: at(0.0, 200.0),
+        })
+        .unwrap();
+        ed.apply(Edit::Connect {
+            source: h("template1", "text"),
+            target: h("template2", "value"),
+        })
+        .unwrap();
+        let mut cyc = ed.doc.clone();
+        if let NodeKind::Template(t) = &mut cyc
+            .nodes
+            .iter_mut()
+            .find(|n| n.id == "template1")
+            .unwrap()
+            .kind
+        {
+            t.template = "{{ value }} {{ other }}".into();
+        }
+        assert!(
+            can_connect(&cyc, &h("template2", "text"), &h("template1", "other"))
+                .unwrap_err()
+                .contains("cycle")
+        );
+    }
+
+    #[test]
+    fn undo_and_redo_restore_each_state_exactly() {
+        let mut ed = Editor::new(empty());
+        let mut states = vec![ed.doc.clone()];
+        ed.apply(Edit::AddNode {
+            kind: "input".into(),
+            at: at(10.0, 20.0),
+        })
+        .unwrap();
+        states.push(ed.doc.clone());
+        ed.apply(Edit::AddNode {
+            kind: "output".into(),
+            at: at(400.0, 20.0),
+        })
+        .unwrap();
+        states.push(ed.doc.clone());
+        // A drag of many small moves is one step.
+        ed.begin_gesture();
+        for _ in 0..30 {
+            ed.apply(Edit::Move {
+                ids: vec!["input1".into()],
+                dx: 1.5,
+                dy: -0.5,
+            })
+            .unwrap();
+        }
+        ed.end_gesture();
+        states.push(ed.doc.clone());
+        ed.apply(Edit::Connect {
+            source: h("input1", "text"),
+            target: h("output1", "result"),
+        })
+        .unwrap();
+        states.push(ed.doc.clone());
+        ed.selection.insert("input1".into());
+        ed.delete_selection().unwrap();
+        states.push(ed.doc.clone());
+        assert!(ed.selection.is_empty());
+        assert!(ed.doc.edges.is_empty(), "deleting a node deletes its edges");
+
+        for expected in states.iter().rev().skip(1) {
+            assert!(ed.undo());
+            assert_eq!(&ed.doc, expected);
+        }
+        assert!(!ed.undo());
+        for expected in states.iter().skip(1) {
+            assert!(ed.redo());
+            assert_eq!(&ed.doc, expected);
+        }
+        assert!(!ed.redo());
+        // A new edit after an undo drops the redo branch.
+        ed.undo();
+        ed.apply(Edit::Rename {
+            node: "output1".into(),
+            label: "Result".into(),
+        })
+        .unwrap();
+        assert!(!ed.can_redo());
+    }
+
+    #[test]
+    fn a_gesture_that_changes_nothing_is_not_recorded_and_saving_clears_dirty() {
+        let mut ed = Editor::new(empty());
+        ed.begin_gesture();
+        ed.end_gesture();
+        assert!(!ed.can_undo());
+        assert!(!ed.is_dirty());
+        ed.apply(Edit::AddNode {
+            kind: "branch".into(),
+            at: at(0.0, 0.0),
+        })
+        .unwrap();
+        ed.mark_saved(4);
+        assert!(!ed.is_dirty());
+        assert_eq!((ed.doc.revision, ed.saved_revision), (4, 4));
+        assert_eq!(
+            ed.apply(Edit::AddNode {
+                kind: "nope".into(),
+                at: at(0.0, 0.0)
+            })
+            .unwrap_err(),
+            EditError::UnknownKind("nope".into())
+        );
+        assert!(!ed.is_dirty(), "a refused edit changes nothing");
+        for (kind, _) in PALETTE {
+            ed.apply(Edit::AddNode {
+                kind: kind.into(),
+                at: at(0.0, 0.0),
+            })
+            .unwrap();
+        }
+        assert_eq!(Workflow::from_json(&ed.doc.to_json()).unwrap(), ed.doc);
+    }
+}
