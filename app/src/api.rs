@@ -23,13 +23,18 @@ pub enum ApiError {
     Decode { status: u16, message: String },
 }
 
-async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
+/// A request to the API, with the session's token when signed in.
+fn request(method: gloo_net::http::Method, path: &str) -> gloo_net::http::RequestBuilder {
     let url = format!("{API_PREFIX}{path}");
-    let mut request = gloo_net::http::Request::get(&url);
-    if let Some(token) = crate::session::load() {
-        request = request.header("Authorization", &format!("Bearer {token}"));
+    let builder = gloo_net::http::RequestBuilder::new(&url).method(method);
+    match crate::session::load() {
+        Some(token) => builder.header("Authorization", &format!("Bearer {token}")),
+        None => builder,
     }
-    let response = request
+}
+
+async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
+    let response = request(gloo_net::http::Method::GET, path)
         .send()
         .await
         .map_err(|err| ApiError::Network(err.to_string()))?;
@@ -67,8 +72,15 @@ async fn post_json<T: DeserializeOwned>(
     path: &str,
     body: &serde_json::Value,
 ) -> Result<T, ApiError> {
-    let url = format!("{API_PREFIX}{path}");
-    let response = gloo_net::http::Request::post(&url)
+    send_json(gloo_net::http::Method::POST, path, body).await
+}
+
+async fn send_json<T: DeserializeOwned>(
+    method: gloo_net::http::Method,
+    path: &str,
+    body: &serde_json::Value,
+) -> Result<T, ApiError> {
+    let response = request(method, path)
         .json(body)
         .map_err(|err| ApiError::Network(err.to_string()))?
         .send()
@@ -92,6 +104,65 @@ pub struct Session {
 /// `POST /api/v1/auth/exchange`: a one-time sign-in token for a session.
 pub async fn exchange(token: &str) -> Result<Session, ApiError> {
     post_json("/auth/exchange", &serde_json::json!({ "token": token })).await
+}
+
+/// A workflow as the API returns it.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct WorkflowView {
+    pub id: String,
+    pub name: String,
+    pub revision: u64,
+    pub workflow: node_runtime::graph::Workflow,
+}
+
+/// One row of the workflow list.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct WorkflowItem {
+    pub id: String,
+    pub name: String,
+    pub revision: u64,
+    pub updated_at: String,
+}
+
+#[derive(serde::Deserialize)]
+struct WorkflowList {
+    workflows: Vec<WorkflowItem>,
+}
+
+/// `GET /api/v1/workflows`.
+pub async fn list_workflows() -> Result<Vec<WorkflowItem>, ApiError> {
+    get_json::<WorkflowList>("/workflows")
+        .await
+        .map(|l| l.workflows)
+}
+
+/// `POST /api/v1/workflows`: a new, empty workflow named `name`.
+pub async fn create_workflow(name: &str) -> Result<WorkflowView, ApiError> {
+    post_json(
+        "/workflows",
+        &serde_json::json!({"format_version": 1, "id": "new", "name": name, "revision": 0, "nodes": [], "edges": []}),
+    )
+    .await
+}
+
+/// `GET /api/v1/workflows/{id}`.
+pub async fn get_workflow(id: &str) -> Result<WorkflowView, ApiError> {
+    get_json(&format!("/workflows/{id}")).await
+}
+
+/// `PUT /api/v1/workflows/{id}`: a new revision on top of `base_revision`
+/// (a stale base is refused with 409, `CONFLICT`).
+pub async fn save_workflow(
+    id: &str,
+    base_revision: u64,
+    workflow: &node_runtime::graph::Workflow,
+) -> Result<WorkflowView, ApiError> {
+    send_json(
+        gloo_net::http::Method::PUT,
+        &format!("/workflows/{id}"),
+        &serde_json::json!({"base_revision": base_revision, "workflow": workflow}),
+    )
+    .await
 }
 
 /// `GET /api/v1/runs/{id}/trace`: the run's stored spans.

@@ -24,6 +24,7 @@ pub fn App() -> impl IntoView {
                 <A href="/" attr:class="brand">"Glassbox"</A>
                 <nav>
                     <A href="/">"Home"</A>
+                    <A href="/workflows">"Workflows"</A>
                 </nav>
             </header>
             <main class="page">
@@ -31,6 +32,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=pages::Home />
                     <Route path=path!("/signin") view=pages::SignIn />
                     <Route path=path!("/runs/:id/trace") view=pages::TracePage />
+                    <Route path=path!("/workflows") view=pages::Workflows />
+                    <Route path=path!("/workflows/:id") view=pages::EditorPage />
                 </Routes>
             </main>
         </Router>

@@ -1,11 +1,15 @@
 //! One module per route.
 
+mod editor;
 mod home;
 mod not_found;
 mod signin;
 mod trace;
+mod workflows;
 
+pub use editor::EditorPage;
 pub use home::Home;
 pub use not_found::NotFound;
 pub use signin::SignIn;
 pub use trace::TracePage;
+pub use workflows::Workflows;

@@ -1,0 +1,432 @@
+//! `/workflows/:id`: the workflow editor. An SVG canvas with pan (drag the
+//! background), zoom (wheel, buttons, fit), node drag, wiring by dragging
+//! from an output handle to an input handle, box selection (shift-drag),
+//! Delete, undo/redo, and Save as a new revision. The document logic lives
+//! in `editor::model`; this module draws it and forwards input.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+use node_runtime::graph::{HandleRef, Position};
+
+use crate::api;
+use crate::editor::geometry::{self, View, HEADER, NODE_WIDTH, ROW};
+use crate::editor::model::{can_connect, Edit, Editor, PALETTE};
+
+/// What the pointer is doing.
+#[derive(Debug, Clone, PartialEq)]
+enum Drag {
+    Nodes { last: (f64, f64) },
+    Pan { last: (f64, f64) },
+    Wire { from: HandleRef, to: Position },
+    Select { from: Position, to: Position },
+}
+
+#[component]
+pub fn EditorPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.with(|p| p.get("id")).unwrap_or_default();
+    let loaded = LocalResource::new(move || {
+        let id = id();
+        async move { api::get_workflow(&id).await }
+    });
+    view! {
+        <Suspense fallback=|| view! { <p class="muted">"Loading the workflow…"</p> }>
+            {move || loaded.get().map(|r| match r {
+                Ok(w) => view! { <Canvas view=w /> }.into_any(),
+                Err(e) => view! { <p class="error" role="alert" data-testid="editor-error">{e.to_string()}</p> }.into_any(),
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Canvas(view: api::WorkflowView) -> impl IntoView {
+    let workflow_id = view.id.clone();
+    let editor = RwSignal::new(Editor::new(view.workflow));
+    let cam = RwSignal::new(View::default());
+    let drag = RwSignal::new(None::<Drag>);
+    let status = RwSignal::new(None::<(bool, String)>);
+    let saving = RwSignal::new(false);
+    let search = RwSignal::new(String::new());
+    let host: NodeRef<leptos::html::Div> = NodeRef::new();
+
+    // Unsaved changes: the browser asks before leaving the page.
+    let unload = window_event_listener(leptos::ev::beforeunload, move |ev| {
+        if editor.with_untracked(Editor::is_dirty) {
+            ev.prevent_default();
+            ev.set_return_value("There are unsaved changes.");
+        }
+    });
+    on_cleanup(move || unload.remove());
+
+    let local = move |ev: &leptos::ev::MouseEvent| -> (f64, f64) {
+        let (left, top) = host
+            .get_untracked()
+            .map(|h| {
+                let r = h.get_bounding_client_rect();
+                (r.left(), r.top())
+            })
+            .unwrap_or((0.0, 0.0));
+        (ev.client_x() as f64 - left, ev.client_y() as f64 - top)
+    };
+    let refuse = move |message: String| status.set(Some((false, message)));
+    let apply = move |edit: Edit| {
+        let result = editor.try_update(|e| e.apply(edit)).expect("editor signal");
+        if let Err(err) = result {
+            refuse(err.to_string());
+        }
+    };
+
+    let save = {
+        let workflow_id = workflow_id.clone();
+        move || {
+            if saving.get_untracked() {
+                return;
+            }
+            saving.set(true);
+            let (base, doc) = editor.with_untracked(|e| (e.saved_revision, e.doc.clone()));
+            let workflow_id = workflow_id.clone();
+            leptos::task::spawn_local(async move {
+                match api::save_workflow(&workflow_id, base, &doc).await {
+                    Ok(saved) => {
+                        editor.update(|e| e.mark_saved(saved.revision));
+                        status.set(Some((true, format!("Saved as revision {}.", saved.revision))));
+                    }
+                    Err(api::ApiError::Api { status: 409, message, .. }) => status.set(Some((
+                        false,
+                        format!("Not saved: {message}. Someone saved a newer revision; reload to see it (your changes are still here)."),
+                    ))),
+                    Err(e) => status.set(Some((false, format!("Not saved: {e}")))),
+                }
+                saving.set(false);
+            });
+        }
+    };
+
+    let add = move |kind: &'static str| {
+        // Beside the last node, so new nodes line up left to right.
+        let at = editor.with_untracked(|e| {
+            e.doc
+                .nodes
+                .last()
+                .map(|n| Position {
+                    x: n.position.x + NODE_WIDTH + 80.0,
+                    y: n.position.y,
+                })
+                .unwrap_or(Position { x: 40.0, y: 80.0 })
+        });
+        let created = editor
+            .try_update(|e| {
+                e.apply(Edit::AddNode {
+                    kind: kind.into(),
+                    at,
+                })
+            })
+            .expect("editor signal");
+        match created {
+            Ok(Some(id)) => editor.update(|e| {
+                e.selection.clear();
+                e.selection.insert(id);
+            }),
+            Ok(None) => {}
+            Err(err) => refuse(err.to_string()),
+        }
+    };
+
+    let on_down = move |ev: leptos::ev::PointerEvent| {
+        let p = local(&ev);
+        if ev.shift_key() {
+            let w = cam.get_untracked().to_world(p.0, p.1);
+            drag.set(Some(Drag::Select { from: w, to: w }));
+        } else {
+            editor.update(|e| e.selection.clear());
+            drag.set(Some(Drag::Pan { last: p }));
+        }
+    };
+    let on_move = move |ev: leptos::ev::PointerEvent| {
+        let p = local(&ev);
+        let Some(d) = drag.get_untracked() else {
+            return;
+        };
+        let v = cam.get_untracked();
+        match d {
+            Drag::Nodes { last } => {
+                let ids: Vec<String> =
+                    editor.with_untracked(|e| e.selection.iter().cloned().collect());
+                apply(Edit::Move {
+                    ids,
+                    dx: (p.0 - last.0) / v.zoom,
+                    dy: (p.1 - last.1) / v.zoom,
+                });
+                drag.set(Some(Drag::Nodes { last: p }));
+            }
+            Drag::Pan { last } => {
+                cam.set(View {
+                    pan_x: v.pan_x + p.0 - last.0,
+                    pan_y: v.pan_y + p.1 - last.1,
+                    ..v
+                });
+                drag.set(Some(Drag::Pan { last: p }));
+            }
+            Drag::Wire { from, .. } => drag.set(Some(Drag::Wire {
+                from,
+                to: v.to_world(p.0, p.1),
+            })),
+            Drag::Select { from, .. } => drag.set(Some(Drag::Select {
+                from,
+                to: v.to_world(p.0, p.1),
+            })),
+        }
+    };
+    let on_up = move |_ev: leptos::ev::PointerEvent| {
+        if let Some(Drag::Select { from, to }) = drag.get_untracked() {
+            let ids = editor.with_untracked(|e| geometry::in_box(&e.doc, from, to));
+            editor.update(|e| e.selection.extend(ids));
+        }
+        editor.update(Editor::end_gesture);
+        drag.set(None);
+    };
+    let on_wheel = move |ev: leptos::ev::WheelEvent| {
+        ev.prevent_default();
+        let p = local(&ev);
+        let factor = if ev.delta_y() < 0.0 { 1.1 } else { 1.0 / 1.1 };
+        cam.update(|c| *c = c.zoom_at(factor, p.0, p.1));
+    };
+    let save_key = save.clone();
+    let on_key = move |ev: leptos::ev::KeyboardEvent| {
+        let ctrl = ev.ctrl_key() || ev.meta_key();
+        match ev.key().as_str() {
+            "Delete" | "Backspace" => {
+                ev.prevent_default();
+                if let Err(err) = editor
+                    .try_update(Editor::delete_selection)
+                    .expect("editor signal")
+                {
+                    refuse(err.to_string());
+                }
+            }
+            "z" | "Z" if ctrl && ev.shift_key() => {
+                ev.prevent_default();
+                editor.update(|e| {
+                    e.redo();
+                });
+            }
+            "z" if ctrl => {
+                ev.prevent_default();
+                editor.update(|e| {
+                    e.undo();
+                });
+            }
+            "y" if ctrl => {
+                ev.prevent_default();
+                editor.update(|e| {
+                    e.redo();
+                });
+            }
+            "s" if ctrl => {
+                ev.prevent_default();
+                save_key();
+            }
+            _ => {}
+        }
+    };
+    let fit = move || {
+        let (w, h) = host
+            .get_untracked()
+            .map(|h| (h.client_width() as f64, h.client_height() as f64))
+            .unwrap_or((1200.0, 700.0));
+        cam.set(editor.with_untracked(|e| geometry::fit(&e.doc, w, h)));
+    };
+
+    let nodes_view = move || {
+        editor.with(|e| {
+            e.doc
+                .nodes
+                .iter()
+                .map(|n| {
+                    let id = n.id.clone();
+                    let selected = e.selection.contains(&id);
+                    let height = geometry::node_height(n);
+                    let inputs = n.inputs();
+                    let outputs = n.outputs();
+                    let node_id = id.clone();
+                    let down = move |ev: leptos::ev::PointerEvent| {
+                        ev.stop_propagation();
+                        let p = local(&ev);
+                        let shift = ev.shift_key();
+                        editor.update(|e| {
+                            if shift {
+                                if !e.selection.remove(&node_id) {
+                                    e.selection.insert(node_id.clone());
+                                }
+                            } else if !e.selection.contains(&node_id) {
+                                e.selection.clear();
+                                e.selection.insert(node_id.clone());
+                            }
+                            e.begin_gesture();
+                        });
+                        drag.set(Some(Drag::Nodes { last: p }));
+                    };
+                    let in_handles = inputs
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, name)| {
+                            let y = HEADER + ROW * (i as f64 + 0.5);
+                            let target = HandleRef { node: id.clone(), handle: name.clone() };
+                            // While wiring, each input says whether it takes the wire.
+                            let verdict = {
+                                let target = target.clone();
+                                move || match drag.get() {
+                                    Some(Drag::Wire { from, .. }) => Some(editor.with_untracked(|e| can_connect(&e.doc, &from, &target).is_ok())),
+                                    _ => None,
+                                }
+                            };
+                            let verdict2 = verdict.clone();
+                            let up = move |ev: leptos::ev::PointerEvent| {
+                                if let Some(Drag::Wire { from, .. }) = drag.get_untracked() {
+                                    ev.stop_propagation();
+                                    drag.set(None);
+                                    apply(Edit::Connect { source: from, target: target.clone() });
+                                }
+                            };
+                            view! {
+                                <g class="handle in" class:accepts=move || verdict() == Some(true) class:refused=move || verdict2() == Some(false)>
+                                    <circle cx="0" cy=y r="6" data-handle=format!("in:{name}") on:pointerup=up />
+                                    <text x="10" y=y + 4.0 class="handle-label">{name.clone()}</text>
+                                </g>
+                            }
+                        })
+                        .collect_view();
+                    let out_handles = outputs
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, name)| {
+                            let y = HEADER + ROW * (i as f64 + 0.5);
+                            let source = HandleRef { node: id.clone(), handle: name.clone() };
+                            let down = move |ev: leptos::ev::PointerEvent| {
+                                ev.stop_propagation();
+                                let p = local(&ev);
+                                let to = cam.get_untracked().to_world(p.0, p.1);
+                                drag.set(Some(Drag::Wire { from: source.clone(), to }));
+                            };
+                            view! {
+                                <g class="handle out">
+                                    <text x=NODE_WIDTH - 10.0 y=y + 4.0 text-anchor="end" class="handle-label">{name.clone()}</text>
+                                    <circle cx=NODE_WIDTH cy=y r="6" data-handle=format!("out:{name}") on:pointerdown=down />
+                                </g>
+                            }
+                        })
+                        .collect_view();
+                    view! {
+                        <g class="node" class:selected=selected data-node=id.clone() data-kind=n.kind_name()
+                            data-x=n.position.x.to_string() data-y=n.position.y.to_string()
+                            transform=format!("translate({:.2} {:.2})", n.position.x, n.position.y)
+                            on:pointerdown=down>
+                            <rect width=NODE_WIDTH height=height rx="6" />
+                            <text x="10" y="19" class="node-label">{n.label.clone()}</text>
+                            <text x=NODE_WIDTH - 10.0 y="19" text-anchor="end" class="node-kind">{n.kind_name()}</text>
+                            {in_handles}
+                            {out_handles}
+                        </g>
+                    }
+                })
+                .collect_view()
+        })
+    };
+    let edges_view = move || {
+        editor.with(|e| {
+            e.doc
+                .edges
+                .iter()
+                .filter_map(|edge| {
+                    let from = e.doc.node(&edge.source.node)?;
+                    let to = e.doc.node(&edge.target.node)?;
+                    let i = from
+                        .outputs()
+                        .iter()
+                        .position(|h| *h == edge.source.handle)?;
+                    let j = to.inputs().iter().position(|h| *h == edge.target.handle)?;
+                    let d = geometry::edge_path(
+                        geometry::handle_pos(from, true, i),
+                        geometry::handle_pos(to, false, j),
+                    );
+                    Some(view! { <path class="edge" d=d data-edge=edge.id.clone()
+                    data-source=format!("{}.{}", edge.source.node, edge.source.handle)
+                    data-target=format!("{}.{}", edge.target.node, edge.target.handle) /> })
+                })
+                .collect_view()
+        })
+    };
+    let overlay = move || {
+        match drag.get() {
+        Some(Drag::Wire { from, to }) => editor.with(|e| {
+            let node = e.doc.node(&from.node)?;
+            let i = node.outputs().iter().position(|h| *h == from.handle)?;
+            Some(view! { <path class="edge pending" d=geometry::edge_path(geometry::handle_pos(node, true, i), to) /> }.into_any())
+        }),
+        Some(Drag::Select { from, to }) => Some(view! {
+            <rect class="select-box" x=from.x.min(to.x) y=from.y.min(to.y)
+                width=(to.x - from.x).abs() height=(to.y - from.y).abs() />
+        }.into_any()),
+        _ => None,
+    }
+    };
+    let palette = move || {
+        let q = search.get().to_lowercase();
+        PALETTE
+            .iter()
+            .filter(|(_, label)| label.to_lowercase().contains(&q))
+            .map(|&(kind, label)| view! {
+                <button type="button" data-palette=kind on:click=move |_| add(kind)>{label}</button>
+            })
+            .collect_view()
+    };
+    let save_click = save.clone();
+    let name = editor.with_untracked(|e| e.doc.name.clone());
+    view! {
+        <section class="editor" data-testid="editor">
+            <header class="editor-bar">
+                <h1 data-testid="workflow-name">{name}</h1>
+                <span class="muted" data-testid="revision">"revision " {move || editor.with(|e| e.saved_revision)}</span>
+                <span class="dirty" data-testid="dirty">{move || if editor.with(Editor::is_dirty) { "Unsaved changes" } else { "" }}</span>
+                <div class="spacer"></div>
+                <button type="button" data-testid="undo" prop:disabled=move || !editor.with(Editor::can_undo)
+                    on:click=move |_| editor.update(|e| { e.undo(); })>"Undo"</button>
+                <button type="button" data-testid="redo" prop:disabled=move || !editor.with(Editor::can_redo)
+                    on:click=move |_| editor.update(|e| { e.redo(); })>"Redo"</button>
+                <button type="button" on:click=move |_| cam.update(|c| *c = c.zoom_at(1.2, 300.0, 200.0))>"Zoom in"</button>
+                <button type="button" on:click=move |_| cam.update(|c| *c = c.zoom_at(1.0 / 1.2, 300.0, 200.0))>"Zoom out"</button>
+                <button type="button" data-testid="fit" on:click=move |_| fit()>"Fit"</button>
+                <button type="button" class="primary" data-testid="save" prop:disabled=move || saving.get()
+                    on:click=move |_| save_click()>{move || if saving.get() { "Saving…" } else { "Save" }}</button>
+            </header>
+            {move || status.get().map(|(ok, m)| view! {
+                <p class=if ok { "notice" } else { "error" } role="status" data-testid="editor-status">{m}</p>
+            })}
+            <div class="editor-body">
+                <aside class="palette" data-testid="palette">
+                    <input type="search" placeholder="Add a node…" data-testid="palette-search"
+                        prop:value=move || search.get() on:input=move |ev| search.set(event_target_value(&ev)) />
+                    {palette}
+                </aside>
+                <div class="canvas" node_ref=host tabindex="0" data-testid="canvas"
+                    on:pointerdown=on_down on:pointermove=on_move on:pointerup=on_up on:pointerleave=on_up
+                    on:wheel=on_wheel on:keydown=on_key>
+                    <svg width="100%" height="100%">
+                        <defs>
+                            <pattern id="grid" width="20" height="20" patternUnits="userSpaceOnUse">
+                                <path d="M 20 0 L 0 0 0 20" class="grid-line" />
+                            </pattern>
+                        </defs>
+                        <g transform=move || cam.get().transform()>
+                            <rect x="-5000" y="-5000" width="10000" height="10000" fill="url(#grid)" />
+                            <g class="edges">{edges_view}</g>
+                            <g class="nodes">{nodes_view}</g>
+                            {overlay}
+                        </g>
+                    </svg>
+                </div>
+            </div>
+        </section>
+    }
+}

@@ -1,0 +1,286 @@
+//! Browser test of the workflow editor in real Chromium against a real
+//! server: from an empty canvas, add Input -> Agent -> Output from the
+//! palette, wire them by dragging between handles, move a node, undo and
+//! redo, save, reload: the same graph, the same positions, the same
+//! revision.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
+use fantoccini::{Client, Locator};
+use glassbox_tests::harness::{app_and_browser, wait_for_text};
+
+type Nodes = BTreeSet<(String, String, String, String)>;
+type Edges = BTreeSet<(String, String)>;
+
+/// (id, kind, x, y) of every node and (source, target) of every edge.
+async fn graph(c: &Client) -> Result<(Nodes, Edges), String> {
+    let mut nodes = BTreeSet::new();
+    for n in c
+        .find_all(Locator::Css("[data-node]"))
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        let a = |name: &'static str| {
+            let n = n.clone();
+            async move {
+                n.attr(name)
+                    .await
+                    .map_err(|e| e.to_string())
+                    .map(Option::unwrap_or_default)
+            }
+        };
+        nodes.insert((
+            a("data-node").await?,
+            a("data-kind").await?,
+            a("data-x").await?,
+            a("data-y").await?,
+        ));
+    }
+    let mut edges = BTreeSet::new();
+    for e in c
+        .find_all(Locator::Css("[data-edge]"))
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        let source = e
+            .attr("data-source")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let target = e
+            .attr("data-target")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        edges.insert((source, target));
+    }
+    Ok((nodes, edges))
+}
+
+async fn wait_until<F, Fut>(what: &str, mut check: F) -> Result<(), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, String>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("timed out waiting for {what}"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Drags with the mouse from one element's centre to another's.
+async fn drag(c: &Client, from: &str, to: &str, offset: (f64, f64)) -> Result<(), String> {
+    let a = c
+        .find(Locator::Css(from))
+        .await
+        .map_err(|e| format!("{from}: {e}"))?;
+    let b = c
+        .find(Locator::Css(to))
+        .await
+        .map_err(|e| format!("{to}: {e}"))?;
+    let mouse = MouseActions::new("mouse".into())
+        .then(PointerAction::MoveToElement {
+            element: a,
+            duration: None,
+            x: 0.0,
+            y: 0.0,
+        })
+        .then(PointerAction::Down {
+            button: MOUSE_BUTTON_LEFT,
+        })
+        .then(PointerAction::MoveBy {
+            duration: Some(Duration::from_millis(100)),
+            x: 5.0,
+            y: 5.0,
+        })
+        .then(PointerAction::MoveToElement {
+            element: b,
+            duration: Some(Duration::from_millis(200)),
+            x: offset.0,
+            y: offset.1,
+        })
+        .then(PointerAction::Up {
+            button: MOUSE_BUTTON_LEFT,
+        });
+    c.perform_actions(mouse).await.map_err(|e| e.to_string())
+}
+
+async fn click(c: &Client, css: &str) -> Result<(), String> {
+    c.find(Locator::Css(css))
+        .await
+        .map_err(|e| format!("{css}: {e}"))?
+        .click()
+        .await
+        .map_err(|e| format!("click {css}: {e}"))
+}
+
+async fn count(c: &Client, css: &str) -> Result<usize, String> {
+    Ok(c.find_all(Locator::Css(css))
+        .await
+        .map_err(|e| e.to_string())?
+        .len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn build_wire_save_and_reload_a_workflow() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        browser.open(&server.signin_url).await?;
+        wait_for_text(&c, "[data-testid=signin-ok]", Duration::from_secs(30)).await?;
+        browser.open(&format!("{}/workflows", server.url)).await?;
+        let name = c
+            .wait()
+            .for_element(Locator::Css("[data-testid=new-workflow-name]"))
+            .await
+            .map_err(|e| e.to_string())?;
+        name.send_keys("Editor test")
+            .await
+            .map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=new-workflow]").await?;
+        wait_for_text(&c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
+        let url = c
+            .current_url()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_string();
+
+        for kind in ["input", "agent", "output"] {
+            click(&c, &format!("[data-palette={kind}]")).await?;
+        }
+        wait_until("three nodes", || async {
+            Ok(count(&c, "[data-node]").await? == 3)
+        })
+        .await?;
+        drag(
+            &c,
+            "[data-node=input1] [data-handle='out:text']",
+            "[data-node=agent1] [data-handle='in:text']",
+            (0.0, 0.0),
+        )
+        .await?;
+        drag(
+            &c,
+            "[data-node=agent1] [data-handle='out:response']",
+            "[data-node=output1] [data-handle='in:result']",
+            (0.0, 0.0),
+        )
+        .await?;
+        wait_until("two edges", || async {
+            Ok(count(&c, "[data-edge]").await? == 2)
+        })
+        .await?;
+        // An incompatible wire (output to output) is refused.
+        drag(
+            &c,
+            "[data-node=input1] [data-handle='out:text']",
+            "[data-node=agent1] [data-handle='out:response']",
+            (0.0, 0.0),
+        )
+        .await?;
+        // Move the agent down by dragging its title.
+        drag(
+            &c,
+            "[data-node=agent1] .node-label",
+            "[data-node=agent1] .node-label",
+            (0.0, 60.0),
+        )
+        .await?;
+        let (_, before_moved) = graph(&c).await?;
+        assert_eq!(before_moved.len(), 2, "{before_moved:?}");
+        let moved_y = c
+            .find(Locator::Css("[data-node=agent1]"))
+            .await
+            .map_err(|e| e.to_string())?
+            .attr("data-y")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        assert_ne!(moved_y, "80", "the drag moved the node");
+
+        // Undo the move and redo it: the same state each way.
+        let moved = graph(&c).await?;
+        click(&c, "[data-testid=undo]").await?;
+        wait_until("the move undone", || async {
+            Ok(graph(&c).await? != moved)
+        })
+        .await?;
+        let (undone, _) = graph(&c).await?;
+        assert!(
+            undone
+                .iter()
+                .any(|(id, _, _, y)| id == "agent1" && y == "80"),
+            "{undone:?}"
+        );
+        click(&c, "[data-testid=redo]").await?;
+        wait_until("the move redone", || async {
+            Ok(graph(&c).await? == moved)
+        })
+        .await?;
+        let dirty = wait_for_text(&c, "[data-testid=dirty]", Duration::from_secs(5)).await?;
+        assert_eq!(dirty.trim(), "Unsaved changes");
+
+        let created = wait_for_text(&c, "[data-testid=revision]", Duration::from_secs(5)).await?;
+        click(&c, "[data-testid=save]").await?;
+        let saved =
+            wait_for_text(&c, "[data-testid=editor-status]", Duration::from_secs(20)).await?;
+        let revision = wait_for_text(&c, "[data-testid=revision]", Duration::from_secs(5)).await?;
+        browser.screenshot("editor-saved").await?;
+
+        browser.open(&url).await?;
+        wait_for_text(&c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
+        wait_until("the saved nodes", || async {
+            Ok(count(&c, "[data-node]").await? == 3)
+        })
+        .await?;
+        let reloaded = graph(&c).await?;
+        let revision_after =
+            wait_for_text(&c, "[data-testid=revision]", Duration::from_secs(5)).await?;
+        Ok::<_, String>((moved, created, saved, revision, reloaded, revision_after))
+    }
+    .await;
+    browser.close().await;
+    let (moved, created, saved, revision, reloaded, revision_after) =
+        outcome.expect("the editor works");
+    let number = |t: &str| {
+        t.trim()
+            .trim_start_matches("revision ")
+            .parse::<u64>()
+            .unwrap_or(0)
+    };
+    let new = number(&created) + 1;
+    assert!(
+        saved.contains(&format!("Saved as revision {new}.")),
+        "{saved}"
+    );
+    assert_eq!(number(&revision), new, "{revision}");
+    assert_eq!(
+        reloaded, moved,
+        "same nodes, positions and edges after a reload"
+    );
+    assert_eq!(revision_after, revision, "same revision after a reload");
+    let kinds: Vec<&str> = moved.0.iter().map(|(_, k, _, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["agent", "input", "output"]);
+    let edges: Vec<(&str, &str)> = moved
+        .1
+        .iter()
+        .map(|(s, t)| (s.as_str(), t.as_str()))
+        .collect();
+    assert_eq!(
+        edges,
+        [
+            ("agent1.response", "output1.result"),
+            ("input1.text", "agent1.text")
+        ]
+    );
+}
