@@ -81,7 +81,7 @@ fn main() {
     rt.block_on(async {
         let dir = tempfile::tempdir().expect("tmp");
         let url = Config::default_database_url(dir.path());
-        let config = Config { bind: [127, 0, 0, 1].into(), port: 0, data_dir: dir.path().to_path_buf(), database_url: url.clone(), static_dir: None, max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES, secret_key: None };
+        let config = Config { bind: [127, 0, 0, 1].into(), port: 0, data_dir: dir.path().to_path_buf(), database_url: url.clone(), static_dir: None, max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES, secret_key: None, traces_url: glassbox_server::config::DEFAULT_TRACES_URL.into() };
         {
             let db = Store::open(&url).await.expect("create");
             db.close().await;

@@ -22,6 +22,10 @@ pub struct Config {
     /// The secrets key (64 hex characters) from GLASSBOX_SECRET_KEY; none
     /// means the key file in the data dir.
     pub secret_key: Option<String>,
+    /// Every Agent Node's `traces_url`: a template where `{run_id}` is
+    /// replaced, e.g. an external trace UI; by default the app's own trace
+    /// page ([`DEFAULT_TRACES_URL`]).
+    pub traces_url: String,
 }
 
 impl std::fmt::Debug for Config {
@@ -37,6 +41,7 @@ impl std::fmt::Debug for Config {
             )
             .field("static_dir", &self.static_dir)
             .field("max_output_bytes", &self.max_output_bytes)
+            .field("traces_url", &self.traces_url)
             .field(
                 "secret_key",
                 &self.secret_key.as_ref().map(|_| "[REDACTED]"),
@@ -44,6 +49,9 @@ impl std::fmt::Debug for Config {
             .finish()
     }
 }
+
+/// The app's trace page for a run.
+pub const DEFAULT_TRACES_URL: &str = "/runs/{run_id}/trace";
 
 /// The default output cap (seed 003 §5.4: 2 MB).
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 2 * 1024 * 1024;
@@ -85,6 +93,18 @@ impl Config {
                 message: format!(
                     "{} is below the minimum of {MIN_MAX_OUTPUT_BYTES} bytes",
                     self.max_output_bytes
+                ),
+            });
+        }
+        let t = self.traces_url.as_str();
+        if !t.contains("{run_id}")
+            || !(t.starts_with('/') || t.starts_with("http://") || t.starts_with("https://"))
+            || t.contains(char::is_whitespace)
+        {
+            return Err(ConfigError::Invalid {
+                name: "--traces-url / GLASSBOX_TRACES_URL",
+                message: format!(
+                    "`{t}` is not a path or http(s) URL containing {{run_id}}, e.g. https://traces.example/run/{{run_id}}"
                 ),
             });
         }

@@ -51,7 +51,7 @@ impl AppState {
         let runs = runs::Runs::new(
             db.clone(),
             config.data_dir.clone(),
-            Some("/runs/{run_id}/trace".into()),
+            Some(config.traces_url.clone()),
             config.max_output_bytes,
             cipher.clone(),
         );

@@ -143,6 +143,9 @@ struct DbArgs {
     /// Tool outputs larger than this many bytes are stored as blobs and previewed.
     #[arg(long, env = "GLASSBOX_MAX_OUTPUT_BYTES", default_value_t = glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES)]
     max_output_bytes: usize,
+    /// Every Agent Node's traces_url: `{run_id}` is replaced (default: the app's trace page).
+    #[arg(long, env = "GLASSBOX_TRACES_URL", default_value = glassbox_server::config::DEFAULT_TRACES_URL)]
+    traces_url: String,
 }
 
 #[derive(Args)]
@@ -175,6 +178,7 @@ impl DbArgs {
                 .unwrap_or_else(|| Config::default_database_url(&self.data_dir)),
             static_dir,
             max_output_bytes: self.max_output_bytes,
+            traces_url: self.traces_url.clone(),
             // From the environment only: a flag would show in `ps` and shell history.
             secret_key: std::env::var("GLASSBOX_SECRET_KEY")
                 .ok()
@@ -424,7 +428,7 @@ async fn run_file(args: RunArgs) -> Result<(), Failure> {
     let runs = glassbox_server::runs::Runs::new(
         db.clone(),
         config.data_dir.clone(),
-        None,
+        Some(config.traces_url.clone()),
         config.max_output_bytes,
         load_cipher(&config)?,
     );
@@ -498,7 +502,7 @@ async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
     let runs = glassbox_server::runs::Runs::new(
         db.clone(),
         config.data_dir.clone(),
-        None,
+        Some(config.traces_url.clone()),
         config.max_output_bytes,
         load_cipher(&config)?,
     );

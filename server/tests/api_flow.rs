@@ -32,6 +32,7 @@ impl Api {
             static_dir: None,
             max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
             secret_key: None,
+            traces_url: glassbox_server::config::DEFAULT_TRACES_URL.into(),
         };
         (
             Self {

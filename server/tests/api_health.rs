@@ -18,6 +18,7 @@ async fn state(static_dir: Option<std::path::PathBuf>) -> (AppState, tempfile::T
         static_dir,
         max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
         secret_key: None,
+        traces_url: glassbox_server::config::DEFAULT_TRACES_URL.into(),
     };
     (AppState::new(db, config).expect("state"), dir)
 }

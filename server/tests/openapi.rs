@@ -61,6 +61,7 @@ async fn openapi_document_equals_the_routes() {
         static_dir: None,
         max_output_bytes: glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES,
         secret_key: None,
+        traces_url: glassbox_server::config::DEFAULT_TRACES_URL.into(),
     };
     let state = AppState::new(db, config).expect("state");
 

@@ -98,6 +98,46 @@ fn run_prints_agent_outputs_and_replay_matches() {
     }
     assert_eq!(printed["outputs"]["product"], 42.0);
     let run_id = printed["run_id"].as_str().expect("run id");
+    assert_eq!(
+        agent["traces_url"],
+        format!("/runs/{run_id}/trace"),
+        "by default, the app's trace page"
+    );
+
+    // A configured template (an external trace UI) replaces it.
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .arg("run")
+        .arg(&example)
+        .arg("--data-dir")
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .env(
+            "GLASSBOX_TRACES_URL",
+            "https://traces.example/run/{run_id}?tab=spans",
+        )
+        .output()
+        .expect("run glassbox");
+    let other: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(
+        other["agent_outputs"]["agent"]["traces_url"],
+        format!(
+            "https://traces.example/run/{}?tab=spans",
+            other["run_id"].as_str().expect("run id")
+        )
+    );
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .arg("run")
+        .arg(&example)
+        .arg("--data-dir")
+        .arg(data.path())
+        .env(
+            "GLASSBOX_TRACES_URL",
+            "https://traces.example/no-placeholder",
+        )
+        .output()
+        .expect("run glassbox");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GLASSBOX_TRACES_URL"));
 
     let out = Command::new(glassbox_bin().expect("binary"))
         .args(["replay", run_id, "--data-dir"])

@@ -104,6 +104,7 @@ impl TwoWorkspaces {
             static_dir: None,
             max_output_bytes,
             secret_key: None,
+            traces_url: glassbox_server::config::DEFAULT_TRACES_URL.into(),
         }
     }
 }
