@@ -165,6 +165,37 @@ pub async fn save_workflow(
     .await
 }
 
+#[derive(serde::Deserialize)]
+struct ToolList {
+    tools: Vec<crate::editor::tools::ToolInfo>,
+}
+
+/// `GET /api/v1/tools?include_deprecated=true`: every listable tool version,
+/// with its workspace auth status.
+pub async fn list_tools() -> Result<Vec<crate::editor::tools::ToolInfo>, ApiError> {
+    get_json::<ToolList>("/tools?include_deprecated=true")
+        .await
+        .map(|l| l.tools)
+}
+
+#[derive(serde::Deserialize)]
+struct Diagnostics {
+    diagnostics: Vec<node_runtime::graph::validate::Diagnostic>,
+}
+
+/// `POST /api/v1/workflows/validate`: the server's diagnostics for an
+/// unsaved document.
+pub async fn validate(
+    workflow: &node_runtime::graph::Workflow,
+) -> Result<Vec<node_runtime::graph::validate::Diagnostic>, ApiError> {
+    post_json::<Diagnostics>(
+        "/workflows/validate",
+        &serde_json::to_value(workflow).unwrap_or_default(),
+    )
+    .await
+    .map(|d| d.diagnostics)
+}
+
 /// `GET /api/v1/runs/{id}/trace`: the run's stored spans.
 pub async fn run_trace(run_id: &str) -> Result<crate::trace_view::Trace, ApiError> {
     get_json(&format!("/runs/{run_id}/trace")).await

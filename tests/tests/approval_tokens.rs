@@ -162,7 +162,8 @@ fn after_a_restart_a_waiting_write_can_be_denied_or_sent_back_for_revision() {
     let endpoint = Endpoint::start(false);
     let allow = format!("127.0.0.1:{}", endpoint.port);
     let env = [("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str())];
-    let server = Server::start_in(tempfile::tempdir().expect("tmp"), None, &env).expect("server starts");
+    let server =
+        Server::start_in(tempfile::tempdir().expect("tmp"), None, &env).expect("server starts");
     let token = server.sign_in();
     let denied = create_writer(&server, &token, endpoint.port, 1);
     let revised = create_writer(&server, &token, endpoint.port, 2);
@@ -170,19 +171,51 @@ fn after_a_restart_a_waiting_write_can_be_denied_or_sent_back_for_revision() {
     let server = Server::start_in(server.kill9(), None, &env).expect("server restarts");
     let tokens = pending_by_run(&server, &token, 2);
 
-    let (s, body) = http(&server.url, "POST", &format!("/api/v1/approvals/{}/deny", tokens[&denied]), Some(&token), Some(&serde_json::json!({"reason": "not today"})));
+    let (s, body) = http(
+        &server.url,
+        "POST",
+        &format!("/api/v1/approvals/{}/deny", tokens[&denied]),
+        Some(&token),
+        Some(&serde_json::json!({"reason": "not today"})),
+    );
     assert_eq!(s, 200, "{body}");
-    let (s, body) = http(&server.url, "POST", &format!("/api/v1/approvals/{}/revise", tokens[&revised]), Some(&token), Some(&serde_json::json!({"note": "post n=3 instead"})));
+    let (s, body) = http(
+        &server.url,
+        "POST",
+        &format!("/api/v1/approvals/{}/revise", tokens[&revised]),
+        Some(&token),
+        Some(&serde_json::json!({"note": "post n=3 instead"})),
+    );
     assert_eq!(s, 200, "{body}");
     for run in [&denied, &revised] {
         let v = server.finished_run(&token, run);
-        assert_eq!(v["status"], "succeeded", "the model got the decision and answered: {v}");
+        assert_eq!(
+            v["status"], "succeeded",
+            "the model got the decision and answered: {v}"
+        );
     }
-    let (_, body) = http(&server.url, "GET", &format!("/api/v1/invocations?run_id={denied}"), Some(&token), None);
+    let (_, body) = http(
+        &server.url,
+        "GET",
+        &format!("/api/v1/invocations?run_id={denied}"),
+        Some(&token),
+        None,
+    );
     let inv = &json(&body)["invocations"][0];
     assert_eq!(inv["approval_status"], "denied", "{inv}");
-    assert!(inv["error"].as_str().unwrap_or_default().contains("POLICY_DENIED") || inv["reason"] == "not today", "{inv}");
+    assert!(
+        inv["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("POLICY_DENIED")
+            || inv["reason"] == "not today",
+        "{inv}"
+    );
     let (_, body) = http(&server.url, "GET", "/api/v1/approvals", Some(&token), None);
     assert_eq!(json(&body)["count"], 0, "{body}");
-    assert!(endpoint.counts().is_empty(), "neither write ran: {:?}", endpoint.counts());
+    assert!(
+        endpoint.counts().is_empty(),
+        "neither write ran: {:?}",
+        endpoint.counts()
+    );
 }

@@ -284,3 +284,152 @@ async fn build_wire_save_and_reload_a_workflow() {
         ]
     );
 }
+
+/// Clicks the palette button of `kind` and returns the new node's id.
+async fn add_node(c: &Client, kind: &str) -> Result<String, String> {
+    let before = count(c, &format!("[data-kind={kind}]")).await?;
+    click(c, &format!("[data-palette={kind}]")).await?;
+    let want = before + 1;
+    wait_until("the new node", || async move {
+        Ok(count(c, &format!("[data-kind={kind}]")).await? == want)
+    })
+    .await?;
+    Ok(format!("{kind}{want}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pin_a_tool_result_wire_it_and_disable_the_tool() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        browser.open(&server.signin_url).await?;
+        wait_for_text(&c, "[data-testid=signin-ok]", Duration::from_secs(30)).await?;
+        browser.open(&format!("{}/workflows", server.url)).await?;
+        let name = c
+            .wait()
+            .for_element(Locator::Css("[data-testid=new-workflow-name]"))
+            .await
+            .map_err(|e| e.to_string())?;
+        name.send_keys("Pins").await.map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=new-workflow]").await?;
+        wait_for_text(&c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
+        let agent = add_node(&c, "agent").await?;
+        let template = add_node(&c, "template").await?;
+        click(&c, &format!("[data-node={agent}] .node-label")).await?;
+        c.wait()
+            .for_element(Locator::Css(
+                "[data-testid=inspector] [data-testid=tool-rows]",
+            ))
+            .await
+            .map_err(|e| e.to_string())?;
+
+        // The selector: search and category narrow the list; deprecated
+        // versions only with the switch.
+        let all = count(&c, "[data-tool]").await?;
+        let search = c
+            .find(Locator::Css("[data-testid=tool-search]"))
+            .await
+            .map_err(|e| e.to_string())?;
+        search.send_keys("calc").await.map_err(|e| e.to_string())?;
+        wait_until("the search to narrow", || async {
+            Ok(count(&c, "[data-tool]").await? == 1)
+        })
+        .await?;
+        search.clear().await.map_err(|e| e.to_string())?;
+        search.send_keys(" ").await.map_err(|e| e.to_string())?;
+        wait_until("the full list", || async {
+            Ok(count(&c, "[data-tool]").await? == all)
+        })
+        .await?;
+        c.find(Locator::Css(
+            "[data-testid=tool-category] option[value=data]",
+        ))
+        .await
+        .map_err(|e| e.to_string())?
+        .click()
+        .await
+        .map_err(|e| e.to_string())?;
+        wait_until("the category to narrow", || async {
+            let n = count(&c, "[data-tool]").await?;
+            Ok(n > 0 && n < all)
+        })
+        .await?;
+        c.find(Locator::Css("[data-testid=tool-category] option[value='']"))
+            .await
+            .map_err(|e| e.to_string())?
+            .click()
+            .await
+            .map_err(|e| e.to_string())?;
+        wait_until("the full list again", || async {
+            Ok(count(&c, "[data-tool]").await? == all)
+        })
+        .await?;
+
+        // Enable two tools and pin the calculator's result.
+        click(
+            &c,
+            "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
+        )
+        .await?;
+        click(
+            &c,
+            "[data-tool='json_query@1.0.0'] [data-testid=tool-enable]",
+        )
+        .await?;
+        click(&c, "[data-tool='calculator@1.0.0'] [data-testid=pin]").await?;
+        let pin = format!("[data-node={agent}] [data-handle='out:calculator_result']");
+        c.wait()
+            .for_element(Locator::Css(&pin))
+            .await
+            .map_err(|e| e.to_string())?;
+        drag(
+            &c,
+            &pin,
+            &format!("[data-node={template}] [data-handle='in:value']"),
+            (0.0, 0.0),
+        )
+        .await?;
+        wait_until("the pin's edge", || async {
+            Ok(count(&c, "[data-edge]").await? == 1)
+        })
+        .await?;
+
+        // Disable the tool: the pin and its edge stay, with a warning.
+        click(
+            &c,
+            "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
+        )
+        .await?;
+        wait_until("the warning badge", || async {
+            Ok(count(
+                &c,
+                &format!(
+                    "[data-node={agent}] [data-testid=node-diagnostic][data-severity=warning]"
+                ),
+            )
+            .await?
+                == 1)
+        })
+        .await?;
+        let handle_still_there = count(&c, &pin).await?;
+        let edges = count(&c, "[data-edge]").await?;
+        let listed = wait_for_text(
+            &c,
+            "[data-testid=diagnostics] li.warning",
+            Duration::from_secs(10),
+        )
+        .await?;
+        let errors = count(&c, "[data-testid=diagnostics] li.error").await?;
+        browser.screenshot("editor-pin-disabled").await?;
+        Ok::<_, String>((handle_still_there, edges, listed, errors))
+    }
+    .await;
+    browser.close().await;
+    let (handle, edges, listed, errors) = outcome.expect("pins work in the editor");
+    assert_eq!(handle, 1, "the pinned handle stays");
+    assert_eq!(edges, 1, "its edge stays");
+    assert!(listed.contains("PIN_TOOL_DISABLED"), "{listed}");
+    assert_eq!(errors, 0, "a warning, not an error");
+}

@@ -4,3 +4,4 @@
 
 pub mod geometry;
 pub mod model;
+pub mod tools;

@@ -11,6 +11,8 @@ use node_runtime::graph::{HandleRef, Position};
 use crate::api;
 use crate::editor::geometry::{self, View, HEADER, NODE_WIDTH, ROW};
 use crate::editor::model::{can_connect, Edit, Editor, PALETTE};
+use crate::pages::inspector::Inspector;
+use node_runtime::graph::validate::{Diagnostic, Severity};
 
 /// What the pointer is doing.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +51,33 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let saving = RwSignal::new(false);
     let search = RwSignal::new(String::new());
     let host: NodeRef<leptos::html::Div> = NodeRef::new();
+    let tools = LocalResource::new(api::list_tools);
+
+    // The server's diagnostics for the document as it is now (positions do
+    // not matter, so a drag does not ask); a stale answer is dropped.
+    let diagnostics = RwSignal::new(Vec::<Diagnostic>::new());
+    let shape = Memo::new(move |_| {
+        editor.with(|e| {
+            let mut d = e.doc.clone();
+            for n in &mut d.nodes {
+                n.position = Position::default();
+            }
+            d
+        })
+    });
+    let asked = StoredValue::new(0u64);
+    Effect::new(move |_| {
+        let doc = shape.get();
+        let n = asked.get_value() + 1;
+        asked.set_value(n);
+        leptos::task::spawn_local(async move {
+            if let Ok(found) = api::validate(&doc).await {
+                if asked.get_value() == n {
+                    diagnostics.set(found);
+                }
+            }
+        });
+    });
 
     // Unsaved changes: the browser asks before leaving the page.
     let unload = window_event_listener(leptos::ev::beforeunload, move |ev| {
@@ -247,6 +276,28 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                     let id = n.id.clone();
                     let selected = e.selection.contains(&id);
                     let height = geometry::node_height(n);
+                    let (errors, warnings, notes) = diagnostics.with(|ds| {
+                        let mine: Vec<&Diagnostic> = ds.iter().filter(|d| d.node == n.id).collect();
+                        (
+                            mine.iter().filter(|d| d.severity == Severity::Error).count(),
+                            mine.iter().filter(|d| d.severity == Severity::Warning).count(),
+                            mine.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("\n"),
+                        )
+                    });
+                    let badge = (errors + warnings > 0).then(|| {
+                        let (class, text, severity) = if errors > 0 {
+                            ("diag error", format!("✖ {errors}"), "error")
+                        } else {
+                            ("diag warning", format!("⚠ {warnings}"), "warning")
+                        };
+                        view! {
+                            <g class=class data-testid="node-diagnostic" data-severity=severity>
+                                <title>{notes}</title>
+                                <rect x=NODE_WIDTH - 46.0 y="-12" width="40" height="18" rx="9" />
+                                <text x=NODE_WIDTH - 26.0 y="1" text-anchor="middle">{text}</text>
+                            </g>
+                        }
+                    });
                     let inputs = n.inputs();
                     let outputs = n.outputs();
                     let node_id = id.clone();
@@ -327,6 +378,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                             <text x=NODE_WIDTH - 10.0 y="19" text-anchor="end" class="node-kind">{n.kind_name()}</text>
                             {in_handles}
                             {out_handles}
+                            {badge}
                         </g>
                     }
                 })
@@ -426,7 +478,23 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                         </g>
                     </svg>
                 </div>
+                <Inspector editor=editor tools=tools />
             </div>
+            <ul class="diagnostics" data-testid="diagnostics">
+                {move || diagnostics.get().into_iter().map(|d| {
+                    let node = d.node.clone();
+                    let class = if d.severity == Severity::Error { "error" } else { "warning" };
+                    view! {
+                        <li class=class data-code=d.code.clone()>
+                            <button type="button" class="link" on:click=move |_| editor.update(|e| {
+                                e.selection.clear();
+                                e.selection.insert(node.clone());
+                            })>{d.node.clone()}</button>
+                            " " {d.code.clone()} ": " {d.message.clone()}
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
         </section>
     }
 }

@@ -2,6 +2,7 @@
 
 mod editor;
 mod home;
+mod inspector;
 mod not_found;
 mod signin;
 mod trace;
