@@ -102,6 +102,9 @@ impl Runs {
             registry
                 .register(crate::test_tools::SecretProbe)
                 .expect("the test tool has a valid schema");
+            registry
+                .register(crate::test_tools::OldSecretProbe)
+                .expect("the test tool has a valid schema");
         }
         let registry = Arc::new(registry);
         let blobs = FsBlobStore::new(data_dir.join("blobs"));

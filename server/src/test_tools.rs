@@ -4,7 +4,8 @@
 //! `secret_probe@1.0.0` declares two secrets and does the worst a tool can
 //! do with them: it puts them in its output (as values and object keys), in
 //! its error message, or in a panic message. The executor must redact every
-//! one before anything is stored, logged, streamed or bundled.
+//! one before anything is stored, logged, streamed or bundled. Its older
+//! version `0.9.0` is deprecated.
 
 use node_runtime::tool::{Tool, ToolContext};
 use node_runtime::tool_spec::{SideEffects, ToolCategory, ToolMetadata, ToolSpec};
@@ -16,6 +17,26 @@ use serde_json::{json, Value};
 pub const ENV: &str = "GLASSBOX_TEST_TOOLS";
 
 pub struct SecretProbe;
+
+/// `secret_probe@0.9.0`: the same tool, an older version marked deprecated
+/// (for the tool selector's "show deprecated" test).
+pub struct OldSecretProbe;
+
+impl Tool for OldSecretProbe {
+    type Input = ProbeInput;
+    type Output = Value;
+
+    fn spec(&self) -> ToolSpec {
+        let mut spec = SecretProbe.spec();
+        spec.version = "0.9.0".into();
+        spec.metadata.lifecycle = node_runtime::tool_spec::Lifecycle::Deprecated;
+        spec
+    }
+
+    async fn execute(&self, input: ProbeInput, ctx: &ToolContext) -> Result<Value, ToolError> {
+        SecretProbe.execute(input, ctx).await
+    }
+}
 
 #[derive(Debug, Deserialize)]
 pub struct ProbeInput {

@@ -411,11 +411,17 @@ pub fn browser_tests_enabled() -> bool {
 /// The built app served by a real `glassbox serve`, and a browser to drive
 /// it; `None` (said on stderr) when GLASSBOX_SKIP_BROWSER=1.
 pub async fn app_and_browser() -> Option<(Server, Browser)> {
+    app_and_browser_with(&[]).await
+}
+
+/// [`app_and_browser`] with extra environment variables for the server.
+pub async fn app_and_browser_with(env: &[(&str, &str)]) -> Option<(Server, Browser)> {
     if !browser_tests_enabled() {
         return None;
     }
     let dist = built_app_dir().expect("built app");
-    let server = Server::start(Some(&dist)).expect("server starts");
+    let data_dir = tempfile::tempdir().expect("tmp");
+    let server = Server::start_in(data_dir, Some(&dist), env).expect("server starts");
     let browser = Browser::start().await.expect("browser starts");
     Some((server, browser))
 }

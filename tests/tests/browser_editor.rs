@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
 use fantoccini::{Client, Locator};
-use glassbox_tests::harness::{app_and_browser, wait_for_text};
+use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
 
 type Nodes = BTreeSet<(String, String, String, String)>;
 type Edges = BTreeSet<(String, String)>;
@@ -180,6 +180,43 @@ async fn build_wire_save_and_reload_a_workflow() {
             Ok(count(&c, "[data-edge]").await? == 2)
         })
         .await?;
+        // Two tools enabled on the agent (its configuration panel).
+        click(&c, "[data-node=agent1] .node-label").await?;
+        c.wait()
+            .for_element(Locator::Css(
+                "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
+            ))
+            .await
+            .map_err(|e| e.to_string())?;
+        click(
+            &c,
+            "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
+        )
+        .await?;
+        click(
+            &c,
+            "[data-tool='json_query@1.0.0'] [data-testid=tool-enable]",
+        )
+        .await?;
+        // Delete a node and undo it: the node and its edge come back.
+        let wired = graph(&c).await?;
+        click(&c, "[data-node=output1] .node-label").await?;
+        c.find(Locator::Css("[data-testid=canvas]"))
+            .await
+            .map_err(|e| e.to_string())?
+            .send_keys(&fantoccini::key::Key::Delete.to_string())
+            .await
+            .map_err(|e| e.to_string())?;
+        wait_until("the node deleted", || async {
+            Ok(count(&c, "[data-node]").await? == 2)
+        })
+        .await?;
+        assert_eq!(count(&c, "[data-edge]").await?, 1, "its edge went with it");
+        click(&c, "[data-testid=undo]").await?;
+        wait_until("the delete undone", || async {
+            Ok(graph(&c).await? == wired)
+        })
+        .await?;
         // An incompatible wire (output to output) is refused.
         drag(
             &c,
@@ -246,11 +283,34 @@ async fn build_wire_save_and_reload_a_workflow() {
         let reloaded = graph(&c).await?;
         let revision_after =
             wait_for_text(&c, "[data-testid=revision]", Duration::from_secs(5)).await?;
-        Ok::<_, String>((moved, created, saved, revision, reloaded, revision_after))
+        let id = url.rsplit('/').next().unwrap_or_default().to_string();
+        let token = c
+            .execute("return localStorage.getItem('glassbox.session')", vec![])
+            .await
+            .map_err(|e| e.to_string())?
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_default();
+        let (_, saved_doc) = glassbox_tests::harness::http(
+            &server.url,
+            "GET",
+            &format!("/api/v1/workflows/{id}"),
+            Some(&token),
+            None,
+        );
+        Ok::<_, String>((
+            moved,
+            created,
+            saved,
+            revision,
+            reloaded,
+            revision_after,
+            saved_doc,
+        ))
     }
     .await;
     browser.close().await;
-    let (moved, created, saved, revision, reloaded, revision_after) =
+    let (moved, created, saved, revision, reloaded, revision_after, saved_doc) =
         outcome.expect("the editor works");
     let number = |t: &str| {
         t.trim()
@@ -282,6 +342,21 @@ async fn build_wire_save_and_reload_a_workflow() {
             ("agent1.response", "output1.result"),
             ("input1.text", "agent1.text")
         ]
+    );
+    let saved_doc = glassbox_tests::harness::json(&saved_doc);
+    let enabled: Vec<String> = saved_doc["workflow"]["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| n["kind"] == "agent")
+        .flat_map(|n| n["config"]["tools"].as_array().cloned().unwrap_or_default())
+        .filter(|t| t["enabled"] == true)
+        .filter_map(|t| t["tool"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        enabled,
+        ["calculator@1.0.0", "json_query@1.0.0"],
+        "two tools enabled, saved"
     );
 }
 
@@ -432,4 +507,84 @@ async fn pin_a_tool_result_wire_it_and_disable_the_tool() {
     assert_eq!(edges, 1, "its edge stays");
     assert!(listed.contains("PIN_TOOL_DISABLED"), "{listed}");
     assert_eq!(errors, 0, "a warning, not an error");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_selector_hides_deprecated_versions_and_shows_missing_keys() {
+    // The test tools: secret_probe@1.0.0 needs two secrets nobody set, and
+    // secret_probe@0.9.0 is deprecated.
+    let Some((server, browser)) = app_and_browser_with(&[("GLASSBOX_TEST_TOOLS", "1")]).await
+    else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        browser.open(&server.signin_url).await?;
+        wait_for_text(&c, "[data-testid=signin-ok]", Duration::from_secs(30)).await?;
+        browser.open(&format!("{}/workflows", server.url)).await?;
+        let name = c
+            .wait()
+            .for_element(Locator::Css("[data-testid=new-workflow-name]"))
+            .await
+            .map_err(|e| e.to_string())?;
+        name.send_keys("Selector")
+            .await
+            .map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=new-workflow]").await?;
+        wait_for_text(&c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
+        let agent = add_node(&c, "agent").await?;
+        click(&c, &format!("[data-node={agent}] .node-label")).await?;
+        c.wait()
+            .for_element(Locator::Css("[data-tool='secret_probe@1.0.0']"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let hidden = count(&c, "[data-tool='secret_probe@0.9.0']").await?;
+        let missing = wait_for_text(
+            &c,
+            "[data-tool='secret_probe@1.0.0'] [data-testid=auth-badge]",
+            Duration::from_secs(5),
+        )
+        .await?;
+        let calculator_badges = count(
+            &c,
+            "[data-tool='calculator@1.0.0'] [data-testid=auth-badge]",
+        )
+        .await?;
+        click(&c, "[data-testid=show-deprecated]").await?;
+        c.wait()
+            .for_element(Locator::Css("[data-tool='secret_probe@0.9.0']"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let deprecated = wait_for_text(
+            &c,
+            "[data-tool='secret_probe@0.9.0'] [data-testid=deprecated-badge]",
+            Duration::from_secs(5),
+        )
+        .await?;
+        let current_deprecated = count(
+            &c,
+            "[data-tool='secret_probe@1.0.0'] [data-testid=deprecated-badge]",
+        )
+        .await?;
+        browser.screenshot("editor-selector").await?;
+        Ok::<_, String>((
+            hidden,
+            missing,
+            calculator_badges,
+            deprecated,
+            current_deprecated,
+        ))
+    }
+    .await;
+    browser.close().await;
+    let (hidden, missing, calculator_badges, deprecated, current_deprecated) =
+        outcome.expect("the selector works");
+    assert_eq!(hidden, 0, "deprecated versions are hidden by default");
+    assert!(missing.starts_with("Missing API key"), "{missing}");
+    assert_eq!(
+        calculator_badges, 0,
+        "a tool without secrets has no auth badge"
+    );
+    assert_eq!(deprecated.trim(), "deprecated");
+    assert_eq!(current_deprecated, 0);
 }
