@@ -110,6 +110,24 @@ pub fn fit(doc: &Workflow, width: f64, height: f64) -> View {
     }
 }
 
+/// The world rectangle a `width` x `height` viewport shows, grown by
+/// `margin` screen pixels on every side: `(x0, y0, x1, y1)`.
+pub fn visible_world(view: &View, width: f64, height: f64, margin: f64) -> (f64, f64, f64, f64) {
+    let a = view.to_world(-margin, -margin);
+    let b = view.to_world(width + margin, height + margin);
+    (a.x, a.y, b.x, b.y)
+}
+
+/// Whether a node's box intersects a world rectangle (viewport culling:
+/// nodes outside the view are not drawn).
+pub fn node_visible(node: &Node, rect: (f64, f64, f64, f64)) -> bool {
+    let (x0, y0, x1, y1) = rect;
+    node.position.x < x1
+        && node.position.x + NODE_WIDTH > x0
+        && node.position.y < y1
+        && node.position.y + node_height(node) > y0
+}
+
 /// The ids of nodes whose box intersects the world rectangle between two
 /// corners (box selection).
 pub fn in_box(doc: &Workflow, a: Position, b: Position) -> Vec<String> {
@@ -141,6 +159,40 @@ mod tests {
             nodes,
             edges: Vec::new(),
         }
+    }
+
+    #[test]
+    fn culling_keeps_the_nodes_in_view_and_a_margin() {
+        let near = new_node("input", "a".into(), Position { x: 100.0, y: 100.0 }).unwrap();
+        let edge = new_node(
+            "input",
+            "b".into(),
+            Position {
+                x: 1290.0,
+                y: 100.0,
+            },
+        )
+        .unwrap();
+        let far = new_node(
+            "input",
+            "c".into(),
+            Position {
+                x: 5000.0,
+                y: 100.0,
+            },
+        )
+        .unwrap();
+        let v = View {
+            pan_x: 0.0,
+            pan_y: 0.0,
+            zoom: 1.0,
+        };
+        let rect = visible_world(&v, 1200.0, 700.0, 100.0);
+        assert!(node_visible(&near, rect));
+        assert!(node_visible(&edge, rect), "inside the margin");
+        assert!(!node_visible(&far, rect));
+        let zoomed_out = visible_world(&View { zoom: 0.2, ..v }, 1200.0, 700.0, 0.0);
+        assert!(node_visible(&far, zoomed_out));
     }
 
     #[test]

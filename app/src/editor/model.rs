@@ -7,7 +7,7 @@
 //! frame). A drag is one edit: [`Editor::begin_gesture`] takes the snapshot
 //! and the moves that follow are not recorded one by one.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use node_runtime::agent_config::ProviderConfig;
 use node_runtime::graph::{
@@ -85,12 +85,17 @@ pub struct Editor {
     /// Snapshot taken at the start of a gesture (a drag), pushed once.
     gesture: Option<Workflow>,
     dirty: bool,
+    /// Bumped by every change other than a move: views keyed by it are
+    /// rebuilt when a node's content may have changed, and only then.
+    epoch: u64,
+    /// Node id -> index in `doc.nodes`, for O(1) lookups while drawing.
+    index: HashMap<String, usize>,
 }
 
 impl Editor {
     pub fn new(doc: Workflow) -> Self {
         let saved_revision = doc.revision;
-        Self {
+        let mut editor = Self {
             doc,
             saved_revision,
             selection: BTreeSet::new(),
@@ -98,7 +103,32 @@ impl Editor {
             redo: Vec::new(),
             gesture: None,
             dirty: false,
-        }
+            epoch: 0,
+            index: HashMap::new(),
+        };
+        editor.restructured();
+        editor
+    }
+
+    /// See the `epoch` field.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// A node by id in O(1).
+    pub fn node(&self, id: &str) -> Option<&node_runtime::graph::Node> {
+        self.index.get(id).and_then(|&i| self.doc.nodes.get(i))
+    }
+
+    fn restructured(&mut self) {
+        self.epoch += 1;
+        self.index = self
+            .doc
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.clone(), i))
+            .collect();
     }
 
     /// Unsaved changes exist.
@@ -134,7 +164,25 @@ impl Editor {
     /// node it created.
     pub fn apply(&mut self, edit: Edit) -> Result<Option<String>, EditError> {
         let before = self.gesture.is_none().then(|| self.doc.clone());
-        let created = apply_to(&mut self.doc, &edit)?;
+        let created = match &edit {
+            // The hot path of a drag: no lookup table to rebuild.
+            Edit::Move { ids, dx, dy } => {
+                if let Some(missing) = ids.iter().find(|id| !self.index.contains_key(*id)) {
+                    return Err(EditError::UnknownNode(missing.clone()));
+                }
+                for id in ids {
+                    let p = &mut self.doc.nodes[self.index[id]].position;
+                    p.x += dx;
+                    p.y += dy;
+                }
+                None
+            }
+            _ => {
+                let created = apply_to(&mut self.doc, &edit)?;
+                self.restructured();
+                created
+            }
+        };
         if let Edit::Delete { nodes, .. } = &edit {
             for n in nodes {
                 self.selection.remove(n);
@@ -169,6 +217,7 @@ impl Editor {
             Some(prev) => {
                 let now = std::mem::replace(&mut self.doc, prev);
                 self.redo.push(now);
+                self.restructured();
                 self.retain_selection();
                 self.dirty = true;
                 true
@@ -182,6 +231,7 @@ impl Editor {
             Some(next) => {
                 let now = std::mem::replace(&mut self.doc, next);
                 self.undo.push(now);
+                self.restructured();
                 self.retain_selection();
                 self.dirty = true;
                 true
@@ -596,6 +646,39 @@ mod tests {
         })
         .unwrap();
         assert!(!ed.can_redo());
+    }
+
+    #[test]
+    fn moves_keep_the_epoch_and_structure_changes_bump_it() {
+        let mut ed = Editor::new(empty());
+        let e0 = ed.epoch();
+        ed.apply(Edit::AddNode {
+            kind: "input".into(),
+            at: at(0.0, 0.0),
+        })
+        .unwrap();
+        let e1 = ed.epoch();
+        assert!(e1 > e0);
+        ed.apply(Edit::Move {
+            ids: vec!["input1".into()],
+            dx: 5.0,
+            dy: 0.0,
+        })
+        .unwrap();
+        assert_eq!(ed.epoch(), e1, "a move is not a structure change");
+        assert_eq!(ed.node("input1").map(|n| n.position.x), Some(5.0));
+        assert!(ed
+            .apply(Edit::Move {
+                ids: vec!["nope".into()],
+                dx: 1.0,
+                dy: 1.0
+            })
+            .is_err());
+        ed.undo();
+        assert!(ed.epoch() > e1);
+        assert_eq!(ed.node("input1").map(|n| n.position.x), Some(0.0));
+        ed.undo();
+        assert!(ed.node("input1").is_none());
     }
 
     #[test]

@@ -56,18 +56,20 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     // The server's diagnostics for the document as it is now (positions do
     // not matter, so a drag does not ask); a stale answer is dropped.
     let diagnostics = RwSignal::new(Vec::<Diagnostic>::new());
-    let shape = Memo::new(move |_| {
-        editor.with(|e| {
-            let mut d = e.doc.clone();
-            for n in &mut d.nodes {
-                n.position = Position::default();
-            }
-            d
-        })
-    });
+    // Moves do not bump the epoch: a drag never clones the document here.
+    // (The epoch is read straight from the editor signal wherever it is
+    // needed: a memo of it, read only by other memos, did not always wake
+    // its readers.)
+    let epoch = move || editor.with(Editor::epoch);
     let asked = StoredValue::new(0u64);
+    let validated = StoredValue::new(u64::MAX);
     Effect::new(move |_| {
-        let doc = shape.get();
+        let now = epoch();
+        if validated.get_value() == now {
+            return;
+        }
+        validated.set_value(now);
+        let doc = editor.with_untracked(|e| e.doc.clone());
         let n = asked.get_value() + 1;
         asked.set_value(n);
         leptos::task::spawn_local(async move {
@@ -267,147 +269,260 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         cam.set(editor.with_untracked(|e| geometry::fit(&e.doc, w, h)));
     };
 
-    let nodes_view = move || {
-        editor.with(|e| {
+    // Viewport culling: only nodes (and their edges) within the view and a
+    // margin are drawn, so a big graph costs what is on screen. The set is
+    // recomputed when the view or the structure changes, not during a drag.
+    let viewport = RwSignal::new((1200.0_f64, 700.0_f64));
+    Effect::new(move |_| {
+        if let Some(h) = host.get() {
+            viewport.set((
+                h.client_width().max(1) as f64,
+                h.client_height().max(1) as f64,
+            ));
+        }
+    });
+    let resize = window_event_listener(leptos::ev::resize, move |_| {
+        if let Some(h) = host.get_untracked() {
+            viewport.set((
+                h.client_width().max(1) as f64,
+                h.client_height().max(1) as f64,
+            ));
+        }
+    });
+    on_cleanup(move || resize.remove());
+    let shown = Memo::new(move |_| {
+        let _ = epoch();
+        let (w, h) = viewport.get();
+        let rect = geometry::visible_world(&cam.get(), w, h, 200.0);
+        editor.with_untracked(|e| {
             e.doc
                 .nodes
                 .iter()
-                .map(|n| {
-                    let id = n.id.clone();
-                    let selected = e.selection.contains(&id);
-                    let height = geometry::node_height(n);
-                    let (errors, warnings, notes) = diagnostics.with(|ds| {
-                        let mine: Vec<&Diagnostic> = ds.iter().filter(|d| d.node == n.id).collect();
-                        (
-                            mine.iter().filter(|d| d.severity == Severity::Error).count(),
-                            mine.iter().filter(|d| d.severity == Severity::Warning).count(),
-                            mine.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("\n"),
-                        )
-                    });
-                    let badge = (errors + warnings > 0).then(|| {
-                        let (class, text, severity) = if errors > 0 {
-                            ("diag error", format!("✖ {errors}"), "error")
-                        } else {
-                            ("diag warning", format!("⚠ {warnings}"), "warning")
-                        };
-                        view! {
-                            <g class=class data-testid="node-diagnostic" data-severity=severity>
-                                <title>{notes}</title>
-                                <rect x=NODE_WIDTH - 46.0 y="-12" width="40" height="18" rx="9" />
-                                <text x=NODE_WIDTH - 26.0 y="1" text-anchor="middle">{text}</text>
-                            </g>
-                        }
-                    });
-                    let inputs = n.inputs();
-                    let outputs = n.outputs();
-                    let node_id = id.clone();
-                    let down = move |ev: leptos::ev::PointerEvent| {
-                        ev.stop_propagation();
-                        let p = local(&ev);
-                        let shift = ev.shift_key();
-                        editor.update(|e| {
-                            if shift {
-                                if !e.selection.remove(&node_id) {
-                                    e.selection.insert(node_id.clone());
-                                }
-                            } else if !e.selection.contains(&node_id) {
-                                e.selection.clear();
-                                e.selection.insert(node_id.clone());
-                            }
-                            e.begin_gesture();
-                        });
-                        drag.set(Some(Drag::Nodes { last: p }));
+                .filter(|n| geometry::node_visible(n, rect))
+                .map(|n| n.id.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+        })
+    });
+
+    // Only the wire being drawn, so the inputs' verdicts do not rerun on
+    // every pointer move of a node drag.
+    let wiring = Memo::new(move |_| match drag.get() {
+        Some(Drag::Wire { from, .. }) => Some(from),
+        _ => None,
+    });
+    // One view per node, keyed by id and the editor's structure epoch: a
+    // node's box and handles are built once per structure change, and a
+    // drag only updates the transforms (and the paths of edges).
+    let node_keys = move || {
+        let shown = shown.get();
+        // A structure change rebuilds the views even when the set in view is the same.
+        let _ = epoch();
+        editor.with_untracked(|e| {
+            let epoch = e.epoch();
+            e.doc
+                .nodes
+                .iter()
+                .filter(|n| shown.contains(&n.id))
+                .map(|n| (n.id.clone(), epoch))
+                .collect::<Vec<_>>()
+        })
+    };
+    let node_view = move |(id, _epoch): (String, u64)| {
+        let Some(n) = editor.with_untracked(|e| e.node(&id).cloned()) else {
+            return ().into_any();
+        };
+        let height = geometry::node_height(&n);
+        let badge = {
+            let id = id.clone();
+            move || {
+                let (errors, warnings, notes) = diagnostics.with(|ds| {
+                    let mine: Vec<&Diagnostic> = ds.iter().filter(|d| d.node == id).collect();
+                    (
+                        mine.iter()
+                            .filter(|d| d.severity == Severity::Error)
+                            .count(),
+                        mine.iter()
+                            .filter(|d| d.severity == Severity::Warning)
+                            .count(),
+                        mine.iter()
+                            .map(|d| d.message.clone())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    )
+                });
+                (errors + warnings > 0).then(|| {
+                    let (class, text, severity) = if errors > 0 {
+                        ("diag error", format!("✖ {errors}"), "error")
+                    } else {
+                        ("diag warning", format!("⚠ {warnings}"), "warning")
                     };
-                    let in_handles = inputs
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, name)| {
-                            let y = HEADER + ROW * (i as f64 + 0.5);
-                            let target = HandleRef { node: id.clone(), handle: name.clone() };
-                            // While wiring, each input says whether it takes the wire.
-                            let verdict = {
-                                let target = target.clone();
-                                move || match drag.get() {
-                                    Some(Drag::Wire { from, .. }) => Some(editor.with_untracked(|e| can_connect(&e.doc, &from, &target).is_ok())),
-                                    _ => None,
-                                }
-                            };
-                            let verdict2 = verdict.clone();
-                            let up = move |ev: leptos::ev::PointerEvent| {
-                                if let Some(Drag::Wire { from, .. }) = drag.get_untracked() {
-                                    ev.stop_propagation();
-                                    drag.set(None);
-                                    apply(Edit::Connect { source: from, target: target.clone() });
-                                }
-                            };
-                            view! {
-                                <g class="handle in" class:accepts=move || verdict() == Some(true) class:refused=move || verdict2() == Some(false)>
-                                    <circle cx="0" cy=y r="6" data-handle=format!("in:{name}") on:pointerup=up />
-                                    <text x="10" y=y + 4.0 class="handle-label">{name.clone()}</text>
-                                </g>
-                            }
-                        })
-                        .collect_view();
-                    let out_handles = outputs
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, name)| {
-                            let y = HEADER + ROW * (i as f64 + 0.5);
-                            let source = HandleRef { node: id.clone(), handle: name.clone() };
-                            let down = move |ev: leptos::ev::PointerEvent| {
-                                ev.stop_propagation();
-                                let p = local(&ev);
-                                let to = cam.get_untracked().to_world(p.0, p.1);
-                                drag.set(Some(Drag::Wire { from: source.clone(), to }));
-                            };
-                            view! {
-                                <g class="handle out">
-                                    <text x=NODE_WIDTH - 10.0 y=y + 4.0 text-anchor="end" class="handle-label">{name.clone()}</text>
-                                    <circle cx=NODE_WIDTH cy=y r="6" data-handle=format!("out:{name}") on:pointerdown=down />
-                                </g>
-                            }
-                        })
-                        .collect_view();
                     view! {
-                        <g class="node" class:selected=selected data-node=id.clone() data-kind=n.kind_name()
-                            data-x=n.position.x.to_string() data-y=n.position.y.to_string()
-                            transform=format!("translate({:.2} {:.2})", n.position.x, n.position.y)
-                            on:pointerdown=down>
-                            <rect width=NODE_WIDTH height=height rx="6" />
-                            <text x="10" y="19" class="node-label">{n.label.clone()}</text>
-                            <text x=NODE_WIDTH - 10.0 y="19" text-anchor="end" class="node-kind">{n.kind_name()}</text>
-                            {in_handles}
-                            {out_handles}
-                            {badge}
+                        <g class=class data-testid="node-diagnostic" data-severity=severity>
+                            <title>{notes}</title>
+                            <rect x=NODE_WIDTH - 46.0 y="-12" width="40" height="18" rx="9" />
+                            <text x=NODE_WIDTH - 26.0 y="1" text-anchor="middle">{text}</text>
                         </g>
                     }
                 })
-                .collect_view()
-        })
+            }
+        };
+        let node_id = id.clone();
+        let down = move |ev: leptos::ev::PointerEvent| {
+            ev.stop_propagation();
+            let p = local(&ev);
+            let shift = ev.shift_key();
+            editor.update(|e| {
+                if shift {
+                    if !e.selection.remove(&node_id) {
+                        e.selection.insert(node_id.clone());
+                    }
+                } else if !e.selection.contains(&node_id) {
+                    e.selection.clear();
+                    e.selection.insert(node_id.clone());
+                }
+                e.begin_gesture();
+            });
+            drag.set(Some(Drag::Nodes { last: p }));
+        };
+        let in_handles = n
+            .inputs()
+            .into_iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let y = HEADER + ROW * (i as f64 + 0.5);
+                let target = HandleRef { node: id.clone(), handle: name.clone() };
+                // While wiring, each input says whether it takes the wire.
+                let verdict = {
+                    let target = target.clone();
+                    move || {
+                        wiring.get().map(|from| editor.with_untracked(|e| can_connect(&e.doc, &from, &target).is_ok()))
+                    }
+                };
+                let verdict2 = verdict.clone();
+                let up = move |ev: leptos::ev::PointerEvent| {
+                    if let Some(Drag::Wire { from, .. }) = drag.get_untracked() {
+                        ev.stop_propagation();
+                        drag.set(None);
+                        apply(Edit::Connect { source: from, target: target.clone() });
+                    }
+                };
+                view! {
+                    <g class="handle in" class:accepts=move || verdict() == Some(true) class:refused=move || verdict2() == Some(false)>
+                        <circle cx="0" cy=y r="6" data-handle=format!("in:{name}") on:pointerup=up />
+                        <text x="10" y=y + 4.0 class="handle-label">{name.clone()}</text>
+                    </g>
+                }
+            })
+            .collect_view();
+        let out_handles = n
+            .outputs()
+            .into_iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let y = HEADER + ROW * (i as f64 + 0.5);
+                let source = HandleRef { node: id.clone(), handle: name.clone() };
+                let down = move |ev: leptos::ev::PointerEvent| {
+                    ev.stop_propagation();
+                    let p = local(&ev);
+                    let to = cam.get_untracked().to_world(p.0, p.1);
+                    drag.set(Some(Drag::Wire { from: source.clone(), to }));
+                };
+                view! {
+                    <g class="handle out">
+                        <text x=NODE_WIDTH - 10.0 y=y + 4.0 text-anchor="end" class="handle-label">{name.clone()}</text>
+                        <circle cx=NODE_WIDTH cy=y r="6" data-handle=format!("out:{name}") on:pointerdown=down />
+                    </g>
+                }
+            })
+            .collect_view();
+        // Memos: recomputed on every change (O(1)), but they wake the DOM
+        // updates below only when this node's position or selection did
+        // change, so a drag touches one node's attributes, not a thousand.
+        let position = {
+            let id = id.clone();
+            Memo::new(move |_| editor.with(|e| e.node(&id).map(|n| n.position).unwrap_or_default()))
+        };
+        let selected = {
+            let id = id.clone();
+            Memo::new(move |_| editor.with(|e| e.selection.contains(&id)))
+        };
+        let p1 = move || position.get().x.to_string();
+        let p2 = move || position.get().y.to_string();
+        let p3 = move || {
+            let p = position.get();
+            format!("translate({:.2} {:.2})", p.x, p.y)
+        };
+        view! {
+            <g class="node" class:selected=selected data-node=id.clone() data-kind=n.kind_name()
+                data-x=p1 data-y=p2 transform=p3
+                on:pointerdown=down>
+                <rect width=NODE_WIDTH height=height rx="6" />
+                <text x="10" y="19" class="node-label">{n.label.clone()}</text>
+                <text x=NODE_WIDTH - 10.0 y="19" text-anchor="end" class="node-kind">{n.kind_name()}</text>
+                {in_handles}
+                {out_handles}
+                {badge}
+            </g>
+        }
+        .into_any()
     };
-    let edges_view = move || {
-        editor.with(|e| {
+    let edge_keys = move || {
+        let shown = shown.get();
+        // A structure change rebuilds the views even when the set in view is the same.
+        let _ = epoch();
+        editor.with_untracked(|e| {
+            let epoch = e.epoch();
             e.doc
                 .edges
                 .iter()
-                .filter_map(|edge| {
-                    let from = e.doc.node(&edge.source.node)?;
-                    let to = e.doc.node(&edge.target.node)?;
-                    let i = from
-                        .outputs()
-                        .iter()
-                        .position(|h| *h == edge.source.handle)?;
-                    let j = to.inputs().iter().position(|h| *h == edge.target.handle)?;
-                    let d = geometry::edge_path(
-                        geometry::handle_pos(from, true, i),
-                        geometry::handle_pos(to, false, j),
-                    );
-                    Some(view! { <path class="edge" d=d data-edge=edge.id.clone()
-                    data-source=format!("{}.{}", edge.source.node, edge.source.handle)
-                    data-target=format!("{}.{}", edge.target.node, edge.target.handle) /> })
-                })
-                .collect_view()
+                .filter(|x| shown.contains(&x.source.node) || shown.contains(&x.target.node))
+                .map(|x| (x.id.clone(), epoch))
+                .collect::<Vec<_>>()
         })
+    };
+    let edge_view = move |(id, _epoch): (String, u64)| {
+        let Some(edge) =
+            editor.with_untracked(|e| e.doc.edges.iter().find(|x| x.id == id).cloned())
+        else {
+            return ().into_any();
+        };
+        // Handle rows are fixed until the next structure change.
+        let rows = editor.with_untracked(|e| {
+            let i = e
+                .node(&edge.source.node)?
+                .outputs()
+                .iter()
+                .position(|h| *h == edge.source.handle)?;
+            let j = e
+                .node(&edge.target.node)?
+                .inputs()
+                .iter()
+                .position(|h| *h == edge.target.handle)?;
+            Some((i, j))
+        });
+        let Some((i, j)) = rows else {
+            return ().into_any();
+        };
+        let (from, to) = (edge.source.node.clone(), edge.target.node.clone());
+        // The ends' positions as a memo: the path is rebuilt only when an end moved.
+        let ends = Memo::new(move |_| {
+            editor.with(|e| match (e.node(&from), e.node(&to)) {
+                (Some(a), Some(b)) => Some((
+                    geometry::handle_pos(a, true, i),
+                    geometry::handle_pos(b, false, j),
+                )),
+                _ => None,
+            })
+        });
+        let d = move || {
+            ends.get()
+                .map(|(a, b)| geometry::edge_path(a, b))
+                .unwrap_or_default()
+        };
+        view! { <path class="edge" d=d data-edge=edge.id.clone()
+        data-source=format!("{}.{}", edge.source.node, edge.source.handle)
+        data-target=format!("{}.{}", edge.target.node, edge.target.handle) /> }
+        .into_any()
     };
     let overlay = move || {
         match drag.get() {
@@ -462,6 +577,9 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                     {palette}
                 </aside>
                 <div class="canvas" node_ref=host tabindex="0" data-testid="canvas"
+                    data-node-count=move || editor.with(|e| e.doc.nodes.len())
+                    data-edge-count=move || editor.with(|e| e.doc.edges.len())
+                    data-drawn=move || shown.with(|s| s.len())
                     on:pointerdown=on_down on:pointermove=on_move on:pointerup=on_up on:pointerleave=on_up
                     on:wheel=on_wheel on:keydown=on_key>
                     <svg width="100%" height="100%">
@@ -472,8 +590,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                         </defs>
                         <g transform=move || cam.get().transform()>
                             <rect x="-5000" y="-5000" width="10000" height="10000" fill="url(#grid)" />
-                            <g class="edges">{edges_view}</g>
-                            <g class="nodes">{nodes_view}</g>
+                            <g class="edges"><For each=edge_keys key=|k| k.clone() children=edge_view /></g>
+                            <g class="nodes"><For each=node_keys key=|k| k.clone() children=node_view /></g>
                             {overlay}
                         </g>
                     </svg>
