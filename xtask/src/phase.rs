@@ -52,6 +52,21 @@ pub fn fmt_duration(d: Duration) -> String {
 
 /// The workspace root (xtask lives one level below it).
 pub fn workspace_root() -> PathBuf {
+    // Found at run time, from where `cargo xtask` was started: several
+    // checkouts may share one CARGO_TARGET_DIR (a CI clone beside a working
+    // tree), and cargo does not rebuild this binary for each, so a path
+    // baked in at compile time (`env!("CARGO_MANIFEST_DIR")`) could name
+    // another checkout and test the wrong tree.
+    if let Ok(cwd) = std::env::current_dir() {
+        for dir in cwd.ancestors() {
+            let manifest = dir.join("Cargo.toml");
+            if std::fs::read_to_string(&manifest).is_ok_and(|t| t.contains("[workspace]"))
+                && dir.join("xtask").is_dir()
+            {
+                return dir.to_path_buf();
+            }
+        }
+    }
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)
 }
