@@ -28,18 +28,7 @@ async fn truncated_output_blob_is_served_to_its_workspace_only() {
         ],
         "edges": [{"id": "e", "source": {"node": "big", "handle": "output"}, "target": {"node": "out", "handle": "x"}}]
     });
-    let (s, _, body) = call(&state, "POST", "/api/v1/workflows", &token, Some(workflow)).await;
-    assert_eq!(s, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
-    let wf = parse(&body)["id"].as_str().expect("id").to_string();
-    let (_, _, body) = call(
-        &state,
-        "POST",
-        "/api/v1/runs",
-        &token,
-        Some(json!({"workflow_id": wf})),
-    )
-    .await;
-    let run_id = parse(&body)["run_id"].as_str().expect("run").to_string();
+    let run_id = common::start_run(&state, &token, workflow).await;
     let mut run = Value::Null;
     for _ in 0..200 {
         let (_, _, body) = call(

@@ -34,18 +34,7 @@ async fn a_run_stores_its_spans_with_timings_and_trace_id() {
         ],
         "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
     });
-    let (s, _, body) = call(&state, "POST", "/api/v1/workflows", &token, Some(workflow)).await;
-    assert_eq!(s, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
-    let wf = parse(&body)["id"].as_str().expect("id").to_string();
-    let (_, _, body) = call(
-        &state,
-        "POST",
-        "/api/v1/runs",
-        &token,
-        Some(json!({"workflow_id": wf})),
-    )
-    .await;
-    let run_id = parse(&body)["run_id"].as_str().expect("run").to_string();
+    let run_id = common::start_run(&state, &token, workflow).await;
 
     // The run span closes just after the run ends: wait for it.
     let mut trace = Value::Null;

@@ -204,6 +204,32 @@ impl Server {
             .to_string()
     }
 
+    /// `POST /workflows`; returns the new workflow's id.
+    pub fn create_workflow(&self, token: &str, workflow: &serde_json::Value) -> String {
+        let (s, body) = http(
+            &self.url,
+            "POST",
+            "/api/v1/workflows",
+            Some(token),
+            Some(workflow),
+        );
+        assert_eq!(s, 201, "{body}");
+        json(&body)["id"].as_str().expect("workflow id").to_string()
+    }
+
+    /// `POST /runs` of a saved workflow; returns the run id.
+    pub fn start_run(&self, token: &str, workflow_id: &str) -> String {
+        let (s, body) = http(
+            &self.url,
+            "POST",
+            "/api/v1/runs",
+            Some(token),
+            Some(&serde_json::json!({"workflow_id": workflow_id})),
+        );
+        assert_eq!(s, 202, "{body}");
+        json(&body)["run_id"].as_str().expect("run id").to_string()
+    }
+
     /// Polls `GET /runs/{id}` until the run has ended (30 s at most).
     pub fn finished_run(&self, token: &str, run_id: &str) -> serde_json::Value {
         for _ in 0..600 {
@@ -348,6 +374,25 @@ impl Browser {
         std::fs::write(&path, png)
             .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
         Ok(path)
+    }
+
+    /// Signs in through the server's printed link, as a user would, and
+    /// returns the session token the app stored.
+    pub async fn sign_in(&self, server: &Server) -> Result<String, String> {
+        self.open(&server.signin_url).await?;
+        wait_for_text(
+            &self.client,
+            "[data-testid=signin-ok]",
+            Duration::from_secs(30),
+        )
+        .await?;
+        self.client
+            .execute("return localStorage.getItem('glassbox.session')", vec![])
+            .await
+            .map_err(|e| e.to_string())?
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| "no session in localStorage after signing in".to_string())
     }
 
     /// Ends the WebDriver session (Chromium exits); chromedriver is killed on drop.

@@ -83,24 +83,8 @@ pub fn create_writer(server: &Server, token: &str, port: u16, n: usize) -> Strin
                 {"text": "done"}]}}}}],
         "edges": []
     });
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        "/api/v1/workflows",
-        Some(token),
-        Some(&workflow),
-    );
-    assert_eq!(s, 201, "{body}");
-    let wf = json(&body)["id"].as_str().expect("id").to_string();
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        "/api/v1/runs",
-        Some(token),
-        Some(&json!({"workflow_id": wf})),
-    );
-    assert_eq!(s, 202, "{body}");
-    json(&body)["run_id"].as_str().expect("run").to_string()
+    let wf = server.create_workflow(token, &workflow);
+    server.start_run(token, &wf)
 }
 
 pub fn pending_tokens(server: &Server, token: &str, want: usize) -> Vec<String> {

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
 use fantoccini::{Client, Locator};
-use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
+use glassbox_tests::harness::{
+    app_and_browser, app_and_browser_with, wait_for_text, Browser, Server,
+};
 
 type Nodes = BTreeSet<(String, String, String, String)>;
 type Edges = BTreeSet<(String, String)>;
@@ -113,6 +115,24 @@ async fn drag(c: &Client, from: &str, to: &str, offset: (f64, f64)) -> Result<()
     c.perform_actions(mouse).await.map_err(|e| e.to_string())
 }
 
+/// Signs in, creates a workflow named `name` from the workflows page and
+/// waits for its editor; returns the session token.
+async fn new_workflow(browser: &Browser, server: &Server, name: &str) -> Result<String, String> {
+    let token = browser.sign_in(server).await?;
+    let c = &browser.client;
+    browser.open(&format!("{}/workflows", server.url)).await?;
+    c.wait()
+        .for_element(Locator::Css("[data-testid=new-workflow-name]"))
+        .await
+        .map_err(|e| e.to_string())?
+        .send_keys(name)
+        .await
+        .map_err(|e| e.to_string())?;
+    click(c, "[data-testid=new-workflow]").await?;
+    wait_for_text(c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
+    Ok(token)
+}
+
 async fn click(c: &Client, css: &str) -> Result<(), String> {
     c.find(Locator::Css(css))
         .await
@@ -136,19 +156,7 @@ async fn build_wire_save_and_reload_a_workflow() {
     };
     let c = browser.client.clone();
     let outcome = async {
-        browser.open(&server.signin_url).await?;
-        wait_for_text(&c, "[data-testid=signin-ok]", Duration::from_secs(30)).await?;
-        browser.open(&format!("{}/workflows", server.url)).await?;
-        let name = c
-            .wait()
-            .for_element(Locator::Css("[data-testid=new-workflow-name]"))
-            .await
-            .map_err(|e| e.to_string())?;
-        name.send_keys("Editor test")
-            .await
-            .map_err(|e| e.to_string())?;
-        click(&c, "[data-testid=new-workflow]").await?;
-        wait_for_text(&c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
+        let token = new_workflow(&browser, &server, "Editor test").await?;
         let url = c
             .current_url()
             .await
@@ -284,13 +292,6 @@ async fn build_wire_save_and_reload_a_workflow() {
         let revision_after =
             wait_for_text(&c, "[data-testid=revision]", Duration::from_secs(5)).await?;
         let id = url.rsplit('/').next().unwrap_or_default().to_string();
-        let token = c
-            .execute("return localStorage.getItem('glassbox.session')", vec![])
-            .await
-            .map_err(|e| e.to_string())?
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_default();
         let (_, saved_doc) = glassbox_tests::harness::http(
             &server.url,
             "GET",
@@ -379,17 +380,7 @@ async fn pin_a_tool_result_wire_it_and_disable_the_tool() {
     };
     let c = browser.client.clone();
     let outcome = async {
-        browser.open(&server.signin_url).await?;
-        wait_for_text(&c, "[data-testid=signin-ok]", Duration::from_secs(30)).await?;
-        browser.open(&format!("{}/workflows", server.url)).await?;
-        let name = c
-            .wait()
-            .for_element(Locator::Css("[data-testid=new-workflow-name]"))
-            .await
-            .map_err(|e| e.to_string())?;
-        name.send_keys("Pins").await.map_err(|e| e.to_string())?;
-        click(&c, "[data-testid=new-workflow]").await?;
-        wait_for_text(&c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
+        new_workflow(&browser, &server, "Pins").await?;
         let agent = add_node(&c, "agent").await?;
         let template = add_node(&c, "template").await?;
         click(&c, &format!("[data-node={agent}] .node-label")).await?;
@@ -519,19 +510,7 @@ async fn the_selector_hides_deprecated_versions_and_shows_missing_keys() {
     };
     let c = browser.client.clone();
     let outcome = async {
-        browser.open(&server.signin_url).await?;
-        wait_for_text(&c, "[data-testid=signin-ok]", Duration::from_secs(30)).await?;
-        browser.open(&format!("{}/workflows", server.url)).await?;
-        let name = c
-            .wait()
-            .for_element(Locator::Css("[data-testid=new-workflow-name]"))
-            .await
-            .map_err(|e| e.to_string())?;
-        name.send_keys("Selector")
-            .await
-            .map_err(|e| e.to_string())?;
-        click(&c, "[data-testid=new-workflow]").await?;
-        wait_for_text(&c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
+        new_workflow(&browser, &server, "Selector").await?;
         let agent = add_node(&c, "agent").await?;
         click(&c, &format!("[data-node={agent}] .node-label")).await?;
         c.wait()

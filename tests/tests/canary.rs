@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use base64::Engine as _;
-use glassbox_tests::harness::{http, json, Server};
+use glassbox_tests::harness::{http, Server};
 use serde_json::json;
 
 /// Each has characters that JSON and URLs escape, so every form differs.
@@ -134,26 +134,10 @@ fn no_canary_secret_leaks_anywhere() {
         ],
         "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
     });
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        "/api/v1/workflows",
-        Some(&token),
-        Some(&workflow),
-    );
-    assert_eq!(s, 201, "{body}");
-    let wf = json(&body)["id"].as_str().expect("id").to_string();
+    let wf = server.create_workflow(&token, &workflow);
     let mut seen = Vec::new();
     for _ in 0..2 {
-        let (s, body) = http(
-            &server.url,
-            "POST",
-            "/api/v1/runs",
-            Some(&token),
-            Some(&json!({"workflow_id": wf})),
-        );
-        assert_eq!(s, 202, "{body}");
-        let run = json(&body)["run_id"].as_str().expect("run").to_string();
+        let run = server.start_run(&token, &wf);
         let v = server.finished_run(&token, &run);
         seen.push((format!("run {run}"), v.to_string()));
         for path in [

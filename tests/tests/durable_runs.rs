@@ -134,30 +134,8 @@ fn create_slow_run(server: &Server, token: &str, n: usize, turn_ms: u64) -> (Str
         ],
         "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
     });
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        "/api/v1/workflows",
-        Some(token),
-        Some(&workflow),
-    );
-    assert_eq!(s, 201, "{body}");
-    let wf = glassbox_tests::harness::json(&body)["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        "/api/v1/runs",
-        Some(token),
-        Some(&serde_json::json!({"workflow_id": wf})),
-    );
-    assert_eq!(s, 202, "{body}");
-    let run = glassbox_tests::harness::json(&body)["run_id"]
-        .as_str()
-        .expect("run")
-        .to_string();
+    let wf = server.create_workflow(token, &workflow);
+    let run = server.start_run(token, &wf);
     (wf, run)
 }
 

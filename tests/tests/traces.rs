@@ -26,24 +26,8 @@ fn start_agent_run(server: &Server, token: &str) -> String {
         ],
         "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
     });
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        "/api/v1/workflows",
-        Some(token),
-        Some(&workflow),
-    );
-    assert_eq!(s, 201, "{body}");
-    let wf = json(&body)["id"].as_str().expect("id").to_string();
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        "/api/v1/runs",
-        Some(token),
-        Some(&json!({"workflow_id": wf})),
-    );
-    assert_eq!(s, 202, "{body}");
-    let run_id = json(&body)["run_id"].as_str().expect("run").to_string();
+    let wf = server.create_workflow(token, &workflow);
+    let run_id = server.start_run(token, &wf);
     let run = server.finished_run(token, &run_id);
     assert_eq!(run["status"], "succeeded", "{run}");
     // The run's own span is stored just after the run ends.
@@ -75,21 +59,7 @@ async fn the_trace_page_lists_a_runs_spans_with_timings() {
         return;
     };
     let outcome = async {
-        browser.open(&server.signin_url).await?;
-        wait_for_text(
-            &browser.client,
-            "[data-testid=signin-ok]",
-            Duration::from_secs(30),
-        )
-        .await?;
-        let token = browser
-            .client
-            .execute("return localStorage.getItem('glassbox.session')", vec![])
-            .await
-            .map_err(|e| e.to_string())?
-            .as_str()
-            .map(str::to_string)
-            .ok_or("no session in localStorage")?;
+        let token = browser.sign_in(&server).await?;
         let run_id = tokio::task::block_in_place(|| start_agent_run(&server, &token));
         // The Agent Node's traces_url is this page.
         let (_, body) = http(

@@ -141,3 +141,36 @@ pub async fn request(
     let bytes = res.into_body().collect().await.expect("body").to_bytes();
     (status, content_type, bytes.to_vec())
 }
+
+/// Creates `workflow` and starts a run of it in-process; returns the run id.
+pub async fn start_run(
+    state: &glassbox_server::AppState,
+    token: &str,
+    workflow: serde_json::Value,
+) -> String {
+    let (s, _, body) = request(state, "POST", "/api/v1/workflows", token, Some(workflow)).await;
+    assert_eq!(
+        s,
+        axum::http::StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let created: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    let wf = created["id"].as_str().expect("workflow id").to_string();
+    let (s, _, body) = request(
+        state,
+        "POST",
+        "/api/v1/runs",
+        token,
+        Some(serde_json::json!({"workflow_id": wf})),
+    )
+    .await;
+    assert_eq!(
+        s,
+        axum::http::StatusCode::ACCEPTED,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let started: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    started["run_id"].as_str().expect("run id").to_string()
+}
