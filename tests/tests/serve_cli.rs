@@ -336,9 +336,26 @@ fn a_too_small_output_cap_names_the_setting() {
     assert!(stderr.contains("GLASSBOX_MAX_OUTPUT_BYTES"), "{stderr}");
 }
 
+/// Runs `cmd` with `input` on its standard input; its output.
+fn with_stdin(cmd: &mut Command, input: &[u8]) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write");
+    child.wait_with_output().expect("wait")
+}
+
 #[test]
 fn secrets_from_the_cli_are_encrypted_and_listed_by_name() {
-    use std::io::Write as _;
     let data = tempfile::tempdir().expect("temp dir");
     let glassbox = || {
         let mut c = Command::new(glassbox_bin().expect("binary"));
@@ -346,20 +363,12 @@ fn secrets_from_the_cli_are_encrypted_and_listed_by_name() {
             .env_remove("GLASSBOX_SECRET_KEY");
         c
     };
-    let mut child = glassbox()
-        .args(["secret", "set", "SERVICE_TOKEN", "--data-dir"])
-        .arg(data.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"cli-canary-77f1\n")
-        .expect("write");
-    let out = child.wait_with_output().expect("wait");
+    let out = with_stdin(
+        glassbox()
+            .args(["secret", "set", "SERVICE_TOKEN", "--data-dir"])
+            .arg(data.path()),
+        b"cli-canary-77f1\n",
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -399,21 +408,12 @@ fn secrets_from_the_cli_are_encrypted_and_listed_by_name() {
         .expect("delete again");
     assert_eq!(out.status.code(), Some(2));
     // The org scope: the default workspace's organization.
-    let mut child = glassbox()
-        .args(["secret", "set", "ORG_TOKEN", "--scope", "org", "--data-dir"])
-        .arg(data.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"org-canary-9c2e\n")
-        .expect("write");
-    let out = child.wait_with_output().expect("wait");
+    let out = with_stdin(
+        glassbox()
+            .args(["secret", "set", "ORG_TOKEN", "--scope", "org", "--data-dir"])
+            .arg(data.path()),
+        b"org-canary-9c2e\n",
+    );
     assert!(
         out.status.success(),
         "{}",

@@ -226,24 +226,31 @@ fn limit(l: i64) -> i64 {
 impl Store {
     // ---- tenancy -----------------------------------------------------------
 
-    pub async fn ensure_workspace(&self, id: &str, name: &str) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING")
-            .bind(id)
-            .bind(name)
-            .bind(now())
-            .execute(self.writer())
-            .await?;
+    /// Inserts `(id, name, now)` into a table of named things unless the id
+    /// exists (`table` is one of ours, never input).
+    async fn ensure_named(
+        &self,
+        table: &'static str,
+        id: &str,
+        name: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&format!(
+            "INSERT INTO {table} (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING"
+        ))
+        .bind(id)
+        .bind(name)
+        .bind(now())
+        .execute(self.writer())
+        .await?;
         Ok(())
     }
 
+    pub async fn ensure_workspace(&self, id: &str, name: &str) -> Result<(), StoreError> {
+        self.ensure_named("workspaces", id, name).await
+    }
+
     pub async fn ensure_org(&self, id: &str, name: &str) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING")
-            .bind(id)
-            .bind(name)
-            .bind(now())
-            .execute(self.writer())
-            .await?;
-        Ok(())
+        self.ensure_named("orgs", id, name).await
     }
 
     /// Puts a workspace in an organization (or takes it out with `None`).
@@ -275,13 +282,7 @@ impl Store {
     }
 
     pub async fn ensure_user(&self, id: &str, name: &str) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING")
-            .bind(id)
-            .bind(name)
-            .bind(now())
-            .execute(self.writer())
-            .await?;
-        Ok(())
+        self.ensure_named("users", id, name).await
     }
 
     pub async fn add_membership(
