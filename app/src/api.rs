@@ -145,6 +145,39 @@ pub async fn create_workflow(name: &str) -> Result<WorkflowView, ApiError> {
     .await
 }
 
+/// `DELETE /api/v1/workflows/{id}`.
+pub async fn delete_workflow(id: &str) -> Result<(), ApiError> {
+    let response = request(gloo_net::http::Method::DELETE, &format!("/workflows/{id}"))
+        .send()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    let status = response.status();
+    if (200..300).contains(&status) {
+        return Ok(());
+    }
+    let text = response.text().await.unwrap_or_default();
+    decode::<serde_json::Value>(status, &text).map(|_| ())
+}
+
+/// Renames a workflow: a new revision with only the name changed.
+pub async fn rename_workflow(id: &str, name: &str) -> Result<WorkflowView, ApiError> {
+    let current = get_workflow(id).await?;
+    let mut doc = current.workflow;
+    doc.name = name.to_string();
+    save_workflow(id, current.revision, &doc).await
+}
+
+/// Duplicates a workflow under `name` (a new workflow, revision 1).
+pub async fn duplicate_workflow(id: &str, name: &str) -> Result<WorkflowView, ApiError> {
+    let mut doc = get_workflow(id).await?.workflow;
+    doc.name = name.to_string();
+    post_json(
+        "/workflows",
+        &serde_json::to_value(&doc).unwrap_or_default(),
+    )
+    .await
+}
+
 /// `GET /api/v1/workflows/{id}`.
 pub async fn get_workflow(id: &str) -> Result<WorkflowView, ApiError> {
     get_json(&format!("/workflows/{id}")).await

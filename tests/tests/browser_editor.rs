@@ -567,3 +567,67 @@ async fn the_selector_hides_deprecated_versions_and_shows_missing_keys() {
     assert_eq!(deprecated.trim(), "deprecated");
     assert_eq!(current_deprecated, 0);
 }
+
+/// The names in the workflow list, in order (read in one script: the list
+/// re-renders while it reloads).
+async fn listed(c: &Client) -> Result<Vec<String>, String> {
+    let v = c
+        .execute(
+            "return [...document.querySelectorAll('[data-workflow] a')].map(a => a.textContent)",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_str().map(str::to_string))
+        .collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rename_duplicate_and_delete_from_the_workflow_list() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        let token = browser.sign_in(&server).await?;
+        let doc = serde_json::json!({"format_version": 1, "id": "x", "name": "Alpha", "revision": 0, "nodes": [], "edges": []});
+        let id = tokio::task::block_in_place(|| server.create_workflow(&token, &doc));
+        browser.open(&format!("{}/workflows", server.url)).await?;
+        wait_until("the list", || async { Ok(listed(&c).await? == ["Alpha"]) }).await?;
+        let row = format!("[data-workflow='{id}']");
+
+        click(&c, &format!("{row} [data-testid=rename]")).await?;
+        let input = c.find(Locator::Css("[data-testid=rename-input]")).await.map_err(|e| e.to_string())?;
+        input.clear().await.map_err(|e| e.to_string())?;
+        input.send_keys("Beta").await.map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=rename-save]").await?;
+        wait_until("the rename", || async { Ok(listed(&c).await? == ["Beta"]) }).await?;
+
+        click(&c, &format!("{row} [data-testid=duplicate]")).await?;
+        wait_until("the copy", || async {
+            let mut names = listed(&c).await?;
+            names.sort();
+            Ok(names == ["Beta", "Copy of Beta"])
+        })
+        .await?;
+
+        // Delete asks first: dismissing keeps it, accepting deletes it.
+        click(&c, &format!("{row} [data-testid=delete]")).await?;
+        c.dismiss_alert().await.map_err(|e| e.to_string())?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let kept = listed(&c).await?.len();
+        click(&c, &format!("{row} [data-testid=delete]")).await?;
+        c.accept_alert().await.map_err(|e| e.to_string())?;
+        wait_until("the delete", || async { Ok(listed(&c).await? == ["Copy of Beta"]) }).await?;
+        let (status, _) = glassbox_tests::harness::http(&server.url, "GET", &format!("/api/v1/workflows/{id}"), Some(&token), None);
+        Ok::<_, String>((kept, status))
+    }
+    .await;
+    browser.close().await;
+    let (kept, status) = outcome.expect("the list's actions work");
+    assert_eq!(kept, 2, "dismissing the confirmation keeps the workflow");
+    assert_eq!(status, 404, "deleted on the server");
+}
