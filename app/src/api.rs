@@ -151,12 +151,7 @@ pub async fn delete_workflow(id: &str) -> Result<(), ApiError> {
         .send()
         .await
         .map_err(|err| ApiError::Network(err.to_string()))?;
-    let status = response.status();
-    if (200..300).contains(&status) {
-        return Ok(());
-    }
-    let text = response.text().await.unwrap_or_default();
-    decode::<serde_json::Value>(status, &text).map(|_| ())
+    expect_empty(response).await
 }
 
 /// Renames a workflow: a new revision with only the name changed.
@@ -176,6 +171,60 @@ pub async fn duplicate_workflow(id: &str, name: &str) -> Result<WorkflowView, Ap
         &serde_json::to_value(&doc).unwrap_or_default(),
     )
     .await
+}
+
+/// A secret's name and scope (values never come back).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct SecretName {
+    pub name: String,
+    pub scope: String,
+    pub created_at: String,
+}
+
+#[derive(serde::Deserialize)]
+struct SecretList {
+    secrets: Vec<SecretName>,
+}
+
+/// `GET /api/v1/secrets`: names and scopes the caller can see.
+pub async fn list_secrets() -> Result<Vec<SecretName>, ApiError> {
+    get_json::<SecretList>("/secrets").await.map(|l| l.secrets)
+}
+
+/// Answers with no body (204) on success; the error body otherwise.
+async fn expect_empty(response: gloo_net::http::Response) -> Result<(), ApiError> {
+    let status = response.status();
+    if (200..300).contains(&status) {
+        return Ok(());
+    }
+    let text = response.text().await.unwrap_or_default();
+    decode::<serde_json::Value>(status, &text).map(|_| ())
+}
+
+/// `PUT /api/v1/secrets/{scope}/{name}`.
+pub async fn set_secret(scope: &str, name: &str, value: &str) -> Result<(), ApiError> {
+    let response = request(
+        gloo_net::http::Method::PUT,
+        &format!("/secrets/{scope}/{name}"),
+    )
+    .json(&serde_json::json!({ "value": value }))
+    .map_err(|err| ApiError::Network(err.to_string()))?
+    .send()
+    .await
+    .map_err(|err| ApiError::Network(err.to_string()))?;
+    expect_empty(response).await
+}
+
+/// `DELETE /api/v1/secrets/{scope}/{name}`.
+pub async fn delete_secret(scope: &str, name: &str) -> Result<(), ApiError> {
+    let response = request(
+        gloo_net::http::Method::DELETE,
+        &format!("/secrets/{scope}/{name}"),
+    )
+    .send()
+    .await
+    .map_err(|err| ApiError::Network(err.to_string()))?;
+    expect_empty(response).await
 }
 
 /// `GET /api/v1/workflows/{id}`.

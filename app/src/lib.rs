@@ -25,6 +25,7 @@ pub fn App() -> impl IntoView {
                 <nav>
                     <A href="/">"Home"</A>
                     <A href="/workflows">"Workflows"</A>
+                    <A href="/settings">"Settings"</A>
                 </nav>
             </header>
             <main class="page">
@@ -33,6 +34,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/signin") view=pages::SignIn />
                     <Route path=path!("/runs/:id/trace") view=pages::TracePage />
                     <Route path=path!("/workflows") view=pages::Workflows />
+                    <Route path=path!("/settings") view=pages::Settings />
                     <Route path=path!("/workflows/:id") view=pages::EditorPage />
                 </Routes>
             </main>

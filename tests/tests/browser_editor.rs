@@ -631,3 +631,94 @@ async fn rename_duplicate_and_delete_from_the_workflow_list() {
     assert_eq!(kept, 2, "dismissing the confirmation keeps the workflow");
     assert_eq!(status, 404, "deleted on the server");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_set_list_and_delete_secrets_by_scope() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        let token = browser.sign_in(&server).await?;
+        browser.open(&format!("{}/settings", server.url)).await?;
+        c.wait()
+            .for_element(Locator::Css("[data-testid=secret-form]"))
+            .await
+            .map_err(|e| e.to_string())?;
+        for (scope, name, value) in [
+            ("workspace", "WS_KEY", "ws-value-1a"),
+            ("user", "MY_KEY", "user-value-2b"),
+            ("org", "ORG_KEY", "org-value-3c"),
+        ] {
+            c.find(Locator::Css(&format!(
+                "[data-testid=secret-scope] option[value={scope}]"
+            )))
+            .await
+            .map_err(|e| e.to_string())?
+            .click()
+            .await
+            .map_err(|e| e.to_string())?;
+            c.find(Locator::Css("[data-testid=secret-name]"))
+                .await
+                .map_err(|e| e.to_string())?
+                .send_keys(name)
+                .await
+                .map_err(|e| e.to_string())?;
+            c.find(Locator::Css("[data-testid=secret-value]"))
+                .await
+                .map_err(|e| e.to_string())?
+                .send_keys(value)
+                .await
+                .map_err(|e| e.to_string())?;
+            click(&c, "[data-testid=secret-save]").await?;
+            let row = format!("[data-secret='{scope}/{name}']");
+            c.wait()
+                .for_element(Locator::Css(&row))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let page = c.source().await.map_err(|e| e.to_string())?;
+        click(
+            &c,
+            "[data-secret='user/MY_KEY'] [data-testid=secret-delete]",
+        )
+        .await?;
+        wait_until("the delete", || async {
+            Ok(count(&c, "[data-secret]").await? == 2)
+        })
+        .await?;
+        let (_, listed) = glassbox_tests::harness::http(
+            &server.url,
+            "GET",
+            "/api/v1/secrets",
+            Some(&token),
+            None,
+        );
+        Ok::<_, String>((page, listed))
+    }
+    .await;
+    browser.close().await;
+    let (page, listed) = outcome.expect("the settings page works");
+    for value in ["ws-value-1a", "user-value-2b", "org-value-3c"] {
+        assert!(!page.contains(value), "a value is never shown");
+    }
+    let listed = glassbox_tests::harness::json(&listed);
+    let names: Vec<(String, String)> = listed["secrets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            (
+                s["scope"].as_str().unwrap_or_default().to_string(),
+                s["name"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("org".to_string(), "ORG_KEY".to_string()),
+            ("workspace".to_string(), "WS_KEY".to_string())
+        ]
+    );
+}

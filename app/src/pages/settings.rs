@@ -1,0 +1,90 @@
+//! `/settings`: secrets by scope (user, workspace, org). Names and scopes
+//! only ever come back; a value goes in once and is never shown again.
+
+use leptos::prelude::*;
+
+use crate::api;
+
+const SCOPES: [(&str, &str); 3] = [
+    ("workspace", "Workspace"),
+    ("user", "Just me"),
+    ("org", "Organization"),
+];
+
+#[component]
+pub fn Settings() -> impl IntoView {
+    let secrets = LocalResource::new(api::list_secrets);
+    let scope = RwSignal::new("workspace".to_string());
+    let name = RwSignal::new(String::new());
+    let value = RwSignal::new(String::new());
+    let status = RwSignal::new(None::<(bool, String)>);
+    let set = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let (s, n, v) = (
+            scope.get_untracked(),
+            name.get_untracked().trim().to_string(),
+            value.get_untracked(),
+        );
+        leptos::task::spawn_local(async move {
+            match api::set_secret(&s, &n, &v).await {
+                Ok(()) => {
+                    status.set(Some((true, format!("Saved {n} ({s}). Its value is stored encrypted and is never shown again."))));
+                    name.set(String::new());
+                    value.set(String::new());
+                    secrets.refetch();
+                }
+                Err(e) => status.set(Some((false, e.to_string()))),
+            }
+        });
+    };
+    view! {
+        <section class="card" data-testid="settings">
+            <h1>"Settings"</h1>
+            <h2>"Secrets"</h2>
+            <p class="muted">"Tools get the secrets they declare, looked up in your own, then the workspace's, then the organization's."</p>
+            <form class="row" on:submit=set data-testid="secret-form">
+                <select data-testid="secret-scope" on:change=move |ev| scope.set(event_target_value(&ev))>
+                    {SCOPES.iter().map(|(v, label)| view! { <option value=*v selected=*v == "workspace">{*label}</option> }).collect_view()}
+                </select>
+                <input type="text" placeholder="NAME" data-testid="secret-name" prop:value=move || name.get()
+                    on:input=move |ev| name.set(event_target_value(&ev)) />
+                <input type="password" placeholder="value" autocomplete="off" data-testid="secret-value" prop:value=move || value.get()
+                    on:input=move |ev| value.set(event_target_value(&ev)) />
+                <button type="submit" data-testid="secret-save">"Save secret"</button>
+            </form>
+            {move || status.get().map(|(ok, m)| view! {
+                <p class=if ok { "notice" } else { "error" } role="status" data-testid="secret-status">{m}</p>
+            })}
+            <Suspense fallback=|| view! { <p class="muted">"Loading secrets…"</p> }>
+                {move || secrets.get().map(|r| match r {
+                    Ok(list) if list.is_empty() => view! { <p class="muted">"No secrets yet."</p> }.into_any(),
+                    Ok(list) => view! {
+                        <table class="secrets" data-testid="secret-list">
+                            <thead><tr><th>"Name"</th><th>"Scope"</th><th>"Set at"</th><th></th></tr></thead>
+                            <tbody>
+                                {list.into_iter().map(|s| {
+                                    let (n, sc) = (s.name.clone(), s.scope.clone());
+                                    view! {
+                                        <tr data-secret=format!("{}/{}", s.scope, s.name)>
+                                            <td><code>{s.name.clone()}</code></td><td>{s.scope.clone()}</td><td class="muted">{s.created_at.clone()}</td>
+                                            <td><button type="button" data-testid="secret-delete" on:click=move |_| {
+                                                let (n, sc) = (n.clone(), sc.clone());
+                                                leptos::task::spawn_local(async move {
+                                                    match api::delete_secret(&sc, &n).await {
+                                                        Ok(()) => { status.set(Some((true, format!("Deleted {n} ({sc})."))));  secrets.refetch(); }
+                                                        Err(e) => status.set(Some((false, e.to_string()))),
+                                                    }
+                                                });
+                                            }>"Delete"</button></td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any(),
+                    Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+                })}
+            </Suspense>
+        </section>
+    }
+}
