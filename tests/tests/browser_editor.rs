@@ -225,6 +225,30 @@ async fn build_wire_save_and_reload_a_workflow() {
             Ok(graph(&c).await? == wired)
         })
         .await?;
+        // Copy the input node and paste it: a copy beside it; undo removes it.
+        click(&c, "[data-node=input1] .node-label").await?;
+        let canvas = c
+            .find(Locator::Css("[data-testid=canvas]"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let ctrl = fantoccini::key::Key::Control.to_string();
+        canvas
+            .send_keys(&format!("{ctrl}c{ctrl}"))
+            .await
+            .map_err(|e| e.to_string())?;
+        canvas
+            .send_keys(&format!("{ctrl}v{ctrl}"))
+            .await
+            .map_err(|e| e.to_string())?;
+        wait_until("the pasted copy", || async {
+            Ok(count(&c, "[data-node=input2]").await? == 1)
+        })
+        .await?;
+        click(&c, "[data-testid=undo]").await?;
+        wait_until("the paste undone", || async {
+            Ok(graph(&c).await? == wired)
+        })
+        .await?;
         // An incompatible wire (output to output) is refused.
         drag(
             &c,

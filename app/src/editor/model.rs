@@ -51,6 +51,13 @@ pub enum Edit {
         nodes: Vec<String>,
         edges: Vec<String>,
     },
+    /// Adds copies of nodes and the edges among them, under fresh ids,
+    /// shifted by (dx, dy) (paste).
+    Paste {
+        clip: Clip,
+        dx: f64,
+        dy: f64,
+    },
     Rename {
         node: String,
         label: String,
@@ -60,6 +67,13 @@ pub enum Edit {
         node: String,
         kind: Box<NodeKind>,
     },
+}
+
+/// Copied nodes and the edges between them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Clip {
+    pub nodes: Vec<node_runtime::graph::Node>,
+    pub edges: Vec<Edge>,
 }
 
 /// Why an edit was refused, in words for the user.
@@ -245,6 +259,48 @@ impl Editor {
         self.selection.retain(|s| ids.contains(s.as_str()));
     }
 
+    /// The selected nodes and the edges among them.
+    pub fn copy_selection(&self) -> Clip {
+        let nodes: Vec<_> = self
+            .doc
+            .nodes
+            .iter()
+            .filter(|n| self.selection.contains(&n.id))
+            .cloned()
+            .collect();
+        let edges = self
+            .doc
+            .edges
+            .iter()
+            .filter(|e| {
+                self.selection.contains(&e.source.node) && self.selection.contains(&e.target.node)
+            })
+            .cloned()
+            .collect();
+        Clip { nodes, edges }
+    }
+
+    /// Pastes a clip beside the originals and selects the copies.
+    pub fn paste(&mut self, clip: &Clip) -> Result<(), EditError> {
+        if clip.nodes.is_empty() {
+            return Ok(());
+        }
+        let before: BTreeSet<String> = self.doc.nodes.iter().map(|n| n.id.clone()).collect();
+        self.apply(Edit::Paste {
+            clip: clip.clone(),
+            dx: 40.0,
+            dy: 40.0,
+        })?;
+        self.selection = self
+            .doc
+            .nodes
+            .iter()
+            .filter(|n| !before.contains(&n.id))
+            .map(|n| n.id.clone())
+            .collect();
+        Ok(())
+    }
+
     /// Deletes the selected nodes (and their edges).
     pub fn delete_selection(&mut self) -> Result<(), EditError> {
         if self.selection.is_empty() {
@@ -417,6 +473,37 @@ fn apply_to(doc: &mut Workflow, edit: &Edit) -> Result<Option<String>, EditError
                     && !nodes.contains(&e.source.node)
                     && !nodes.contains(&e.target.node)
             });
+            Ok(None)
+        }
+        Edit::Paste { clip, dx, dy } => {
+            let mut renamed = HashMap::new();
+            for n in &clip.nodes {
+                let id = fresh_id(doc, n.kind_name());
+                renamed.insert(n.id.clone(), id.clone());
+                let mut copy = n.clone();
+                copy.id = id;
+                copy.position.x += dx;
+                copy.position.y += dy;
+                doc.nodes.push(copy);
+            }
+            for e in &clip.edges {
+                let (Some(s), Some(t)) = (renamed.get(&e.source.node), renamed.get(&e.target.node))
+                else {
+                    continue;
+                };
+                let id = fresh_id(doc, "e");
+                doc.edges.push(Edge {
+                    id,
+                    source: HandleRef {
+                        node: s.clone(),
+                        handle: e.source.handle.clone(),
+                    },
+                    target: HandleRef {
+                        node: t.clone(),
+                        handle: e.target.handle.clone(),
+                    },
+                });
+            }
             Ok(None)
         }
         Edit::Rename { node, label } => {
@@ -646,6 +733,56 @@ mod tests {
         })
         .unwrap();
         assert!(!ed.can_redo());
+    }
+
+    #[test]
+    fn copy_paste_duplicates_nodes_and_their_inner_edges_under_fresh_ids() {
+        let mut ed = Editor::new(empty());
+        for (kind, x) in [("input", 0.0), ("template", 300.0), ("output", 600.0)] {
+            ed.apply(Edit::AddNode {
+                kind: kind.into(),
+                at: at(x, 0.0),
+            })
+            .unwrap();
+        }
+        ed.apply(Edit::Connect {
+            source: h("input1", "text"),
+            target: h("template1", "value"),
+        })
+        .unwrap();
+        ed.apply(Edit::Connect {
+            source: h("template1", "text"),
+            target: h("output1", "result"),
+        })
+        .unwrap();
+        ed.selection = ["input1".to_string(), "template1".to_string()].into();
+        let clip = ed.copy_selection();
+        assert_eq!(
+            (clip.nodes.len(), clip.edges.len()),
+            (2, 1),
+            "only the edge inside the selection"
+        );
+        ed.paste(&clip).unwrap();
+        assert_eq!(ed.doc.nodes.len(), 5);
+        assert_eq!(
+            ed.selection,
+            ["input2".to_string(), "template2".to_string()].into()
+        );
+        assert_eq!(
+            ed.node("input2").map(|n| (n.position.x, n.position.y)),
+            Some((40.0, 40.0))
+        );
+        assert!(ed
+            .doc
+            .edges
+            .iter()
+            .any(|e| e.source == h("input2", "text") && e.target == h("template2", "value")));
+        assert_eq!(ed.doc.edges.len(), 3);
+        assert_eq!(Workflow::from_json(&ed.doc.to_json()).unwrap(), ed.doc);
+        // One undo removes the whole paste.
+        ed.undo();
+        assert_eq!(ed.doc.nodes.len(), 3);
+        assert_eq!(ed.doc.edges.len(), 2);
     }
 
     #[test]

@@ -50,6 +50,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let status = RwSignal::new(None::<(bool, String)>);
     let saving = RwSignal::new(false);
     let search = RwSignal::new(String::new());
+    // Copied nodes (the editor's own clipboard: it survives within the page).
+    let clip = StoredValue::new(crate::editor::model::Clip::default());
     let host: NodeRef<leptos::html::Div> = NodeRef::new();
     let tools = LocalResource::new(api::list_tools);
 
@@ -257,6 +259,20 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             "s" if ctrl => {
                 ev.prevent_default();
                 save_key();
+            }
+            "c" if ctrl => {
+                ev.prevent_default();
+                clip.set_value(editor.with_untracked(Editor::copy_selection));
+            }
+            "v" if ctrl => {
+                ev.prevent_default();
+                let copied = clip.get_value();
+                if let Err(err) = editor
+                    .try_update(|e| e.paste(&copied))
+                    .expect("editor signal")
+                {
+                    refuse(err.to_string());
+                }
             }
             _ => {}
         }
