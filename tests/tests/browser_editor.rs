@@ -746,3 +746,62 @@ async fn settings_set_list_and_delete_secrets_by_scope() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_nodes_fields_are_fixed_or_wired() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        new_workflow(&browser, &server, "Tool node").await?;
+        let tool = add_node(&c, "tool").await?;
+        click(&c, &format!("[data-node={tool}] .node-label")).await?;
+        let field = "[data-field=expression]";
+        c.wait()
+            .for_element(Locator::Css(field))
+            .await
+            .map_err(|e| e.to_string())?;
+        let handle = format!("[data-node={tool}] [data-handle='in:expression']");
+        let before = count(&c, &handle).await?;
+        click(&c, &format!("{field} [data-testid=field-wired]")).await?;
+        wait_until("the wired input handle", || async {
+            Ok(count(&c, &handle).await? == 1)
+        })
+        .await?;
+        // Another tool: its schema's fields; a bad JSON value is refused by name.
+        c.find(Locator::Css(
+            "[data-testid=tool-ref] option[value='json_query@1.0.0']",
+        ))
+        .await
+        .map_err(|e| e.to_string())?
+        .click()
+        .await
+        .map_err(|e| e.to_string())?;
+        c.wait()
+            .for_element(Locator::Css("[data-field=data] [data-testid=field-value]"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let input = c
+            .find(Locator::Css("[data-field=data] [data-testid=field-value]"))
+            .await
+            .map_err(|e| e.to_string())?;
+        input.send_keys("{oops").await.map_err(|e| e.to_string())?;
+        click(&c, "[data-field=program] label").await?;
+        let error = wait_for_text(&c, "[data-testid=field-error]", Duration::from_secs(10)).await?;
+        let kind = c
+            .find(Locator::Css(&format!("[data-node={tool}]")))
+            .await
+            .map_err(|e| e.to_string())?
+            .attr("data-kind")
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((before, error, kind))
+    }
+    .await;
+    browser.close().await;
+    let (before, error, kind) = outcome.expect("the tool form works");
+    assert_eq!(before, 0, "a fixed field has no input handle");
+    assert!(error.starts_with("data: not valid JSON"), "{error}");
+    assert_eq!(kind.as_deref(), Some("tool"));
+}

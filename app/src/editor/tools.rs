@@ -3,9 +3,11 @@
 //! the Agent node edits the selector makes (enable, disable, pin).
 
 use node_runtime::graph::{
-    AgentNodeConfig, OnMissing, PinSelector, PinStrategy, PinnedHandle, ToolSelection,
+    AgentNodeConfig, FieldSource, OnMissing, PinSelector, PinStrategy, PinnedHandle,
+    ToolNodeConfig, ToolSelection,
 };
 use serde::Deserialize;
+use serde_json::Value;
 
 /// One tool version from `GET /api/v1/tools`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -20,6 +22,8 @@ pub struct ToolInfo {
     pub side_effects: String,
     pub lifecycle: String,
     pub auth: Auth,
+    #[serde(default)]
+    pub input_schema: serde_json::Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -131,6 +135,82 @@ pub fn add_pin(config: &mut AgentNodeConfig, tool_name: &str) -> String {
     name
 }
 
+/// One input field of a Tool node, as its form shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldRow {
+    pub name: String,
+    pub required: bool,
+    /// The schema's `type`, or `any`.
+    pub kind: String,
+    pub wired: bool,
+    /// The fixed value as the user edits it: a string as itself, anything
+    /// else as JSON; empty when unset.
+    pub text: String,
+}
+
+/// The form of a Tool node: one row per property of the tool's input
+/// schema, in the schema's order.
+pub fn field_rows(schema: &Value, config: &ToolNodeConfig) -> Vec<FieldRow> {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema["properties"]
+        .as_object()
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, prop)| {
+                    let kind = prop["type"].as_str().unwrap_or("any").to_string();
+                    let (wired, text) = match config.inputs.get(name) {
+                        Some(FieldSource::Wired) => (true, String::new()),
+                        Some(FieldSource::Fixed {
+                            value: Value::String(s),
+                        }) if kind == "string" => (false, s.clone()),
+                        Some(FieldSource::Fixed { value }) => (false, value.to_string()),
+                        None => (false, String::new()),
+                    };
+                    FieldRow {
+                        name: name.clone(),
+                        required: required.contains(&name.as_str()),
+                        kind,
+                        wired,
+                        text,
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Sets one field from the form: wired (an input handle appears), or a
+/// fixed value (a string field takes the text as is; others parse it as
+/// JSON); empty text unsets it. The error names the field.
+pub fn set_field(
+    config: &mut ToolNodeConfig,
+    row: &FieldRow,
+    wired: bool,
+    text: &str,
+) -> Result<(), String> {
+    if wired {
+        config.inputs.insert(row.name.clone(), FieldSource::Wired);
+        return Ok(());
+    }
+    if text.trim().is_empty() {
+        config.inputs.remove(&row.name);
+        return Ok(());
+    }
+    let value = if row.kind == "string" {
+        Value::String(text.to_string())
+    } else {
+        serde_json::from_str(text).map_err(|e| format!("{}: not valid JSON ({e})", row.name))?
+    };
+    config
+        .inputs
+        .insert(row.name.clone(), FieldSource::Fixed { value });
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +236,7 @@ mod tests {
                 ok: secrets.iter().all(|s| s.status == "ok"),
                 secrets,
             },
+            input_schema: Value::Null,
         }
     }
 
@@ -230,6 +311,69 @@ mod tests {
         );
         assert_eq!(refs(filter(&c, "does", "search", false)), ["search@1.0.0"]);
         assert!(filter(&c, "old", "", true).is_empty());
+    }
+
+    #[test]
+    fn a_tool_nodes_form_follows_its_schema_and_parses_by_type() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "expression": {"type": "string"}, "limit": {"type": "integer"}, "data": {}},
+            "required": ["expression"]});
+        let mut config = ToolNodeConfig {
+            tool: "t@1.0.0".into(),
+            inputs: [(
+                "expression".to_string(),
+                FieldSource::Fixed {
+                    value: serde_json::json!("1 + 1"),
+                },
+            )]
+            .into(),
+            secret_scope: None,
+            output_path: None,
+        };
+        let rows = field_rows(&schema, &config);
+        let names: Vec<(&str, bool, &str, &str)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.name.as_str(),
+                    r.required,
+                    r.kind.as_str(),
+                    r.text.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("data", false, "any", ""),
+                ("expression", true, "string", "1 + 1"),
+                ("limit", false, "integer", "")
+            ]
+        );
+        set_field(&mut config, &rows[2], false, "5").unwrap();
+        assert_eq!(
+            config.inputs["limit"],
+            FieldSource::Fixed {
+                value: serde_json::json!(5)
+            }
+        );
+        let err = set_field(&mut config, &rows[0], false, "{oops").unwrap_err();
+        assert!(err.starts_with("data: not valid JSON"), "{err}");
+        set_field(&mut config, &rows[1], true, "").unwrap();
+        assert_eq!(config.inputs["expression"], FieldSource::Wired);
+        set_field(&mut config, &rows[2], false, " ").unwrap();
+        assert!(!config.inputs.contains_key("limit"), "empty unsets");
+        let node = node_runtime::graph::Node {
+            id: "t".into(),
+            label: String::new(),
+            position: Default::default(),
+            kind: node_runtime::graph::NodeKind::Tool(config),
+        };
+        assert_eq!(
+            node.inputs(),
+            ["expression"],
+            "a wired field is an input handle"
+        );
     }
 
     #[test]

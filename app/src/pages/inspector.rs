@@ -3,7 +3,7 @@
 //! "show deprecated", badges, enable toggles, Pin) and its pinned handles.
 
 use leptos::prelude::*;
-use node_runtime::graph::{AgentNodeConfig, NodeKind};
+use node_runtime::graph::{AgentNodeConfig, NodeKind, ToolNodeConfig};
 
 use crate::editor::model::{Edit, Editor};
 use crate::editor::tools::{self, ToolInfo, CATEGORIES};
@@ -19,6 +19,107 @@ fn edit_agent(editor: RwSignal<Editor>, node: &str, change: impl FnOnce(&mut Age
                 kind: Box::new(NodeKind::Agent(config)),
             });
         });
+    }
+}
+
+/// Applies a change to the selected Tool node's config as one edit.
+fn edit_tool(editor: RwSignal<Editor>, node: &str, change: impl FnOnce(&mut ToolNodeConfig)) {
+    let current = editor.with_untracked(|e| e.doc.node(node).map(|n| n.kind.clone()));
+    if let Some(NodeKind::Tool(mut config)) = current {
+        change(&mut config);
+        editor.update(|e| {
+            let _ = e.apply(Edit::SetKind {
+                node: node.to_string(),
+                kind: Box::new(NodeKind::Tool(config)),
+            });
+        });
+    }
+}
+
+/// A Tool node's panel: which tool@version, and one row per input field,
+/// fixed (edited here) or wired (an input handle on the node).
+fn tool_panel(
+    editor: RwSignal<Editor>,
+    tools: LocalResource<Result<Vec<ToolInfo>, crate::api::ApiError>>,
+    id: String,
+) -> impl IntoView {
+    let problem = RwSignal::new(None::<String>);
+    move || {
+        let list = match tools.get() {
+            Some(Ok(list)) => list,
+            Some(Err(e)) => {
+                return view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any()
+            }
+            None => return view! { <p class="muted">"Loading tools…"</p> }.into_any(),
+        };
+        let Some(config) = editor.with(|e| match e.doc.node(&id).map(|n| &n.kind) {
+            Some(NodeKind::Tool(c)) => Some(c.clone()),
+            _ => None,
+        }) else {
+            return ().into_any();
+        };
+        let schema = list
+            .iter()
+            .find(|t| t.reference == config.tool)
+            .map(|t| t.input_schema.clone())
+            .unwrap_or_default();
+        let rows = tools::field_rows(&schema, &config);
+        let choose_id = id.clone();
+        let choose = move |ev: leptos::ev::Event| {
+            let reference = event_target_value(&ev);
+            edit_tool(editor, &choose_id, |c| c.tool = reference);
+        };
+        let options = list
+            .iter()
+            .filter(|t| t.lifecycle != "blocked")
+            .map(|t| {
+                let label = if t.lifecycle == "deprecated" { format!("{} (deprecated)", t.reference) } else { t.reference.clone() };
+                view! { <option value=t.reference.clone() selected=t.reference == config.tool>{label}</option> }
+            })
+            .collect_view();
+        let fields = rows
+            .into_iter()
+            .map(|row| {
+                let (wire_id, text_id) = (id.clone(), id.clone());
+                let (wire_row, text_row) = (row.clone(), row.clone());
+                view! {
+                    <div class="field-row" data-field=row.name.clone()>
+                        <label>
+                            <code>{row.name.clone()}</code>{row.required.then_some(" *")}
+                            " " <span class="muted">{row.kind.clone()}</span>
+                        </label>
+                        <label class="wired">
+                            <input type="checkbox" data-testid="field-wired" prop:checked=row.wired
+                                on:change=move |ev| {
+                                    let wired = event_target_checked(&ev);
+                                    edit_tool(editor, &wire_id, |c| {
+                                        let _ = tools::set_field(c, &wire_row, wired, &wire_row.text);
+                                    });
+                                } />
+                            " wired"
+                        </label>
+                        {(!row.wired).then(|| view! {
+                            <input type="text" data-testid="field-value" prop:value=row.text.clone()
+                                on:change=move |ev| {
+                                    let text = event_target_value(&ev);
+                                    let mut outcome = Ok(());
+                                    edit_tool(editor, &text_id, |c| outcome = tools::set_field(c, &text_row, false, &text));
+                                    problem.set(outcome.err());
+                                } />
+                        })}
+                    </div>
+                }
+            })
+            .collect_view();
+        view! {
+            <label class="field">"Tool"
+                <select data-testid="tool-ref" on:change=choose>{options}</select>
+            </label>
+            <h3>"Inputs"</h3>
+            {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="field-error">{p}</p> })}
+            {fields}
+        }
+        .into_any()
     }
 }
 
@@ -149,8 +250,9 @@ pub fn Inspector(
                     {rows}
                     <h3>"Pinned handles"</h3>
                     <ul class="pins" data-testid="pins">{pins}</ul>
-                })
+                }.into_any())
             }
+            NodeKind::Tool(_) => Some(tool_panel(editor, tools, id.clone()).into_any()),
             _ => None,
         };
         Some(view! {
