@@ -206,6 +206,28 @@ async fn build_wire_save_and_reload_a_workflow() {
             "[data-tool='json_query@1.0.0'] [data-testid=tool-enable]",
         )
         .await?;
+        // A policy limit: a refused value is named; a good one is kept.
+        let limit = c
+            .find(Locator::Css("[data-setting=max_iterations]"))
+            .await
+            .map_err(|e| e.to_string())?;
+        limit.clear().await.map_err(|e| e.to_string())?;
+        limit.send_keys("0").await.map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=node-label]").await?;
+        let refused =
+            wait_for_text(&c, "[data-testid=setting-error]", Duration::from_secs(10)).await?;
+        assert!(refused.starts_with("max_iterations"), "{refused}");
+        let limit = c
+            .find(Locator::Css("[data-setting=max_iterations]"))
+            .await
+            .map_err(|e| e.to_string())?;
+        limit.clear().await.map_err(|e| e.to_string())?;
+        limit.send_keys("4").await.map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=node-label]").await?;
+        wait_until("the limit accepted", || async {
+            Ok(count(&c, "[data-testid=setting-error]").await? == 0)
+        })
+        .await?;
         // Delete a node and undo it: the node and its edge come back.
         let wired = graph(&c).await?;
         click(&c, "[data-node=output1] .node-label").await?;
@@ -383,6 +405,14 @@ async fn build_wire_save_and_reload_a_workflow() {
         ["calculator@1.0.0", "json_query@1.0.0"],
         "two tools enabled, saved"
     );
+    let iterations: Vec<u64> = saved_doc["workflow"]["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| n["kind"] == "agent")
+        .filter_map(|n| n["config"]["policy"]["max_iterations"].as_u64())
+        .collect();
+    assert_eq!(iterations, [4], "the policy limit, saved");
 }
 
 /// Clicks the palette button of `kind` and returns the new node's id.

@@ -2,6 +2,7 @@
 //! undo history (`model`), and the canvas geometry (`geometry`). The page
 //! (`pages::editor`) only draws and forwards input.
 
+pub mod agent;
 pub mod geometry;
 pub mod model;
 pub mod tools;
