@@ -8,6 +8,9 @@ use node_runtime::graph::{AgentNodeConfig, NodeKind, ToolNodeConfig};
 use crate::editor::model::{Edit, Editor};
 use crate::editor::tools::{self, ToolInfo, CATEGORIES};
 
+/// A checked change to an Agent node's config.
+type AgentChange = Box<dyn FnOnce(&mut AgentNodeConfig) -> Result<(), String>>;
+
 /// Applies a change to the selected Agent node's config as one edit.
 fn edit_agent(editor: RwSignal<Editor>, node: &str, change: impl FnOnce(&mut AgentNodeConfig)) {
     let current = editor.with_untracked(|e| e.doc.node(node).map(|n| n.kind.clone()));
@@ -43,21 +46,20 @@ fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
     use node_runtime::agent_config::ProviderConfig;
     let problem = RwSignal::new(None::<String>);
     // Applies a checked change: refused values leave the document alone.
-    let change =
-        move |id: String, f: Box<dyn FnOnce(&mut AgentNodeConfig) -> Result<(), String>>| {
-            let current = editor.with_untracked(|e| match e.doc.node(&id).map(|n| &n.kind) {
-                Some(NodeKind::Agent(c)) => Some(c.clone()),
-                _ => None,
-            });
-            let Some(mut next) = current else { return };
-            match f(&mut next) {
-                Ok(()) => {
-                    problem.set(None);
-                    edit_agent(editor, &id, |c| *c = next);
-                }
-                Err(e) => problem.set(Some(e)),
+    let change = move |id: String, f: AgentChange| {
+        let current = editor.with_untracked(|e| match e.doc.node(&id).map(|n| &n.kind) {
+            Some(NodeKind::Agent(c)) => Some(c.clone()),
+            _ => None,
+        });
+        let Some(mut next) = current else { return };
+        match f(&mut next) {
+            Ok(()) => {
+                problem.set(None);
+                edit_agent(editor, &id, |c| *c = next);
             }
-        };
+            Err(e) => problem.set(Some(e)),
+        }
+    };
     move || {
         let config = editor.with(|e| match e.doc.node(&id).map(|n| &n.kind) {
             Some(NodeKind::Agent(c)) => Some(c.clone()),
