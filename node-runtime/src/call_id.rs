@@ -32,14 +32,17 @@ const DOMAIN: &[u8] = b"glassbox.call_id.v1";
 /// else goes through `serde_json_canonicalizer`. A property test checks the
 /// two agree.
 pub fn canonical_json(value: &Value) -> String {
-    if fast_path_eligible(value) {
+    match fast_path(value) {
         // `serde_json::to_string` writes straight into a buffer; `Display`
         // (`value.to_string()`) goes through a formatter and is twice as slow.
-        if let Ok(text) = serde_json::to_string(value) {
-            return text;
+        Fast::Plain => {
+            serde_json::to_string(value).unwrap_or_else(|_| canonical_json_general(value))
         }
+        // RFC 8785 writes an integral float as an integer (2.0 -> "2").
+        Fast::IntegralFloats => serde_json::to_string(&integral_floats_as_integers(value))
+            .unwrap_or_else(|_| canonical_json_general(value)),
+        Fast::No => canonical_json_general(value),
     }
-    canonical_json_general(value)
 }
 
 /// The general RFC 8785 implementation (`serde_json_canonicalizer`).
@@ -51,22 +54,66 @@ pub fn canonical_json_general(value: &Value) -> String {
 
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
-fn fast_path_eligible(value: &Value) -> bool {
+/// Whether `serde_json` can write a value's RFC 8785 form: numbers are
+/// integers within +-2^53 (or floats with such an integral value, written
+/// as integers), keys are ASCII (so byte order is UTF-16 order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Fast {
+    Plain,
+    IntegralFloats,
+    No,
+}
+
+fn fast_path(value: &Value) -> Fast {
     match value {
-        Value::Null | Value::Bool(_) | Value::String(_) => true,
+        Value::Null | Value::Bool(_) | Value::String(_) => Fast::Plain,
         Value::Number(n) => {
             if let Some(u) = n.as_u64() {
-                u <= MAX_SAFE_INTEGER
+                if u <= MAX_SAFE_INTEGER {
+                    Fast::Plain
+                } else {
+                    Fast::No
+                }
             } else if let Some(i) = n.as_i64() {
-                i.unsigned_abs() <= MAX_SAFE_INTEGER
+                if i.unsigned_abs() <= MAX_SAFE_INTEGER {
+                    Fast::Plain
+                } else {
+                    Fast::No
+                }
             } else {
-                false
+                match n.as_f64() {
+                    Some(f) if f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64 => {
+                        Fast::IntegralFloats
+                    }
+                    _ => Fast::No,
+                }
             }
         }
-        Value::Array(items) => items.iter().all(fast_path_eligible),
+        Value::Array(items) => items.iter().map(fast_path).max().unwrap_or(Fast::Plain),
         Value::Object(map) => map
             .iter()
-            .all(|(k, v)| k.is_ascii() && fast_path_eligible(v)),
+            .map(|(k, v)| if k.is_ascii() { fast_path(v) } else { Fast::No })
+            .max()
+            .unwrap_or(Fast::Plain),
+    }
+}
+
+/// A copy with every integral float as an integer (`-0.0` becomes `0`).
+fn integral_floats_as_integers(value: &Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => n
+            .as_f64()
+            .map(|f| Value::from(f as i64))
+            .unwrap_or_else(|| value.clone()),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(integral_floats_as_integers).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), integral_floats_as_integers(v)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -156,6 +203,8 @@ mod tests {
         for v in [
             json!({"b": 1, "a": [true, null, "x\u{1f}\"\\"], "c": {"z": -5, "y": 9007199254740991_u64}}),
             json!({"n": 1.0, "m": 1e21, "k": -0.0}),
+            json!({"cost": 0.0, "result": 42.0, "big": 9007199254740992.0, "neg": -3.0}),
+            json!([2.0, 2.5, {"x": 1e15}]),
             json!({"\u{e9}": 1, "z": 2}),
             json!(18446744073709551615_u64),
         ] {
@@ -179,6 +228,8 @@ mod tests {
             any::<u64>().prop_map(|n| json!(n)),
             (-(1i64 << 53)..(1i64 << 53)).prop_map(|n| json!(n)),
             (-1.0e12f64..1.0e12).prop_map(|f| json!(f)),
+            (-(1i64 << 53)..(1i64 << 53)).prop_map(|n| json!(n as f64)),
+            (-1000i64..1000).prop_map(|n| json!(n as f64)),
             "[a-zA-Z0-9 \\u{0}-\\u{1f}\\u{7f}\\u{e9}\\u{2028}\\u{ffff}\\u{1F600}/<>\"\\\\]{0,12}"
                 .prop_map(Value::String),
         ];
