@@ -178,25 +178,11 @@ impl Editor {
     /// node it created.
     pub fn apply(&mut self, edit: Edit) -> Result<Option<String>, EditError> {
         let before = self.gesture.is_none().then(|| self.doc.clone());
-        let created = match &edit {
-            // The hot path of a drag: no lookup table to rebuild.
-            Edit::Move { ids, dx, dy } => {
-                if let Some(missing) = ids.iter().find(|id| !self.index.contains_key(*id)) {
-                    return Err(EditError::UnknownNode(missing.clone()));
-                }
-                for id in ids {
-                    let p = &mut self.doc.nodes[self.index[id]].position;
-                    p.x += dx;
-                    p.y += dy;
-                }
-                None
-            }
-            _ => {
-                let created = apply_to(&mut self.doc, &edit)?;
-                self.restructured();
-                created
-            }
-        };
+        let created = apply_to(&mut self.doc, &self.index, &edit)?;
+        // A move (the hot path of a drag) leaves the lookup table valid.
+        if !matches!(edit, Edit::Move { .. }) {
+            self.restructured();
+        }
         if let Edit::Delete { nodes, .. } = &edit {
             for n in nodes {
                 self.selection.remove(n);
@@ -432,7 +418,13 @@ pub fn new_node(kind: &str, id: String, at: Position) -> Result<Node, EditError>
     })
 }
 
-fn apply_to(doc: &mut Workflow, edit: &Edit) -> Result<Option<String>, EditError> {
+/// Applies an edit to the document; `index` is the id -> position table of
+/// `doc.nodes` as it is before the edit.
+fn apply_to(
+    doc: &mut Workflow,
+    index: &HashMap<String, usize>,
+    edit: &Edit,
+) -> Result<Option<String>, EditError> {
     match edit {
         Edit::AddNode { kind, at } => {
             let id = fresh_id(doc, kind);
@@ -440,14 +432,14 @@ fn apply_to(doc: &mut Workflow, edit: &Edit) -> Result<Option<String>, EditError
             Ok(Some(id))
         }
         Edit::Move { ids, dx, dy } => {
+            // All or nothing: check every id before moving any.
+            if let Some(missing) = ids.iter().find(|id| !index.contains_key(*id)) {
+                return Err(EditError::UnknownNode(missing.clone()));
+            }
             for id in ids {
-                let node = doc
-                    .nodes
-                    .iter_mut()
-                    .find(|n| n.id == *id)
-                    .ok_or_else(|| EditError::UnknownNode(id.clone()))?;
-                node.position.x += dx;
-                node.position.y += dy;
+                let p = &mut doc.nodes[index[id]].position;
+                p.x += dx;
+                p.y += dy;
             }
             Ok(None)
         }
@@ -546,6 +538,23 @@ mod tests {
         Position { x, y }
     }
 
+    /// Input, Template and Output side by side (`input1`, `template1`, `output1`).
+    fn input_template_output() -> Editor {
+        let mut ed = Editor::new(empty());
+        for (kind, x) in [("input", 0.0), ("template", 300.0), ("output", 600.0)] {
+            ed.apply(Edit::AddNode {
+                kind: kind.into(),
+                at: at(x, 0.0),
+            })
+            .unwrap();
+        }
+        ed
+    }
+
+    fn connect(ed: &mut Editor, source: HandleRef, target: HandleRef) {
+        ed.apply(Edit::Connect { source, target }).unwrap();
+    }
+
     fn h(node: &str, handle: &str) -> HandleRef {
         HandleRef {
             node: node.into(),
@@ -581,16 +590,8 @@ mod tests {
             (input.as_str(), agent.as_str(), output.as_str()),
             ("input1", "agent1", "output1")
         );
-        ed.apply(Edit::Connect {
-            source: h("input1", "text"),
-            target: h("agent1", "text"),
-        })
-        .unwrap();
-        ed.apply(Edit::Connect {
-            source: h("agent1", "response"),
-            target: h("output1", "result"),
-        })
-        .unwrap();
+        connect(&mut ed, h("input1", "text"), h("agent1", "text"));
+        connect(&mut ed, h("agent1", "response"), h("output1", "result"));
         assert!(ed.is_dirty());
         // What is saved parses back to the same graph.
         let text = ed.doc.to_json();
@@ -609,19 +610,8 @@ mod tests {
 
     #[test]
     fn incompatible_connections_are_refused_and_change_nothing() {
-        let mut ed = Editor::new(empty());
-        for (kind, x) in [("input", 0.0), ("template", 300.0), ("output", 600.0)] {
-            ed.apply(Edit::AddNode {
-                kind: kind.into(),
-                at: at(x, 0.0),
-            })
-            .unwrap();
-        }
-        ed.apply(Edit::Connect {
-            source: h("input1", "text"),
-            target: h("template1", "value"),
-        })
-        .unwrap();
+        let mut ed = input_template_output();
+        connect(&mut ed, h("input1", "text"), h("template1", "value"));
         let before = ed.doc.clone();
         for (s, t, why) in [
             (h("output1", "result"), h("template1", "value"), "no output"),
@@ -653,11 +643,7 @@ mod tests {
             at: at(0.0, 200.0),
         })
         .unwrap();
-        ed.apply(Edit::Connect {
-            source: h("template1", "text"),
-            target: h("template2", "value"),
-        })
-        .unwrap();
+        connect(&mut ed, h("template1", "text"), h("template2", "value"));
         let mut cyc = ed.doc.clone();
         if let NodeKind::Template(t) = &mut cyc
             .nodes
@@ -703,11 +689,7 @@ mod tests {
         }
         ed.end_gesture();
         states.push(ed.doc.clone());
-        ed.apply(Edit::Connect {
-            source: h("input1", "text"),
-            target: h("output1", "result"),
-        })
-        .unwrap();
+        connect(&mut ed, h("input1", "text"), h("output1", "result"));
         states.push(ed.doc.clone());
         ed.selection.insert("input1".into());
         ed.delete_selection().unwrap();
@@ -737,24 +719,9 @@ mod tests {
 
     #[test]
     fn copy_paste_duplicates_nodes_and_their_inner_edges_under_fresh_ids() {
-        let mut ed = Editor::new(empty());
-        for (kind, x) in [("input", 0.0), ("template", 300.0), ("output", 600.0)] {
-            ed.apply(Edit::AddNode {
-                kind: kind.into(),
-                at: at(x, 0.0),
-            })
-            .unwrap();
-        }
-        ed.apply(Edit::Connect {
-            source: h("input1", "text"),
-            target: h("template1", "value"),
-        })
-        .unwrap();
-        ed.apply(Edit::Connect {
-            source: h("template1", "text"),
-            target: h("output1", "result"),
-        })
-        .unwrap();
+        let mut ed = input_template_output();
+        connect(&mut ed, h("input1", "text"), h("template1", "value"));
+        connect(&mut ed, h("template1", "text"), h("output1", "result"));
         ed.selection = ["input1".to_string(), "template1".to_string()].into();
         let clip = ed.copy_selection();
         assert_eq!(
