@@ -41,6 +41,16 @@ pub fn EditorPage() -> impl IntoView {
     }
 }
 
+/// The canvas's size in pixels (at least 1 x 1), once it is mounted.
+fn canvas_size(host: NodeRef<leptos::html::Div>) -> Option<(f64, f64)> {
+    host.get_untracked().map(|h| {
+        (
+            h.client_width().max(1) as f64,
+            h.client_height().max(1) as f64,
+        )
+    })
+}
+
 #[component]
 fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let workflow_id = view.id.clone();
@@ -278,10 +288,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         }
     };
     let fit = move || {
-        let (w, h) = host
-            .get_untracked()
-            .map(|h| (h.client_width() as f64, h.client_height() as f64))
-            .unwrap_or((1200.0, 700.0));
+        let (w, h) = canvas_size(host).unwrap_or((1200.0, 700.0));
         cam.set(editor.with_untracked(|e| geometry::fit(&e.doc, w, h)));
     };
 
@@ -290,19 +297,15 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     // recomputed when the view or the structure changes, not during a drag.
     let viewport = RwSignal::new((1200.0_f64, 700.0_f64));
     Effect::new(move |_| {
-        if let Some(h) = host.get() {
-            viewport.set((
-                h.client_width().max(1) as f64,
-                h.client_height().max(1) as f64,
-            ));
+        // Once the canvas is mounted.
+        let _ = host.get();
+        if let Some(size) = canvas_size(host) {
+            viewport.set(size);
         }
     });
     let resize = window_event_listener(leptos::ev::resize, move |_| {
-        if let Some(h) = host.get_untracked() {
-            viewport.set((
-                h.client_width().max(1) as f64,
-                h.client_height().max(1) as f64,
-            ));
+        if let Some(size) = canvas_size(host) {
+            viewport.set(size);
         }
     });
     on_cleanup(move || resize.remove());
@@ -543,7 +546,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let overlay = move || {
         match drag.get() {
         Some(Drag::Wire { from, to }) => editor.with(|e| {
-            let node = e.doc.node(&from.node)?;
+            let node = e.node(&from.node)?;
             let i = node.outputs().iter().position(|h| *h == from.handle)?;
             Some(view! { <path class="edge pending" d=geometry::edge_path(geometry::handle_pos(node, true, i), to) /> }.into_any())
         }),

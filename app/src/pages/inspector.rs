@@ -11,31 +11,45 @@ use crate::editor::tools::{self, ToolInfo, CATEGORIES};
 /// A checked change to an Agent node's config.
 type AgentChange = Box<dyn FnOnce(&mut AgentNodeConfig) -> Result<(), String>>;
 
+/// The config of node `id` if it is an Agent node.
+fn agent_of(e: &Editor, id: &str) -> Option<AgentNodeConfig> {
+    match e.node(id).map(|n| &n.kind) {
+        Some(NodeKind::Agent(c)) => Some(c.clone()),
+        _ => None,
+    }
+}
+
+/// The config of node `id` if it is a Tool node.
+fn tool_of(e: &Editor, id: &str) -> Option<ToolNodeConfig> {
+    match e.node(id).map(|n| &n.kind) {
+        Some(NodeKind::Tool(c)) => Some(c.clone()),
+        _ => None,
+    }
+}
+
+/// Replaces a node's kind and config as one edit.
+fn set_kind(editor: RwSignal<Editor>, node: &str, kind: NodeKind) {
+    editor.update(|e| {
+        let _ = e.apply(Edit::SetKind {
+            node: node.to_string(),
+            kind: Box::new(kind),
+        });
+    });
+}
+
 /// Applies a change to the selected Agent node's config as one edit.
 fn edit_agent(editor: RwSignal<Editor>, node: &str, change: impl FnOnce(&mut AgentNodeConfig)) {
-    let current = editor.with_untracked(|e| e.doc.node(node).map(|n| n.kind.clone()));
-    if let Some(NodeKind::Agent(mut config)) = current {
+    if let Some(mut config) = editor.with_untracked(|e| agent_of(e, node)) {
         change(&mut config);
-        editor.update(|e| {
-            let _ = e.apply(Edit::SetKind {
-                node: node.to_string(),
-                kind: Box::new(NodeKind::Agent(config)),
-            });
-        });
+        set_kind(editor, node, NodeKind::Agent(config));
     }
 }
 
 /// Applies a change to the selected Tool node's config as one edit.
 fn edit_tool(editor: RwSignal<Editor>, node: &str, change: impl FnOnce(&mut ToolNodeConfig)) {
-    let current = editor.with_untracked(|e| e.doc.node(node).map(|n| n.kind.clone()));
-    if let Some(NodeKind::Tool(mut config)) = current {
+    if let Some(mut config) = editor.with_untracked(|e| tool_of(e, node)) {
         change(&mut config);
-        editor.update(|e| {
-            let _ = e.apply(Edit::SetKind {
-                node: node.to_string(),
-                kind: Box::new(NodeKind::Tool(config)),
-            });
-        });
+        set_kind(editor, node, NodeKind::Tool(config));
     }
 }
 
@@ -47,11 +61,9 @@ fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
     // Applies a checked change: refused values leave the document alone.
     let change = move |id: String, f: AgentChange| {
-        let current = editor.with_untracked(|e| match e.doc.node(&id).map(|n| &n.kind) {
-            Some(NodeKind::Agent(c)) => Some(c.clone()),
-            _ => None,
-        });
-        let Some(mut next) = current else { return };
+        let Some(mut next) = editor.with_untracked(|e| agent_of(e, &id)) else {
+            return;
+        };
         match f(&mut next) {
             Ok(()) => {
                 problem.set(None);
@@ -61,10 +73,7 @@ fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
         }
     };
     move || {
-        let config = editor.with(|e| match e.doc.node(&id).map(|n| &n.kind) {
-            Some(NodeKind::Agent(c)) => Some(c.clone()),
-            _ => None,
-        })?;
+        let config = editor.with(|e| agent_of(e, &id))?;
         let kind = config.provider.kind();
         let provider_id = id.clone();
         let provider_fields = match &config.provider {
@@ -156,10 +165,7 @@ fn tool_panel(
             }
             None => return view! { <p class="muted">"Loading tools…"</p> }.into_any(),
         };
-        let Some(config) = editor.with(|e| match e.doc.node(&id).map(|n| &n.kind) {
-            Some(NodeKind::Tool(c)) => Some(c.clone()),
-            _ => None,
-        }) else {
+        let Some(config) = editor.with(|e| tool_of(e, &id)) else {
             return ().into_any();
         };
         let schema = list
@@ -244,8 +250,8 @@ pub fn Inspector(
     });
     move || {
         let id = selected.get()?;
-        let (label, kind) = editor
-            .with_untracked(|e| e.doc.node(&id).map(|n| (n.label.clone(), n.kind.clone())))?;
+        let (label, kind) =
+            editor.with_untracked(|e| e.node(&id).map(|n| (n.label.clone(), n.kind.clone())))?;
         let rename_id = id.clone();
         let rename = move |ev: leptos::ev::Event| {
             let label = event_target_value(&ev);
@@ -273,11 +279,7 @@ pub fn Inspector(
                         }
                         None => return view! { <p class="muted">"Loading tools…"</p> }.into_any(),
                     };
-                    let config = editor.with(|e| match e.doc.node(&rows_id).map(|n| &n.kind) {
-                        Some(NodeKind::Agent(c)) => Some(c.clone()),
-                        _ => None,
-                    });
-                    let Some(config) = config else {
+                    let Some(config) = editor.with(|e| agent_of(e, &rows_id)) else {
                         return ().into_any();
                     };
                     let shown =
@@ -319,10 +321,7 @@ pub fn Inspector(
                 };
                 let pins_id = id.clone();
                 let pins = move || {
-                    editor.with(|e| match e.doc.node(&pins_id).map(|n| &n.kind) {
-                        Some(NodeKind::Agent(c)) => c.pins.clone(),
-                        _ => Vec::new(),
-                    })
+                    editor.with(|e| agent_of(e, &pins_id).map(|c| c.pins).unwrap_or_default())
                     .into_iter()
                     .map(|p| {
                         let remove_id = pins_id.clone();
