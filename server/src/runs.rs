@@ -424,6 +424,7 @@ impl Runs {
         drop(sink);
         let end = match result {
             Ok(run) => {
+                let trace_id = crate::trace::trace_id(run_id);
                 let nodes = run
                     .nodes
                     .values()
@@ -435,7 +436,7 @@ impl Runs {
                         outputs: json!(n.outputs).to_string(),
                         started_at: n.started_at.clone(),
                         finished_at: n.finished_at.clone(),
-                        trace_id: Some(crate::trace::trace_id(run_id)),
+                        trace_id: Some(trace_id.clone()),
                     })
                     .collect();
                 let bundles = run
@@ -770,6 +771,7 @@ async fn write_events(
     use futures::stream::{FuturesOrdered, StreamExt};
     let mut seq = last_seq;
     let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
+    let trace_id = crate::trace::trace_id(&run_id);
     let mut in_flight = FuturesOrdered::new();
     let broadcast = |(committed, events): (Result<(), StoreError>, Vec<(i64, Value)>)| {
         if let Err(e) = committed {
@@ -798,7 +800,7 @@ async fn write_events(
                     let value = serde_json::to_value(event).unwrap_or(Value::Null);
                     events.push((seq, value.to_string()));
                     numbered.push((seq, value));
-                    invocations.extend(index_event(&ws, &run_id, &mut tools, event));
+                    invocations.extend(index_event(&ws, &run_id, &trace_id, &mut tools, event));
                     blobs.extend(event_blobs(event));
                 }
                 let committed = writer.submit(RunWrite::Events {
@@ -853,6 +855,7 @@ fn event_blobs(event: &WorkflowEvent) -> Vec<BlobRef> {
 fn index_event(
     ws: &str,
     run_id: &str,
+    trace_id: &str,
     tools: &mut HashMap<String, (String, String, String)>,
     event: &WorkflowEvent,
 ) -> Option<InvocationRow> {
@@ -879,7 +882,7 @@ fn index_event(
                 created_at: now(),
                 started_at: None,
                 completed_at: None,
-                trace_id: Some(crate::trace::trace_id(run_id)),
+                trace_id: Some(trace_id.to_string()),
             }
         };
         let row = match event.as_ref() {
