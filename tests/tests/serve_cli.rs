@@ -357,16 +357,20 @@ fn with_stdin(cmd: &mut Command, input: &[u8]) -> std::process::Output {
 #[test]
 fn secrets_from_the_cli_are_encrypted_and_listed_by_name() {
     let data = tempfile::tempdir().expect("temp dir");
-    let glassbox = || {
+    // `glassbox secret <args> --data-dir <data>`.
+    let secret_cmd = |args: &[&str]| {
         let mut c = Command::new(glassbox_bin().expect("binary"));
         c.env_remove("GLASSBOX_DATABASE_URL")
-            .env_remove("GLASSBOX_SECRET_KEY");
+            .env_remove("GLASSBOX_SECRET_KEY")
+            .arg("secret")
+            .args(args)
+            .arg("--data-dir")
+            .arg(data.path());
         c
     };
+    let secret = |args: &[&str]| secret_cmd(args).output().expect("glassbox secret");
     let out = with_stdin(
-        glassbox()
-            .args(["secret", "set", "SERVICE_TOKEN", "--data-dir"])
-            .arg(data.path()),
+        &mut secret_cmd(&["set", "SERVICE_TOKEN"]),
         b"cli-canary-77f1\n",
     );
     assert!(
@@ -375,11 +379,7 @@ fn secrets_from_the_cli_are_encrypted_and_listed_by_name() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let out = glassbox()
-        .args(["secret", "list", "--data-dir"])
-        .arg(data.path())
-        .output()
-        .expect("list");
+    let out = secret(&["list"]);
     let listing = String::from_utf8_lossy(&out.stdout);
     assert!(
         listing.contains("SERVICE_TOKEN") && listing.contains("workspace"),
@@ -395,23 +395,13 @@ fn secrets_from_the_cli_are_encrypted_and_listed_by_name() {
         );
     }
 
-    let out = glassbox()
-        .args(["secret", "delete", "SERVICE_TOKEN", "--data-dir"])
-        .arg(data.path())
-        .output()
-        .expect("delete");
+    let out = secret(&["delete", "SERVICE_TOKEN"]);
     assert!(out.status.success());
-    let out = glassbox()
-        .args(["secret", "delete", "SERVICE_TOKEN", "--data-dir"])
-        .arg(data.path())
-        .output()
-        .expect("delete again");
+    let out = secret(&["delete", "SERVICE_TOKEN"]);
     assert_eq!(out.status.code(), Some(2));
     // The org scope: the default workspace's organization.
     let out = with_stdin(
-        glassbox()
-            .args(["secret", "set", "ORG_TOKEN", "--scope", "org", "--data-dir"])
-            .arg(data.path()),
+        &mut secret_cmd(&["set", "ORG_TOKEN", "--scope", "org"]),
         b"org-canary-9c2e\n",
     );
     assert!(
@@ -419,40 +409,21 @@ fn secrets_from_the_cli_are_encrypted_and_listed_by_name() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = glassbox()
-        .args(["secret", "list", "--data-dir"])
-        .arg(data.path())
-        .output()
-        .expect("list");
+    let out = secret(&["list"]);
     let listing = String::from_utf8_lossy(&out.stdout);
     assert!(
         listing.contains("ORG_TOKEN") && listing.contains("org"),
         "{listing}"
     );
     assert!(!listing.contains("org-canary-9c2e"));
-    let out = glassbox()
-        .args([
-            "secret",
-            "delete",
-            "ORG_TOKEN",
-            "--scope",
-            "org",
-            "--data-dir",
-        ])
-        .arg(data.path())
-        .output()
-        .expect("delete org");
+    let out = secret(&["delete", "ORG_TOKEN", "--scope", "org"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let out = glassbox()
-        .args(["secret", "set", "X", "--scope", "team", "--data-dir"])
-        .arg(data.path())
-        .output()
-        .expect("team");
+    let out = secret(&["set", "X", "--scope", "team"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--scope"));
 }
