@@ -121,10 +121,8 @@ async fn new_workflow(browser: &Browser, server: &Server, name: &str) -> Result<
     let token = browser.sign_in(server).await?;
     let c = &browser.client;
     browser.open(&format!("{}/workflows", server.url)).await?;
-    c.wait()
-        .for_element(Locator::Css("[data-testid=new-workflow-name]"))
-        .await
-        .map_err(|e| e.to_string())?
+    appear(c, "[data-testid=new-workflow-name]")
+        .await?
         .send_keys(name)
         .await
         .map_err(|e| e.to_string())?;
@@ -133,10 +131,24 @@ async fn new_workflow(browser: &Browser, server: &Server, name: &str) -> Result<
     Ok(token)
 }
 
-async fn click(c: &Client, css: &str) -> Result<(), String> {
+/// The element matching `css`; the error names it.
+async fn find(c: &Client, css: &str) -> Result<fantoccini::elements::Element, String> {
     c.find(Locator::Css(css))
         .await
-        .map_err(|e| format!("{css}: {e}"))?
+        .map_err(|e| format!("{css}: {e}"))
+}
+
+/// Waits for the element matching `css` to appear; the error names it.
+async fn appear(c: &Client, css: &str) -> Result<fantoccini::elements::Element, String> {
+    c.wait()
+        .for_element(Locator::Css(css))
+        .await
+        .map_err(|e| format!("{css}: {e}"))
+}
+
+async fn click(c: &Client, css: &str) -> Result<(), String> {
+    find(c, css)
+        .await?
         .click()
         .await
         .map_err(|e| format!("click {css}: {e}"))
@@ -190,12 +202,11 @@ async fn build_wire_save_and_reload_a_workflow() {
         .await?;
         // Two tools enabled on the agent (its configuration panel).
         click(&c, "[data-node=agent1] .node-label").await?;
-        c.wait()
-            .for_element(Locator::Css(
-                "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
-            ))
-            .await
-            .map_err(|e| e.to_string())?;
+        appear(
+            &c,
+            "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
+        )
+        .await?;
         click(
             &c,
             "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
@@ -231,9 +242,8 @@ async fn build_wire_save_and_reload_a_workflow() {
         // Delete a node and undo it: the node and its edge come back.
         let wired = graph(&c).await?;
         click(&c, "[data-node=output1] .node-label").await?;
-        c.find(Locator::Css("[data-testid=canvas]"))
-            .await
-            .map_err(|e| e.to_string())?
+        find(&c, "[data-testid=canvas]")
+            .await?
             .send_keys(&fantoccini::key::Key::Delete.to_string())
             .await
             .map_err(|e| e.to_string())?;
@@ -438,12 +448,7 @@ async fn pin_a_tool_result_wire_it_and_disable_the_tool() {
         let agent = add_node(&c, "agent").await?;
         let template = add_node(&c, "template").await?;
         click(&c, &format!("[data-node={agent}] .node-label")).await?;
-        c.wait()
-            .for_element(Locator::Css(
-                "[data-testid=inspector] [data-testid=tool-rows]",
-            ))
-            .await
-            .map_err(|e| e.to_string())?;
+        appear(&c, "[data-testid=inspector] [data-testid=tool-rows]").await?;
 
         // The selector: search and category narrow the list; deprecated
         // versions only with the switch.
@@ -463,22 +468,18 @@ async fn pin_a_tool_result_wire_it_and_disable_the_tool() {
             Ok(count(&c, "[data-tool]").await? == all)
         })
         .await?;
-        c.find(Locator::Css(
-            "[data-testid=tool-category] option[value=data]",
-        ))
-        .await
-        .map_err(|e| e.to_string())?
-        .click()
-        .await
-        .map_err(|e| e.to_string())?;
+        find(&c, "[data-testid=tool-category] option[value=data]")
+            .await?
+            .click()
+            .await
+            .map_err(|e| e.to_string())?;
         wait_until("the category to narrow", || async {
             let n = count(&c, "[data-tool]").await?;
             Ok(n > 0 && n < all)
         })
         .await?;
-        c.find(Locator::Css("[data-testid=tool-category] option[value='']"))
-            .await
-            .map_err(|e| e.to_string())?
+        find(&c, "[data-testid=tool-category] option[value='']")
+            .await?
             .click()
             .await
             .map_err(|e| e.to_string())?;
@@ -500,10 +501,7 @@ async fn pin_a_tool_result_wire_it_and_disable_the_tool() {
         .await?;
         click(&c, "[data-tool='calculator@1.0.0'] [data-testid=pin]").await?;
         let pin = format!("[data-node={agent}] [data-handle='out:calculator_result']");
-        c.wait()
-            .for_element(Locator::Css(&pin))
-            .await
-            .map_err(|e| e.to_string())?;
+        appear(&c, &pin).await?;
         drag(
             &c,
             &pin,
@@ -567,10 +565,7 @@ async fn the_selector_hides_deprecated_versions_and_shows_missing_keys() {
         new_workflow(&browser, &server, "Selector").await?;
         let agent = add_node(&c, "agent").await?;
         click(&c, &format!("[data-node={agent}] .node-label")).await?;
-        c.wait()
-            .for_element(Locator::Css("[data-tool='secret_probe@1.0.0']"))
-            .await
-            .map_err(|e| e.to_string())?;
+        appear(&c, "[data-tool='secret_probe@1.0.0']").await?;
         let hidden = count(&c, "[data-tool='secret_probe@0.9.0']").await?;
         let missing = wait_for_text(
             &c,
@@ -584,10 +579,7 @@ async fn the_selector_hides_deprecated_versions_and_shows_missing_keys() {
         )
         .await?;
         click(&c, "[data-testid=show-deprecated]").await?;
-        c.wait()
-            .for_element(Locator::Css("[data-tool='secret_probe@0.9.0']"))
-            .await
-            .map_err(|e| e.to_string())?;
+        appear(&c, "[data-tool='secret_probe@0.9.0']").await?;
         let deprecated = wait_for_text(
             &c,
             "[data-tool='secret_probe@0.9.0'] [data-testid=deprecated-badge]",
@@ -654,7 +646,7 @@ async fn rename_duplicate_and_delete_from_the_workflow_list() {
         let row = format!("[data-workflow='{id}']");
 
         click(&c, &format!("{row} [data-testid=rename]")).await?;
-        let input = c.find(Locator::Css("[data-testid=rename-input]")).await.map_err(|e| e.to_string())?;
+        let input = find(&c, "[data-testid=rename-input]").await?;
         input.clear().await.map_err(|e| e.to_string())?;
         input.send_keys("Beta").await.map_err(|e| e.to_string())?;
         click(&c, "[data-testid=rename-save]").await?;
@@ -695,41 +687,33 @@ async fn settings_set_list_and_delete_secrets_by_scope() {
     let outcome = async {
         let token = browser.sign_in(&server).await?;
         browser.open(&format!("{}/settings", server.url)).await?;
-        c.wait()
-            .for_element(Locator::Css("[data-testid=secret-form]"))
-            .await
-            .map_err(|e| e.to_string())?;
+        appear(&c, "[data-testid=secret-form]").await?;
         for (scope, name, value) in [
             ("workspace", "WS_KEY", "ws-value-1a"),
             ("user", "MY_KEY", "user-value-2b"),
             ("org", "ORG_KEY", "org-value-3c"),
         ] {
-            c.find(Locator::Css(&format!(
-                "[data-testid=secret-scope] option[value={scope}]"
-            )))
-            .await
-            .map_err(|e| e.to_string())?
+            find(
+                &c,
+                &format!("[data-testid=secret-scope] option[value={scope}]"),
+            )
+            .await?
             .click()
             .await
             .map_err(|e| e.to_string())?;
-            c.find(Locator::Css("[data-testid=secret-name]"))
-                .await
-                .map_err(|e| e.to_string())?
+            find(&c, "[data-testid=secret-name]")
+                .await?
                 .send_keys(name)
                 .await
                 .map_err(|e| e.to_string())?;
-            c.find(Locator::Css("[data-testid=secret-value]"))
-                .await
-                .map_err(|e| e.to_string())?
+            find(&c, "[data-testid=secret-value]")
+                .await?
                 .send_keys(value)
                 .await
                 .map_err(|e| e.to_string())?;
             click(&c, "[data-testid=secret-save]").await?;
             let row = format!("[data-secret='{scope}/{name}']");
-            c.wait()
-                .for_element(Locator::Css(&row))
-                .await
-                .map_err(|e| e.to_string())?;
+            appear(&c, &row).await?;
         }
         let page = c.source().await.map_err(|e| e.to_string())?;
         click(
@@ -788,10 +772,7 @@ async fn a_tool_nodes_fields_are_fixed_or_wired() {
         let tool = add_node(&c, "tool").await?;
         click(&c, &format!("[data-node={tool}] .node-label")).await?;
         let field = "[data-field=expression]";
-        c.wait()
-            .for_element(Locator::Css(field))
-            .await
-            .map_err(|e| e.to_string())?;
+        appear(&c, field).await?;
         let handle = format!("[data-node={tool}] [data-handle='in:expression']");
         let before = count(&c, &handle).await?;
         click(&c, &format!("{field} [data-testid=field-wired]")).await?;
@@ -800,18 +781,15 @@ async fn a_tool_nodes_fields_are_fixed_or_wired() {
         })
         .await?;
         // Another tool: its schema's fields; a bad JSON value is refused by name.
-        c.find(Locator::Css(
+        find(
+            &c,
             "[data-testid=tool-ref] option[value='json_query@1.0.0']",
-        ))
-        .await
-        .map_err(|e| e.to_string())?
+        )
+        .await?
         .click()
         .await
         .map_err(|e| e.to_string())?;
-        c.wait()
-            .for_element(Locator::Css("[data-field=data] [data-testid=field-value]"))
-            .await
-            .map_err(|e| e.to_string())?;
+        appear(&c, "[data-field=data] [data-testid=field-value]").await?;
         let input = c
             .find(Locator::Css("[data-field=data] [data-testid=field-value]"))
             .await
