@@ -64,6 +64,17 @@ fn big_workflow() -> Value {
     json!({"format_version": 1, "id": "big", "name": "Big graph", "revision": 0, "nodes": nodes, "edges": edges})
 }
 
+/// An attribute of the element matching `css` (empty when absent).
+async fn attr(c: &fantoccini::Client, css: &str, name: &str) -> Result<String, String> {
+    c.find(Locator::Css(css))
+        .await
+        .map_err(|e| format!("{css}: {e}"))?
+        .attr(name)
+        .await
+        .map_err(|e| e.to_string())
+        .map(Option::unwrap_or_default)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
@@ -106,22 +117,8 @@ async fn editor_with_1000_nodes_renders_and_drags() {
             .map_err(|e| e.to_string())?
             .as_f64()
             .ok_or("render time")?;
-        let before = c
-            .find(Locator::Css("[data-node=n41]"))
-            .await
-            .map_err(|e| e.to_string())?
-            .attr("data-x")
-            .await
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
-        let drawn_nodes = c
-            .find(Locator::Css("[data-testid=canvas]"))
-            .await
-            .map_err(|e| e.to_string())?
-            .attr("data-drawn")
-            .await
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
+        let before = attr(&c, "[data-node=n41]", "data-x").await?;
+        let drawn_nodes = attr(&c, "[data-testid=canvas]", "data-drawn").await?;
         let drag = c
             .execute_async(DRAG_JS, vec![])
             .await
@@ -147,14 +144,7 @@ async fn editor_with_1000_nodes_renders_and_drags() {
             .execute_async(DRAG_JS, vec![])
             .await
             .map_err(|e| e.to_string())?;
-        let after = c
-            .find(Locator::Css("[data-node=n41]"))
-            .await
-            .map_err(|e| e.to_string())?
-            .attr("data-x")
-            .await
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
+        let after = attr(&c, "[data-node=n41]", "data-x").await?;
         browser.screenshot("editor-1000-nodes").await?;
         Ok::<_, String>((
             rendered,
