@@ -657,3 +657,118 @@ proptest! {
         let _ = validate(&wf, &catalog());
     }
 }
+
+#[test]
+fn a_pin_path_that_is_not_a_json_pointer_is_an_error_naming_the_pin() {
+    let mut wf = weather_graph(true);
+    config_path(&mut wf, "temperature");
+    let diags = validate(&wf, &catalog());
+    assert!(!runnable(&diags), "{diags:?}");
+    let d = diags
+        .iter()
+        .find(|d| d.code == "PIN_PATH")
+        .expect("PIN_PATH");
+    assert_eq!(
+        (d.node.as_str(), d.handle.as_deref()),
+        ("agent", Some("report"))
+    );
+    assert!(d.message.contains("`temperature`"), "{}", d.message);
+    config_path(&mut wf, "/temperature");
+    assert!(validate(&wf, &catalog()).is_empty());
+}
+
+/// Sets the path of the agent's first pin.
+fn config_path(wf: &mut Workflow, path: &str) {
+    if let Some(NodeKind::Agent(config)) = wf
+        .nodes
+        .iter_mut()
+        .find(|n| n.id == "agent")
+        .map(|n| &mut n.kind)
+    {
+        config.pins[0].path = Some(path.into());
+    }
+}
+
+/// A fixed Tool-node value the call would refuse is named by the validator
+/// with the executor's own JSON Schema rules, before anything runs.
+#[cfg(feature = "runtime")]
+#[test]
+fn fixed_tool_inputs_are_checked_against_the_tools_schema() {
+    let mut strict = spec("forecast", "1.0.0", Lifecycle::Active);
+    strict.input_schema = json!({"type": "object", "properties": {
+        "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        "units": {"enum": ["metric", "imperial"]},
+        "where": {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]},
+        "city": {"type": "string"}
+    }, "required": ["city"]});
+    let fixed = |v: Value| FieldSource::Fixed { value: v };
+    let tool_node = |inputs: Vec<(&str, FieldSource)>| Workflow {
+        format_version: WORKFLOW_FORMAT_VERSION,
+        id: "w".into(),
+        name: "w".into(),
+        revision: 0,
+        nodes: vec![node(
+            "t",
+            NodeKind::Tool(ToolNodeConfig {
+                tool: "forecast@1.0.0".into(),
+                inputs: inputs
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+                secret_scope: None,
+                output_path: None,
+            }),
+        )],
+        edges: vec![],
+    };
+    let catalog = vec![strict];
+    let ok = tool_node(vec![
+        ("city", FieldSource::Wired),
+        ("days", fixed(json!(3))),
+        ("units", fixed(json!("metric"))),
+        ("where", fixed(json!({"lat": 52.5}))),
+    ]);
+    let diags = validate(&ok, &catalog);
+    assert!(diags.iter().all(|d| d.code != "FIELD_INVALID"), "{diags:?}");
+    let bad = tool_node(vec![
+        ("city", FieldSource::Wired),
+        ("days", fixed(json!(0))),
+        ("units", fixed(json!("kelvin"))),
+        ("where", fixed(json!({"lon": 1}))),
+    ]);
+    let diags = validate(&bad, &catalog);
+    let invalid: Vec<(&str, &str)> = diags
+        .iter()
+        .filter(|d| d.code == "FIELD_INVALID")
+        .map(|d| (d.handle.as_deref().unwrap_or_default(), d.message.as_str()))
+        .collect();
+    assert_eq!(invalid.len(), 3, "{invalid:?}");
+    let says = |field: &str| {
+        invalid
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, m)| *m)
+            .unwrap_or_default()
+    };
+    assert!(says("days").contains("minimum of 1"), "{invalid:?}");
+    assert!(says("units").contains("kelvin"), "{invalid:?}");
+    assert!(
+        says("where").contains("\"lat\" is a required property"),
+        "{invalid:?}"
+    );
+    assert!(diags
+        .iter()
+        .filter(|d| d.code == "FIELD_INVALID")
+        .all(|d| d.severity == Severity::Error));
+    // A value of the wrong type is named once, as TYPE_MISMATCH.
+    let typed = tool_node(vec![
+        ("city", FieldSource::Wired),
+        ("days", fixed(json!("three"))),
+    ]);
+    let codes: Vec<String> = validate(&typed, &catalog)
+        .into_iter()
+        .filter(|d| d.handle.as_deref() == Some("days"))
+        .map(|d| d.code)
+        .collect();
+    assert_eq!(codes, ["TYPE_MISMATCH"]);
+}

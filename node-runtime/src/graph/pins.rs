@@ -112,6 +112,45 @@ pub fn select<'a>(pin: &PinnedHandle, outputs: &'a AgentOutputs) -> Option<&'a T
     }
 }
 
+/// Checks a pin's `path`: a JSON Pointer (RFC 6901), empty (the whole
+/// output) or `/`-separated keys and indexes, where `~` is written `~0` and
+/// `/` inside a key `~1`. A path that fails this could never select anything.
+pub fn check_path(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Ok(());
+    }
+    if !path.starts_with('/') {
+        return Err(format!(
+            "`{path}` is not a JSON Pointer: it starts with `/`, like /items/0/name"
+        ));
+    }
+    let mut chars = path.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+            return Err(format!(
+                "`{path}` is not a JSON Pointer: `~` is written ~0 and a `/` inside a key ~1"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a pin's handle name: letters, digits and `_`, not starting with a
+/// digit, at most 64 characters (so templates can use it as a variable).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` is not a handle name: use letters, digits and _, not starting with a digit (at most 64)"
+        ))
+    }
+}
+
 /// Resolves a pin against an agent's outputs. `stale` is the value from the
 /// latest earlier run in which the pin resolved (asked of the run store only
 /// for `stale_last_success`).
@@ -141,5 +180,31 @@ pub fn resolve(
                 strategy: pin.selector.strategy,
             }),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_json_pointers() {
+        for ok in ["", "/", "/items/0/name", "/a~1b", "/m~0n"] {
+            assert_eq!(check_path(ok), Ok(()), "{ok}");
+        }
+        for bad in ["items", "/a~", "/a~2"] {
+            let err = check_path(bad).expect_err(bad);
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn names_are_identifiers() {
+        for ok in ["weather", "calc_result_2", "_x"] {
+            assert_eq!(check_name(ok), Ok(()), "{ok}");
+        }
+        for bad in ["", "2x", "has space", "dash-ed", &"a".repeat(65)] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
     }
 }

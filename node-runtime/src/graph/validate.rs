@@ -240,6 +240,15 @@ pub fn validate(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Diagnosti
                             format!("pin `{}` listens to {}, which is not enabled; it will output its on_missing value", pin.name, pin.selector.tool),
                         );
                     }
+                    if let Some(Err(e)) = pin.path.as_deref().map(super::pins::check_path) {
+                        cx.push(
+                            Severity::Error,
+                            "PIN_PATH",
+                            &node.id,
+                            Some(&pin.name),
+                            format!("pin `{}` path: {e}", pin.name),
+                        );
+                    }
                     if pin.selector.strategy == super::PinStrategy::ByCallId
                         && pin.selector.call_id.is_none()
                     {
@@ -282,6 +291,8 @@ pub fn validate(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Diagnosti
                         .input_schema
                         .get("properties")
                         .and_then(Value::as_object);
+                    // Fields already named for their type are not named twice.
+                    let mut mismatched = BTreeSet::new();
                     for (field, source) in &c.inputs {
                         if known.is_some_and(|k| !k.contains_key(field))
                             && spec.input_schema.get("additionalProperties")
@@ -298,9 +309,23 @@ pub fn validate(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Diagnosti
                         if let FieldSource::Fixed { value } = source {
                             let expected = schema_type(known.and_then(|k| k.get(field)));
                             if !compatible(value_type(value), expected) {
+                                mismatched.insert(field.as_str());
                                 cx.push(Severity::Error, "TYPE_MISMATCH", &node.id, Some(field), format!("fixed value of `{field}` is not of the type the tool expects"));
                             }
                         }
+                    }
+                    #[cfg(feature = "runtime")]
+                    for (field, message) in fixed_violations(&spec.input_schema, &c.inputs)
+                        .into_iter()
+                        .filter(|(f, _)| !mismatched.contains(f.as_str()))
+                    {
+                        cx.push(
+                            Severity::Error,
+                            "FIELD_INVALID",
+                            &node.id,
+                            Some(&field),
+                            format!("fixed value of `{field}`: {message}"),
+                        );
                     }
                 }
             }
@@ -494,4 +519,57 @@ pub fn topological_order(workflow: &Workflow) -> Result<Vec<String>, Vec<String>
             .filter(|id| !done.contains(id))
             .collect())
     }
+}
+
+/// The fixed inputs of a Tool node checked against the tool's input schema
+/// with the executor's validator (`jsonschema`), so the editor hears of a
+/// value the call would refuse before it runs. Fields that are wired or
+/// unset are not checked (a missing required one is `MISSING_FIELD`).
+/// Returns (field, message), the first problem of each field.
+#[cfg(feature = "runtime")]
+fn fixed_violations(
+    schema: &Value,
+    inputs: &std::collections::BTreeMap<String, FieldSource>,
+) -> Vec<(String, String)> {
+    let fixed: serde_json::Map<String, Value> = inputs
+        .iter()
+        .filter_map(|(k, s)| match s {
+            FieldSource::Fixed { value } => Some((k.clone(), value.clone())),
+            FieldSource::Wired => None,
+        })
+        .collect();
+    if fixed.is_empty() {
+        return Vec::new();
+    }
+    let mut partial = schema.clone();
+    if let Some(obj) = partial.as_object_mut() {
+        obj.remove("required");
+    }
+    let Ok(validator) = jsonschema::validator_for(&partial) else {
+        return Vec::new();
+    };
+    let instance = Value::Object(fixed);
+    let mut found: Vec<(String, String)> = Vec::new();
+    for e in validator.iter_errors(&instance) {
+        let path = e.instance_path().to_string();
+        let Some(field) = path
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .filter(|f| !f.is_empty())
+        else {
+            continue;
+        };
+        let field = field.replace("~1", "/").replace("~0", "~");
+        if found.iter().any(|(f, _)| *f == field) {
+            continue;
+        }
+        let within = path
+            .splitn(3, '/')
+            .nth(2)
+            .map(|rest| format!(" (at /{rest})"))
+            .unwrap_or_default();
+        found.push((field, format!("{e}{within}")));
+    }
+    found
 }
