@@ -283,6 +283,35 @@ pub async fn run_trace(run_id: &str) -> Result<crate::trace_view::Trace, ApiErro
     get_json(&format!("/runs/{run_id}/trace")).await
 }
 
+#[derive(serde::Deserialize)]
+struct RunList {
+    runs: Vec<crate::runs_view::RunItem>,
+}
+
+/// `GET /api/v1/runs`: the newest runs, filtered by status and workflow
+/// (empty strings for no filter).
+pub async fn list_runs(
+    status: &str,
+    workflow_id: &str,
+) -> Result<Vec<crate::runs_view::RunItem>, ApiError> {
+    get_json::<RunList>(&format!(
+        "/runs{}",
+        crate::runs_view::list_query(status, workflow_id)
+    ))
+    .await
+    .map(|l| l.runs)
+}
+
+/// `GET /api/v1/runs/{id}`.
+pub async fn get_run(id: &str) -> Result<crate::runs_view::RunDetail, ApiError> {
+    get_json(&format!("/runs/{id}")).await
+}
+
+/// `POST /api/v1/runs/{id}/cancel`.
+pub async fn cancel_run(id: &str) -> Result<serde_json::Value, ApiError> {
+    post_json(&format!("/runs/{id}/cancel"), &serde_json::json!({})).await
+}
+
 /// `GET /api/v1/health`.
 pub async fn health() -> Result<Health, ApiError> {
     get_json("/health").await

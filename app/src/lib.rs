@@ -8,8 +8,10 @@
 pub mod api;
 pub mod editor;
 pub mod pages;
+pub mod runs_view;
 pub mod session;
 pub mod trace_view;
+pub mod widgets;
 
 use leptos::prelude::*;
 use leptos_router::components::{Route, Router, Routes, A};
@@ -25,6 +27,8 @@ pub fn App() -> impl IntoView {
                 <nav>
                     <A href="/">"Home"</A>
                     <A href="/workflows">"Workflows"</A>
+                    <A href="/runs">"Runs"</A>
+                    <A href="/tools">"Tools"</A>
                     <A href="/settings">"Settings"</A>
                 </nav>
             </header>
@@ -32,7 +36,10 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=|| view! { <pages::NotFound /> }>
                     <Route path=path!("/") view=pages::Home />
                     <Route path=path!("/signin") view=pages::SignIn />
+                    <Route path=path!("/runs") view=pages::Runs />
+                    <Route path=path!("/runs/:id") view=pages::RunPage />
                     <Route path=path!("/runs/:id/trace") view=pages::TracePage />
+                    <Route path=path!("/tools") view=pages::Tools />
                     <Route path=path!("/workflows") view=pages::Workflows />
                     <Route path=path!("/settings") view=pages::Settings />
                     <Route path=path!("/workflows/:id") view=pages::EditorPage />

@@ -6,4 +6,5 @@
 //! failing or panicking test leaves nothing running.
 
 pub mod harness;
+pub mod ui;
 pub mod writes;

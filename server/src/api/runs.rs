@@ -68,6 +68,13 @@ async fn start(
     ))
 }
 
+/// Milliseconds from a run's creation to its end; null while it runs.
+fn duration_ms(created_at: &str, finished_at: Option<&str>) -> Option<f64> {
+    let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+    let (start, end) = (parse(created_at)?, parse(finished_at?)?);
+    Some((end - start).num_microseconds()? as f64 / 1000.0)
+}
+
 fn view(run: &RunRow) -> Value {
     let parse = |s: &Option<String>| {
         s.as_deref()
@@ -92,6 +99,7 @@ fn view(run: &RunRow) -> Value {
         "kind": run.kind, "replay_of": run.replay_of, "status": run.status, "trigger": run.trigger_kind,
         "inputs": parse(&Some(run.inputs.clone())), "outputs": parse(&run.outputs), "error": run.error,
         "created_at": run.created_at, "finished_at": run.finished_at, "trace_id": run.trace_id,
+        "duration_ms": duration_ms(&run.created_at, run.finished_at.as_deref()),
         "nodes": record.get("nodes").cloned().unwrap_or(Value::Null),
         "agent_outputs": agents,
     })
@@ -135,7 +143,7 @@ async fn list(
         .await?;
     let items: Vec<Value> = rows
         .iter()
-        .map(|r| json!({"id": r.id, "workflow_id": r.workflow_id, "kind": r.kind, "status": r.status, "trigger": r.trigger_kind, "created_at": r.created_at, "finished_at": r.finished_at}))
+        .map(|r| json!({"id": r.id, "workflow_id": r.workflow_id, "kind": r.kind, "status": r.status, "trigger": r.trigger_kind, "created_at": r.created_at, "finished_at": r.finished_at, "duration_ms": duration_ms(&r.created_at, r.finished_at.as_deref())}))
         .collect();
     Ok(Json(json!({"runs": items})))
 }

@@ -1,0 +1,224 @@
+//! `/runs`: the workspace's runs with status, duration and trigger, filtered
+//! by status and workflow; `/runs/:id`: one run's status, node results,
+//! Agent outputs and links to its trace. Both refresh while a run is active.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+use leptos_router::hooks::use_params_map;
+
+use crate::api;
+use crate::runs_view::{self, format_duration, node_results, short_time, STATUSES};
+
+/// How often a page showing an active run asks again.
+const REFRESH: Duration = Duration::from_millis(1000);
+
+/// Refetches `refetch` after [`REFRESH`] whenever `active` says so; the
+/// pending timer is cleared when the page goes away.
+fn refresh_while(active: impl Fn() -> bool + 'static, refetch: impl Fn() + Clone + 'static) {
+    let timer = StoredValue::new_local(None::<TimeoutHandle>);
+    Effect::new(move |_| {
+        if active() {
+            let refetch = refetch.clone();
+            if let Ok(handle) = set_timeout_with_handle(refetch, REFRESH) {
+                if let Some(old) = timer.try_update_value(|t| t.replace(handle)).flatten() {
+                    old.clear();
+                }
+            }
+        }
+    });
+    on_cleanup(move || {
+        if let Some(handle) = timer.try_update_value(Option::take).flatten() {
+            handle.clear();
+        }
+    });
+}
+
+/// A status as a badge whose class names the status.
+fn status_badge(status: String) -> impl IntoView {
+    let class = format!("badge run-status status-{status}");
+    view! { <span class=class data-testid="run-status">{status.replace('_', " ")}</span> }
+}
+
+#[component]
+pub fn Runs() -> impl IntoView {
+    let status = RwSignal::new(String::new());
+    let workflow = RwSignal::new(String::new());
+    let workflows = LocalResource::new(api::list_workflows);
+    let runs = LocalResource::new(move || {
+        let (s, w) = (status.get(), workflow.get());
+        async move { api::list_runs(&s, &w).await }
+    });
+    refresh_while(
+        move || {
+            runs.with(|r| {
+                r.as_ref()
+                    .and_then(|r| r.as_ref().ok())
+                    .is_some_and(|l| l.iter().any(|r| runs_view::is_active(&r.status)))
+            })
+        },
+        move || runs.refetch(),
+    );
+    let names = move || -> BTreeMap<String, String> {
+        workflows.with(|w| {
+            w.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .map(|l| l.iter().map(|w| (w.id.clone(), w.name.clone())).collect())
+                .unwrap_or_default()
+        })
+    };
+    view! {
+        <section class="card" data-testid="runs">
+            <h1>"Runs"</h1>
+            <div class="row">
+                <label>"Status "
+                    <select data-testid="runs-status" on:change=move |ev| status.set(event_target_value(&ev))>
+                        <option value="" selected=true>"All"</option>
+                        {STATUSES.iter().map(|s| view! { <option value=*s>{s.replace('_', " ")}</option> }).collect_view()}
+                    </select>
+                </label>
+                <label>"Workflow "
+                    <select data-testid="runs-workflow" on:change=move |ev| workflow.set(event_target_value(&ev))>
+                        <option value="" selected=true>"All"</option>
+                        {move || names().into_iter().map(|(id, name)| view! { <option value=id>{name}</option> }).collect_view()}
+                    </select>
+                </label>
+                <button type="button" data-testid="runs-refresh" on:click=move |_| runs.refetch()>"Refresh"</button>
+            </div>
+            <Transition fallback=|| view! { <p class="muted">"Loading runs…"</p> }>
+                {move || runs.get().map(|r| match r {
+                    Ok(list) if list.is_empty() => view! {
+                        <p class="muted" data-testid="runs-empty">"No runs match. Start one from a workflow's editor, the API or `glassbox run`."</p>
+                    }.into_any(),
+                    Ok(list) => {
+                        let names = names();
+                        view! {
+                            <table class="runs" data-testid="run-list">
+                                <thead><tr><th>"Run"</th><th>"Workflow"</th><th>"Status"</th><th>"Trigger"</th><th>"Started"</th><th>"Duration"</th></tr></thead>
+                                <tbody>
+                                    {list.into_iter().map(|r| {
+                                        let wf = names.get(&r.workflow_id).cloned().unwrap_or_else(|| r.workflow_id.clone());
+                                        let short: String = r.id.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+                                        let kind = (r.kind != "run").then(|| view! { " " <span class="badge">{r.kind.clone()}</span> });
+                                        view! {
+                                            <tr data-run=r.id.clone()>
+                                                <td><A href=format!("/runs/{}", r.id)><code>{short}</code></A>{kind}</td>
+                                                <td>{wf}</td>
+                                                <td>{status_badge(r.status.clone())}</td>
+                                                <td>{r.trigger.clone()}</td>
+                                                <td class="muted">{short_time(&r.created_at)}</td>
+                                                <td class="num" data-testid="run-duration">{format_duration(r.duration_ms)}</td>
+                                            </tr>
+                                        }
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        }.into_any()
+                    }
+                    Err(e) => view! { <p class="error" role="alert" data-testid="runs-error">{e.to_string()}</p> }.into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+pub fn RunPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.with(|p| p.get("id")).unwrap_or_default();
+    let run = LocalResource::new(move || {
+        let id = id();
+        async move { api::get_run(&id).await }
+    });
+    refresh_while(
+        move || {
+            run.with(|r| {
+                r.as_ref()
+                    .and_then(|r| r.as_ref().ok())
+                    .is_some_and(runs_view::RunDetail::is_active)
+            })
+        },
+        move || run.refetch(),
+    );
+    let notice = RwSignal::new(None::<(bool, String)>);
+    let cancel = move |_| {
+        let id = id();
+        leptos::task::spawn_local(async move {
+            match api::cancel_run(&id).await {
+                Ok(_) => {
+                    notice.set(Some((
+                        true,
+                        "Cancellation requested; the run stops at its next step.".into(),
+                    )));
+                    run.refetch();
+                }
+                Err(e) => notice.set(Some((false, e.to_string()))),
+            }
+        });
+    };
+    view! {
+        <section class="card" data-testid="run">
+            <h1>"Run"</h1>
+            {move || notice.get().map(|(ok, m)| view! {
+                <p class=if ok { "notice" } else { "error" } role="status" data-testid="run-notice">{m}</p>
+            })}
+            <Transition fallback=|| view! { <p class="muted">"Loading the run…"</p> }>
+                {move || run.get().map(|r| match r {
+                    Ok(d) => {
+                        let nodes = node_results(&d.nodes);
+                        let active = d.is_active();
+                        let outputs = serde_json::to_string_pretty(&d.outputs).unwrap_or_default();
+                        let inputs = serde_json::to_string_pretty(&d.inputs).unwrap_or_default();
+                        view! {
+                            <dl class="facts">
+                                <dt>"Run"</dt><dd><code data-testid="run-id">{d.id.clone()}</code></dd>
+                                <dt>"Status"</dt><dd>{status_badge(d.status.clone())}</dd>
+                                <dt>"Workflow"</dt><dd><A href=format!("/workflows/{}", d.workflow_id)>{d.workflow_id.clone()}</A>
+                                    <span class="muted">" revision " {d.workflow_revision}</span></dd>
+                                <dt>"Kind"</dt><dd>{d.kind.clone()}{d.replay_of.clone().map(|o| view! {
+                                    " of " <A href=format!("/runs/{o}")><code>{o.clone()}</code></A>
+                                })}</dd>
+                                <dt>"Trigger"</dt><dd>{d.trigger.clone()}</dd>
+                                <dt>"Started"</dt><dd>{short_time(&d.created_at)}</dd>
+                                <dt>"Duration"</dt><dd data-testid="run-duration">{format_duration(d.duration_ms)}</dd>
+                            </dl>
+                            <p class="row">
+                                <A href=format!("/runs/{}/trace", d.id)>"Trace"</A>
+                                {active.then(|| view! {
+                                    <button type="button" data-testid="run-cancel" on:click=cancel>"Cancel run"</button>
+                                })}
+                            </p>
+                            {d.error.clone().map(|e| view! { <p class="error" role="alert" data-testid="run-error">{e}</p> })}
+                            <h2>"Inputs"</h2>
+                            <pre class="json">{inputs}</pre>
+                            <h2>"Outputs"</h2>
+                            <pre class="json" data-testid="run-outputs">{outputs}</pre>
+                            <h2>"Nodes"</h2>
+                            {nodes.is_empty().then(|| view! {
+                                <p class="muted">{if active { "Node results appear when the run ends." } else { "No node results were recorded." }}</p>
+                            })}
+                            <table class="runs" data-testid="run-nodes">
+                                <tbody>
+                                    {nodes.into_iter().map(|n| view! {
+                                        <tr data-node=n.node_id.clone()>
+                                            <td><strong>{n.node_id.clone()}</strong></td>
+                                            <td>{status_badge(n.status.clone())}</td>
+                                            <td>
+                                                {n.tool_calls.map(|c| view! { <span class="muted">{format!("{c} tool call(s)")}</span> })}
+                                                {n.error.clone().map(|e| view! { <p class="error">{e}</p> })}
+                                                <details><summary>"Outputs"</summary><pre class="json">{n.outputs.clone()}</pre></details>
+                                            </td>
+                                        </tr>
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        }.into_any()
+                    }
+                    Err(e) => view! { <p class="error" role="alert" data-testid="run-load-error">{e.to_string()}</p> }.into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}

@@ -1,0 +1,201 @@
+//! The runs pages' model, free of the DOM: runs as the API lists them, the
+//! filter the list offers, durations in words, and one row per node of a
+//! run's record.
+
+use serde::Deserialize;
+
+use crate::trace_view::human_ms;
+use serde_json::Value;
+
+/// The run statuses the list filter offers, in lifecycle order.
+pub const STATUSES: [&str; 6] = [
+    "queued",
+    "running",
+    "waiting_for_approval",
+    "succeeded",
+    "failed",
+    "cancelled",
+];
+
+/// One row of `GET /api/v1/runs`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct RunItem {
+    pub id: String,
+    pub workflow_id: String,
+    pub kind: String,
+    pub status: String,
+    pub trigger: String,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub duration_ms: Option<f64>,
+}
+
+/// `GET /api/v1/runs/{id}`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct RunDetail {
+    pub id: String,
+    pub workflow_id: String,
+    pub workflow_revision: i64,
+    pub kind: String,
+    pub replay_of: Option<String>,
+    pub status: String,
+    pub trigger: String,
+    #[serde(default)]
+    pub inputs: Value,
+    #[serde(default)]
+    pub outputs: Value,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub duration_ms: Option<f64>,
+    #[serde(default)]
+    pub nodes: Value,
+    #[serde(default)]
+    pub agent_outputs: Value,
+}
+
+impl RunDetail {
+    /// Whether the run may still change (worth watching and cancelling).
+    pub fn is_active(&self) -> bool {
+        is_active(&self.status)
+    }
+}
+
+/// Whether a run in `status` may still change.
+pub fn is_active(status: &str) -> bool {
+    matches!(status, "queued" | "running" | "waiting_for_approval")
+}
+
+/// A run's duration in words ([`human_ms`]); "running" while it has not
+/// ended.
+pub fn format_duration(ms: Option<f64>) -> String {
+    ms.map_or_else(|| "running".into(), human_ms)
+}
+
+/// A timestamp as the list shows it: date and time to the second, without
+/// the zone and fraction ("2026-11-22 10:04:05").
+pub fn short_time(rfc3339: &str) -> String {
+    let trimmed = rfc3339.split('.').next().unwrap_or(rfc3339);
+    let trimmed = trimmed.trim_end_matches('Z');
+    trimmed.replacen('T', " ", 1).chars().take(19).collect()
+}
+
+/// One node of a run's record, as the run page lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeResult {
+    pub node_id: String,
+    pub status: String,
+    pub error: Option<String>,
+    /// The node's outputs, pretty-printed.
+    pub outputs: String,
+    /// Agent nodes: the number of tool calls in the loop.
+    pub tool_calls: Option<usize>,
+}
+
+/// The nodes of a run's record, in the order they finished.
+pub fn node_results(nodes: &Value) -> Vec<NodeResult> {
+    let Some(map) = nodes.as_object() else {
+        return Vec::new();
+    };
+    let mut rows: Vec<(String, NodeResult)> = map
+        .iter()
+        .map(|(id, n)| {
+            let outputs = n.get("outputs").cloned().unwrap_or(Value::Null);
+            let tool_calls = outputs
+                .get("tool_order")
+                .and_then(Value::as_array)
+                .map(Vec::len);
+            (
+                n.get("finished_at")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                NodeResult {
+                    node_id: id.clone(),
+                    status: n
+                        .get("status")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown")
+                        .to_string(),
+                    error: n.get("error").and_then(Value::as_str).map(str::to_string),
+                    outputs: serde_json::to_string_pretty(&outputs).unwrap_or_default(),
+                    tool_calls,
+                },
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.node_id.cmp(&b.1.node_id)));
+    rows.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The query string of the runs list for a status and workflow filter.
+pub fn list_query(status: &str, workflow_id: &str) -> String {
+    let mut parts = vec!["limit=200".to_string()];
+    if !status.is_empty() {
+        parts.push(format!("status={status}"));
+    }
+    if !workflow_id.is_empty() {
+        parts.push(format!("workflow_id={workflow_id}"));
+    }
+    format!("?{}", parts.join("&"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn durations_read_as_words_or_running() {
+        assert_eq!(format_duration(None), "running");
+        assert_eq!(format_duration(Some(412.6)), "412.6 ms");
+        assert_eq!(format_duration(Some(2440.0)), "2.44 s");
+    }
+
+    #[test]
+    fn times_drop_zone_and_fraction() {
+        assert_eq!(
+            short_time("2026-11-22T10:04:05.123456Z"),
+            "2026-11-22 10:04:05"
+        );
+        assert_eq!(short_time("2026-11-22T10:04:05Z"), "2026-11-22 10:04:05");
+    }
+
+    #[test]
+    fn node_results_follow_finish_order_and_count_tool_calls() {
+        let nodes = json!({
+            "out": {"status": "succeeded", "outputs": {"answer": "hi"}, "finished_at": "2026-01-01T00:00:02Z"},
+            "agent": {"status": "succeeded", "outputs": {"response": "hi", "tool_order": ["a", "b"]}, "finished_at": "2026-01-01T00:00:01Z"},
+            "bad": {"status": "failed", "error": "boom", "outputs": {}, "finished_at": "2026-01-01T00:00:03Z"}
+        });
+        let rows = node_results(&nodes);
+        let ids: Vec<&str> = rows.iter().map(|r| r.node_id.as_str()).collect();
+        assert_eq!(ids, ["agent", "out", "bad"]);
+        assert_eq!(rows[0].tool_calls, Some(2));
+        assert_eq!(rows[1].tool_calls, None);
+        assert_eq!(rows[2].error.as_deref(), Some("boom"));
+        assert!(rows[1].outputs.contains("\"answer\": \"hi\""));
+        assert!(node_results(&Value::Null).is_empty());
+    }
+
+    #[test]
+    fn list_query_carries_only_set_filters() {
+        assert_eq!(list_query("", ""), "?limit=200");
+        assert_eq!(
+            list_query("failed", "w1"),
+            "?limit=200&status=failed&workflow_id=w1"
+        );
+    }
+
+    #[test]
+    fn run_detail_decodes_the_servers_view() {
+        let d: RunDetail = serde_json::from_value(json!({
+            "id": "r", "workflow_id": "w", "workflow_revision": 2, "kind": "run", "replay_of": null,
+            "status": "running", "trigger": "api", "inputs": {}, "outputs": null, "error": null,
+            "created_at": "t", "finished_at": null, "trace_id": "x", "duration_ms": null,
+            "nodes": null, "agent_outputs": {}
+        }))
+        .expect("decodes");
+        assert!(d.is_active());
+    }
+}

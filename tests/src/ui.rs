@@ -1,0 +1,76 @@
+//! Small WebDriver helpers for the browser tests: find and wait for
+//! elements by CSS selector, with errors that name the selector.
+
+use std::time::{Duration, Instant};
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, Locator};
+
+/// Polls `check` every 50 ms until it says yes (20 s at most); the error
+/// names `what`.
+pub async fn wait_until<F, Fut>(what: &str, mut check: F) -> Result<(), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, String>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("timed out waiting for {what}"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The element matching `css`; the error names it.
+pub async fn find(c: &Client, css: &str) -> Result<Element, String> {
+    c.find(Locator::Css(css))
+        .await
+        .map_err(|e| format!("{css}: {e}"))
+}
+
+/// Waits for the element matching `css` to appear; the error names it.
+pub async fn appear(c: &Client, css: &str) -> Result<Element, String> {
+    c.wait()
+        .for_element(Locator::Css(css))
+        .await
+        .map_err(|e| format!("{css}: {e}"))
+}
+
+pub async fn click(c: &Client, css: &str) -> Result<(), String> {
+    find(c, css)
+        .await?
+        .click()
+        .await
+        .map_err(|e| format!("click {css}: {e}"))
+}
+
+pub async fn count(c: &Client, css: &str) -> Result<usize, String> {
+    Ok(c.find_all(Locator::Css(css))
+        .await
+        .map_err(|e| e.to_string())?
+        .len())
+}
+
+/// Types `text` into the element matching `css` (after clearing it) and
+/// leaves the field, so its change event fires.
+pub async fn type_and_leave(c: &Client, css: &str, text: &str) -> Result<(), String> {
+    let e = find(c, css).await?;
+    e.clear().await.map_err(|e| format!("clear {css}: {e}"))?;
+    e.send_keys(&format!("{text}\t"))
+        .await
+        .map_err(|e| format!("type into {css}: {e}"))
+}
+
+/// The `value` property of the element matching `css`.
+pub async fn value_of(c: &Client, css: &str) -> Result<String, String> {
+    find(c, css)
+        .await?
+        .prop("value")
+        .await
+        .map_err(|e| format!("{css}: {e}"))
+        .map(Option::unwrap_or_default)
+}

@@ -1,0 +1,177 @@
+//! Browser tests of the runs and tools pages in real Chromium against a
+//! real server: a finished run is listed with its status, trigger and
+//! duration, the filter narrows the list, and its page shows the outputs
+//! and each node's result; the tools page lists the registry with badges
+//! and schemas, narrowed by search, category and "show deprecated".
+
+use std::time::Duration;
+
+use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
+use glassbox_tests::ui::{appear, click, count, find, wait_until};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runs_page_lists_filters_and_opens_a_run() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    // The one-time sign-in link is the browser's; its session token drives
+    // the API too.
+    let Ok(token) = browser.sign_in(&server).await else {
+        browser.close().await;
+        panic!("sign in");
+    };
+    let workflow = json!({
+        "format_version": 1, "id": "listed", "name": "Listed run", "revision": 0,
+        "nodes": [
+            {"id": "agent", "kind": "agent", "config": {"prompt": "go", "tools": [{"tool": "calculator@1.0.0"}],
+                "provider": {"kind": "scripted", "script": {"turns": [
+                    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+                    {"text": "42"}]}}}},
+            {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    });
+    let wf = server.create_workflow(&token, &workflow);
+    let run_id = server.start_run(&token, &wf);
+    let run = server.finished_run(&token, &run_id);
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let c = browser.client.clone();
+    let outcome = async {
+        browser.open(&format!("{}/runs", server.url)).await?;
+        let row = format!("[data-run='{run_id}']");
+        appear(&c, &row).await?;
+        let status = wait_for_text(
+            &c,
+            &format!("{row} [data-testid=run-status]"),
+            Duration::from_secs(5),
+        )
+        .await?;
+        let listed = find(&c, &row)
+            .await?
+            .text()
+            .await
+            .map_err(|e| e.to_string())?;
+        let duration = wait_for_text(
+            &c,
+            &format!("{row} [data-testid=run-duration]"),
+            Duration::from_secs(5),
+        )
+        .await?;
+        // The status filter narrows the list; the workflow filter keeps it.
+        click(&c, "[data-testid=runs-status] option[value=failed]").await?;
+        wait_until("the failed-only list", || async {
+            Ok(count(&c, &row).await? == 0)
+        })
+        .await?;
+        click(&c, "[data-testid=runs-status] option[value=succeeded]").await?;
+        appear(&c, &row).await?;
+        click(
+            &c,
+            &format!("[data-testid=runs-workflow] option[value='{wf}']"),
+        )
+        .await?;
+        appear(&c, &row).await?;
+        browser.screenshot("runs-list").await?;
+        // Open it: status, outputs and each node's result.
+        click(&c, &format!("{row} a")).await?;
+        let id = wait_for_text(&c, "[data-testid=run-id]", Duration::from_secs(10)).await?;
+        let outputs =
+            wait_for_text(&c, "[data-testid=run-outputs]", Duration::from_secs(5)).await?;
+        let nodes = count(&c, "[data-testid=run-nodes] [data-node]").await?;
+        let agent = find(&c, "[data-testid=run-nodes] [data-node=agent]")
+            .await?
+            .text()
+            .await
+            .map_err(|e| e.to_string())?;
+        browser.screenshot("run-page").await?;
+        Ok::<_, String>((status, listed, duration, id, outputs, nodes, agent))
+    }
+    .await;
+    browser.close().await;
+    let (status, listed, duration, id, outputs, nodes, agent) =
+        outcome.expect("the runs pages work");
+    assert_eq!(status, "succeeded");
+    assert!(
+        listed.contains("Listed run") && listed.contains("api"),
+        "{listed}"
+    );
+    assert!(
+        duration.ends_with(" ms") || duration.ends_with(" s"),
+        "{duration}"
+    );
+    assert_eq!(id, run_id);
+    assert!(outputs.contains("\"answer\": \"42\""), "{outputs}");
+    assert_eq!(nodes, 2);
+    assert!(agent.contains("1 tool call(s)"), "{agent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tools_page_lists_the_registry_with_badges_and_schemas() {
+    let Some((server, browser)) = app_and_browser_with(&[("GLASSBOX_TEST_TOOLS", "1")]).await
+    else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        browser.sign_in(&server).await?;
+        browser.open(&format!("{}/tools", server.url)).await?;
+        appear(&c, "[data-testid=registry] [data-tool='calculator@1.0.0']").await?;
+        let all = count(&c, "[data-testid=registry] [data-tool]").await?;
+        let deprecated_hidden = count(&c, "[data-tool='secret_probe@0.9.0']").await?;
+        let probe = find(&c, "[data-tool='secret_probe@1.0.0']")
+            .await?
+            .text()
+            .await
+            .map_err(|e| e.to_string())?;
+        let schema = find(
+            &c,
+            "[data-tool='calculator@1.0.0'] [data-testid=tool-schema]",
+        )
+        .await?
+        .prop("textContent")
+        .await
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+        find(&c, "[data-testid=tool-search]")
+            .await?
+            .send_keys("calc")
+            .await
+            .map_err(|e| e.to_string())?;
+        wait_until("the search to narrow", || async {
+            Ok(count(&c, "[data-testid=registry] [data-tool]").await? == 1)
+        })
+        .await?;
+        find(&c, "[data-testid=tool-search]")
+            .await?
+            .clear()
+            .await
+            .map_err(|e| e.to_string())?;
+        find(&c, "[data-testid=tool-search]")
+            .await?
+            .send_keys(" ")
+            .await
+            .map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=show-deprecated]").await?;
+        appear(
+            &c,
+            "[data-tool='secret_probe@0.9.0'] [data-testid=deprecated-badge]",
+        )
+        .await?;
+        click(&c, "[data-testid=tool-category] option[value=data]").await?;
+        wait_until("the category to narrow", || async {
+            let n = count(&c, "[data-testid=registry] [data-tool]").await?;
+            Ok(n > 0 && n < all)
+        })
+        .await?;
+        browser.screenshot("tools-registry").await?;
+        Ok::<_, String>((deprecated_hidden, probe, schema))
+    }
+    .await;
+    browser.close().await;
+    let (deprecated_hidden, probe, schema) = outcome.expect("the tools page works");
+    assert_eq!(deprecated_hidden, 0, "deprecated only on request");
+    assert!(probe.contains("Missing API key"), "{probe}");
+    assert!(probe.contains("CANARY_WORKSPACE (missing)"), "{probe}");
+    assert!(schema.contains("\"expression\""), "{schema}");
+}
