@@ -5,13 +5,14 @@
 //! revision.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
 use fantoccini::{Client, Locator};
 use glassbox_tests::harness::{
     app_and_browser, app_and_browser_with, wait_for_text, Browser, Server,
 };
+use glassbox_tests::ui::{appear, click, count, find, type_and_leave, value_of, wait_until};
 
 type Nodes = BTreeSet<(String, String, String, String)>;
 type Edges = BTreeSet<(String, String)>;
@@ -59,23 +60,6 @@ async fn graph(c: &Client) -> Result<(Nodes, Edges), String> {
         edges.insert((source, target));
     }
     Ok((nodes, edges))
-}
-
-async fn wait_until<F, Fut>(what: &str, mut check: F) -> Result<(), String>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<bool, String>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if check().await? {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!("timed out waiting for {what}"));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Drags with the mouse from one element's centre to another's.
@@ -129,36 +113,6 @@ async fn new_workflow(browser: &Browser, server: &Server, name: &str) -> Result<
     click(c, "[data-testid=new-workflow]").await?;
     wait_for_text(c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
     Ok(token)
-}
-
-/// The element matching `css`; the error names it.
-async fn find(c: &Client, css: &str) -> Result<fantoccini::elements::Element, String> {
-    c.find(Locator::Css(css))
-        .await
-        .map_err(|e| format!("{css}: {e}"))
-}
-
-/// Waits for the element matching `css` to appear; the error names it.
-async fn appear(c: &Client, css: &str) -> Result<fantoccini::elements::Element, String> {
-    c.wait()
-        .for_element(Locator::Css(css))
-        .await
-        .map_err(|e| format!("{css}: {e}"))
-}
-
-async fn click(c: &Client, css: &str) -> Result<(), String> {
-    find(c, css)
-        .await?
-        .click()
-        .await
-        .map_err(|e| format!("click {css}: {e}"))
-}
-
-async fn count(c: &Client, css: &str) -> Result<usize, String> {
-    Ok(c.find_all(Locator::Css(css))
-        .await
-        .map_err(|e| e.to_string())?
-        .len())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -812,4 +766,195 @@ async fn a_tool_nodes_fields_are_fixed_or_wired() {
     assert_eq!(before, 0, "a fixed field has no input handle");
     assert!(error.starts_with("data: not valid JSON"), "{error}");
     assert_eq!(kind.as_deref(), Some("tool"));
+}
+
+/// The saved document of the workflow open in the browser.
+async fn saved_doc(c: &Client, server: &Server, token: &str) -> Result<serde_json::Value, String> {
+    let url = c.current_url().await.map_err(|e| e.to_string())?;
+    let id = url
+        .path()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let (_, body) = glassbox_tests::harness::http(
+        &server.url,
+        "GET",
+        &format!("/api/v1/workflows/{id}"),
+        Some(token),
+        None,
+    );
+    Ok(glassbox_tests::harness::json(&body))
+}
+
+/// Saves and waits for the editor to say so.
+async fn save(c: &Client) -> Result<String, String> {
+    click(c, "[data-testid=save]").await?;
+    let status = wait_for_text(c, "[data-testid=editor-status]", Duration::from_secs(20)).await?;
+    if status.starts_with("Saved as revision") {
+        Ok(status)
+    } else {
+        Err(format!("the save failed: {status}"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pin_options_are_checked_kept_while_wrong_and_saved() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        let token = new_workflow(&browser, &server, "Pin options").await?;
+        let agent = add_node(&c, "agent").await?;
+        click(&c, &format!("[data-node={agent}] .node-label")).await?;
+        appear(
+            &c,
+            "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
+        )
+        .await?;
+        click(
+            &c,
+            "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
+        )
+        .await?;
+        click(&c, "[data-tool='calculator@1.0.0'] [data-testid=pin]").await?;
+        let row = "[data-pin=calculator_result]";
+        appear(&c, &format!("{row} [data-pin-field=path]")).await?;
+
+        // A path that is not a JSON Pointer is refused by name and stays
+        // in the field to be corrected.
+        type_and_leave(&c, &format!("{row} [data-pin-field=path]"), "value").await?;
+        let refused = wait_for_text(&c, "[data-testid=pin-error]", Duration::from_secs(10)).await?;
+        let kept = value_of(&c, &format!("{row} [data-pin-field=path]")).await?;
+        browser.screenshot("editor-pin-path-refused").await?;
+        type_and_leave(&c, &format!("{row} [data-pin-field=path]"), "/value").await?;
+        wait_until("the error to clear", || async {
+            Ok(count(&c, "[data-testid=pin-error]").await? == 0)
+        })
+        .await?;
+        find(
+            &c,
+            &format!("{row} [data-pin-field=strategy] option[value=first_success]"),
+        )
+        .await?
+        .click()
+        .await
+        .map_err(|e| e.to_string())?;
+        find(
+            &c,
+            &format!("{row} [data-pin-field=on_missing] option[value=error]"),
+        )
+        .await?
+        .click()
+        .await
+        .map_err(|e| e.to_string())?;
+        // A new name renames the handle on the node at once.
+        type_and_leave(&c, &format!("{row} [data-pin-field=name]"), "sum").await?;
+        appear(&c, &format!("[data-node={agent}] [data-handle='out:sum']")).await?;
+        // A name that is already an output is refused.
+        type_and_leave(&c, "[data-pin=sum] [data-pin-field=name]", "response").await?;
+        let taken = wait_for_text(&c, "[data-testid=pin-error]", Duration::from_secs(10)).await?;
+        save(&c).await?;
+        let doc = saved_doc(&c, &server, &token).await?;
+        Ok::<_, String>((refused, kept, taken, doc, agent))
+    }
+    .await;
+    browser.close().await;
+    let (refused, kept, taken, doc, agent) = outcome.expect("pin options work");
+    assert!(
+        refused.contains("path: `value` is not a JSON Pointer"),
+        "{refused}"
+    );
+    assert_eq!(kept, "value", "the refused text stays in the field");
+    assert!(taken.contains("`response` is already an output"), "{taken}");
+    let node = doc["workflow"]["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["id"] == agent.as_str()))
+        .cloned()
+        .expect("agent saved");
+    let pin = &node["config"]["pins"][0];
+    assert_eq!(pin["name"], "sum", "{pin}");
+    assert_eq!(pin["path"], "/value", "{pin}");
+    assert_eq!(pin["selector"]["strategy"], "first_success", "{pin}");
+    assert_eq!(pin["on_missing"], "error", "{pin}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_nodes_form_follows_the_schema_and_shows_the_servers_checks() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        let token = new_workflow(&browser, &server, "Schema form").await?;
+        let tool = add_node(&c, "tool").await?;
+        click(&c, &format!("[data-node={tool}] .node-label")).await?;
+        find(
+            &c,
+            "[data-testid=tool-ref] option[value='http_request@1.0.0']",
+        )
+        .await?
+        .click()
+        .await
+        .map_err(|e| e.to_string())?;
+        // An enum is a choice; an integer a number field.
+        let method = "[data-field=method] select[data-testid=field-value]";
+        appear(&c, method).await?;
+        find(&c, &format!("{method} option[value='\"POST\"']"))
+            .await?
+            .click()
+            .await
+            .map_err(|e| e.to_string())?;
+        let timeout = "[data-field=timeout_ms] input[type=number]";
+        let kind = find(&c, timeout)
+            .await?
+            .attr("step")
+            .await
+            .map_err(|e| e.to_string())?;
+        // The form refuses what is not a whole number, by name...
+        type_and_leave(&c, timeout, "2.5").await?;
+        let refused =
+            wait_for_text(&c, "[data-testid=field-error]", Duration::from_secs(10)).await?;
+        // ...and the server's schema check names an out-of-range value
+        // beside its field.
+        type_and_leave(&c, timeout, "0").await?;
+        let beside = wait_for_text(
+            &c,
+            "[data-field=timeout_ms] [data-testid=field-diagnostic]",
+            Duration::from_secs(10),
+        )
+        .await?;
+        browser.screenshot("editor-tool-form").await?;
+        type_and_leave(&c, timeout, "5000").await?;
+        wait_until("the diagnostic to clear", || async {
+            Ok(count(&c, "[data-field=timeout_ms] [data-testid=field-diagnostic]").await? == 0)
+        })
+        .await?;
+        save(&c).await?;
+        let doc = saved_doc(&c, &server, &token).await?;
+        Ok::<_, String>((kind, refused, beside, doc, tool))
+    }
+    .await;
+    browser.close().await;
+    let (step, refused, beside, doc, tool) = outcome.expect("the schema form works");
+    assert_eq!(step.as_deref(), Some("1"), "an integer field steps by one");
+    assert!(
+        refused.starts_with("timeout_ms: `2.5` is not a whole number"),
+        "{refused}"
+    );
+    assert!(beside.contains("minimum of 1"), "{beside}");
+    let node = doc["workflow"]["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["id"] == tool.as_str()))
+        .cloned()
+        .expect("tool saved");
+    assert_eq!(
+        node["config"]["inputs"]["method"]["value"], "POST",
+        "{node}"
+    );
+    assert_eq!(
+        node["config"]["inputs"]["timeout_ms"]["value"], 5000,
+        "{node}"
+    );
 }

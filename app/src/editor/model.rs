@@ -62,6 +62,12 @@ pub enum Edit {
         node: String,
         label: String,
     },
+    /// Renames an Agent node's pinned handle and the edges that leave it.
+    RenamePin {
+        node: String,
+        from: String,
+        to: String,
+    },
     /// Replaces a node's kind and config (the configuration panel).
     SetKind {
         node: String,
@@ -507,6 +513,36 @@ fn apply_to(
             n.label = label.clone();
             Ok(None)
         }
+        Edit::RenamePin { node, from, to } => {
+            let n = index
+                .get(node)
+                .map(|i| &mut doc.nodes[*i])
+                .ok_or_else(|| EditError::UnknownNode(node.clone()))?;
+            let NodeKind::Agent(config) = &mut n.kind else {
+                return Err(EditError::Refused(format!("`{node}` is not an Agent node")));
+            };
+            node_runtime::graph::pins::check_name(to)
+                .map_err(|e| EditError::Refused(format!("name: {e}")))?;
+            if node_runtime::graph::AGENT_OUTPUTS.contains(&to.as_str())
+                || config.pins.iter().any(|p| p.name == *to && p.name != *from)
+            {
+                return Err(EditError::Refused(format!(
+                    "name: `{to}` is already an output of this node"
+                )));
+            }
+            let pin = config
+                .pins
+                .iter_mut()
+                .find(|p| p.name == *from)
+                .ok_or_else(|| EditError::Refused(format!("there is no pin `{from}`")))?;
+            pin.name = to.clone();
+            for e in &mut doc.edges {
+                if e.source.node == *node && e.source.handle == *from {
+                    e.source.handle = to.clone();
+                }
+            }
+            Ok(None)
+        }
         Edit::SetKind { node, kind } => {
             let n = doc
                 .nodes
@@ -560,6 +596,59 @@ mod tests {
             node: node.into(),
             handle: handle.into(),
         }
+    }
+
+    #[test]
+    fn renaming_a_pin_moves_its_edges_and_undoes_as_one_edit() {
+        let mut ed = input_template_output();
+        let agent = ed
+            .apply(Edit::AddNode {
+                kind: "agent".into(),
+                at: at(0.0, 300.0),
+            })
+            .unwrap()
+            .unwrap();
+        let Some(NodeKind::Agent(mut config)) = ed.node(&agent).map(|n| n.kind.clone()) else {
+            panic!("agent")
+        };
+        crate::editor::tools::add_pin(&mut config, "calculator");
+        ed.apply(Edit::SetKind {
+            node: agent.clone(),
+            kind: Box::new(NodeKind::Agent(config)),
+        })
+        .unwrap();
+        connect(
+            &mut ed,
+            h(&agent, "calculator_result"),
+            h("template1", "value"),
+        );
+        let before = ed.doc.clone();
+        for bad in ["response", "has space", ""] {
+            let err = ed
+                .apply(Edit::RenamePin {
+                    node: agent.clone(),
+                    from: "calculator_result".into(),
+                    to: bad.into(),
+                })
+                .expect_err(bad);
+            assert!(err.to_string().starts_with("name:"), "{err}");
+            assert_eq!(ed.doc, before, "refused: nothing changed");
+        }
+        ed.apply(Edit::RenamePin {
+            node: agent.clone(),
+            from: "calculator_result".into(),
+            to: "sum".into(),
+        })
+        .unwrap();
+        let node = ed.node(&agent).unwrap();
+        assert!(node.outputs().contains(&"sum".to_string()));
+        assert!(ed
+            .doc
+            .edges
+            .iter()
+            .any(|e| e.source == h(&agent, "sum") && e.target == h("template1", "value")));
+        ed.undo();
+        assert_eq!(ed.doc, before);
     }
 
     #[test]

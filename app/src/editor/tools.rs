@@ -135,6 +135,71 @@ pub fn add_pin(config: &mut AgentNodeConfig, tool_name: &str) -> String {
     name
 }
 
+/// The pin strategies and on-missing behaviours the panel offers, as
+/// (wire value, label).
+pub const PIN_STRATEGIES: [(&str, &str); 3] = [
+    ("latest", "Latest call"),
+    ("first_success", "First success"),
+    ("by_call_id", "One call (by call id)"),
+];
+pub const PIN_ON_MISSING: [(&str, &str); 3] = [
+    ("null", "Output null"),
+    ("error", "Fail the node"),
+    ("stale_last_success", "Last run's value"),
+];
+
+/// Sets one field of the pin `pin` from the panel's text: `tool`,
+/// `strategy`, `call_id`, `on_missing` or `path` (empty: the whole output).
+/// A refused value changes nothing and the error names the field.
+pub fn set_pin_field(
+    config: &mut AgentNodeConfig,
+    pin: &str,
+    field: &str,
+    text: &str,
+) -> Result<(), String> {
+    let p = config
+        .pins
+        .iter_mut()
+        .find(|p| p.name == pin)
+        .ok_or_else(|| format!("there is no pin `{pin}`"))?;
+    let text = text.trim();
+    let word = |v: &str| serde_json::Value::String(v.into());
+    match field {
+        "tool" if text.is_empty() => return Err("tool: name the tool the pin listens to".into()),
+        "tool" => p.selector.tool = text.into(),
+        "strategy" => {
+            p.selector.strategy = serde_json::from_value(word(text))
+                .map_err(|_| format!("strategy: `{text}` is not a pin strategy"))?;
+        }
+        "call_id" => p.selector.call_id = (!text.is_empty()).then(|| text.into()),
+        "on_missing" => {
+            p.on_missing = serde_json::from_value(word(text))
+                .map_err(|_| format!("on_missing: `{text}` is not an on-missing behaviour"))?;
+        }
+        "path" => {
+            node_runtime::graph::pins::check_path(text).map_err(|e| format!("path: {e}"))?;
+            p.path = (!text.is_empty()).then(|| text.into());
+        }
+        other => return Err(format!("`{other}` is not a pin setting")),
+    }
+    Ok(())
+}
+
+/// How a field's fixed value is edited, from its schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Control {
+    /// A string: the text is the value.
+    Text,
+    /// `integer` or `number`.
+    Number { integer: bool },
+    /// `boolean`: a checkbox.
+    Toggle,
+    /// `enum`: a choice among the values, each as (JSON text, label).
+    Choice(Vec<(String, String)>),
+    /// Objects, arrays, anything else: JSON, checked against the schema.
+    Json,
+}
+
 /// One input field of a Tool node, as its form shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldRow {
@@ -142,10 +207,33 @@ pub struct FieldRow {
     pub required: bool,
     /// The schema's `type`, or `any`.
     pub kind: String,
+    pub control: Control,
+    pub description: String,
     pub wired: bool,
-    /// The fixed value as the user edits it: a string as itself, anything
-    /// else as JSON; empty when unset.
+    /// The fixed value as the user edits it: a string field's text as
+    /// itself, anything else as JSON; empty when unset.
     pub text: String,
+}
+
+fn control_of(prop: &Value) -> Control {
+    if let Some(values) = prop["enum"].as_array() {
+        return Control::Choice(
+            values
+                .iter()
+                .map(|v| {
+                    let label = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                    (v.to_string(), label)
+                })
+                .collect(),
+        );
+    }
+    match prop["type"].as_str() {
+        Some("string") => Control::Text,
+        Some("integer") => Control::Number { integer: true },
+        Some("number") => Control::Number { integer: false },
+        Some("boolean") => Control::Toggle,
+        _ => Control::Json,
+    }
 }
 
 /// The form of a Tool node: one row per property of the tool's input
@@ -161,19 +249,21 @@ pub fn field_rows(schema: &Value, config: &ToolNodeConfig) -> Vec<FieldRow> {
             props
                 .iter()
                 .map(|(name, prop)| {
-                    let kind = prop["type"].as_str().unwrap_or("any").to_string();
+                    let control = control_of(prop);
                     let (wired, text) = match config.inputs.get(name) {
                         Some(FieldSource::Wired) => (true, String::new()),
                         Some(FieldSource::Fixed {
                             value: Value::String(s),
-                        }) if kind == "string" => (false, s.clone()),
+                        }) if control == Control::Text => (false, s.clone()),
                         Some(FieldSource::Fixed { value }) => (false, value.to_string()),
                         None => (false, String::new()),
                     };
                     FieldRow {
                         name: name.clone(),
                         required: required.contains(&name.as_str()),
-                        kind,
+                        kind: prop["type"].as_str().unwrap_or("any").to_string(),
+                        control,
+                        description: prop["description"].as_str().unwrap_or_default().to_string(),
                         wired,
                         text,
                     }
@@ -183,9 +273,33 @@ pub fn field_rows(schema: &Value, config: &ToolNodeConfig) -> Vec<FieldRow> {
         .unwrap_or_default()
 }
 
+/// The value a fixed field's text stands for; the error names the field.
+fn parse_field(row: &FieldRow, text: &str) -> Result<Value, String> {
+    let name = &row.name;
+    match &row.control {
+        Control::Text => Ok(Value::String(text.to_string())),
+        Control::Number { integer } => match serde_json::from_str::<Value>(text.trim()) {
+            Ok(Value::Number(n)) if !integer || n.is_i64() || n.is_u64() => Ok(Value::Number(n)),
+            Ok(Value::Number(_)) => Err(format!("{name}: `{}` is not a whole number", text.trim())),
+            _ => Err(format!("{name}: `{}` is not a number", text.trim())),
+        },
+        Control::Toggle => match text.trim() {
+            "true" => Ok(Value::Bool(true)),
+            "false" => Ok(Value::Bool(false)),
+            other => Err(format!("{name}: `{other}` is not true or false")),
+        },
+        Control::Choice(_) | Control::Json => {
+            serde_json::from_str(text).map_err(|e| format!("{name}: not valid JSON ({e})"))
+        }
+    }
+}
+
 /// Sets one field from the form: wired (an input handle appears), or a
-/// fixed value (a string field takes the text as is; others parse it as
-/// JSON); empty text unsets it. The error names the field.
+/// fixed value parsed for its control (a number field takes only numbers,
+/// a whole-number field only whole ones); empty text unsets it. A refused
+/// value changes nothing and the error names the field. The rest of the
+/// schema (ranges, lengths, nested fields) is checked by the server's
+/// validator, whose `FIELD_INVALID` diagnostics the form shows per field.
 pub fn set_field(
     config: &mut ToolNodeConfig,
     row: &FieldRow,
@@ -200,11 +314,7 @@ pub fn set_field(
         config.inputs.remove(&row.name);
         return Ok(());
     }
-    let value = if row.kind == "string" {
-        Value::String(text.to_string())
-    } else {
-        serde_json::from_str(text).map_err(|e| format!("{}: not valid JSON ({e})", row.name))?
-    };
+    let value = parse_field(row, text)?;
     config
         .inputs
         .insert(row.name.clone(), FieldSource::Fixed { value });
@@ -392,6 +502,109 @@ mod tests {
             auth_badge(&c[4]),
             Some(("Using workspace key".into(), false))
         );
+    }
+
+    #[test]
+    fn the_form_follows_the_schema_and_parses_values_by_control() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "units": {"type": "string", "enum": ["metric", "imperial"], "description": "Unit system"},
+            "days": {"type": "integer", "minimum": 1, "maximum": 14},
+            "ratio": {"type": "number"},
+            "alerts": {"type": "boolean"},
+            "where": {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]},
+            "name": {"type": "string", "maxLength": 5}
+        }});
+        let mut config = ToolNodeConfig {
+            tool: "t@1.0.0".into(),
+            inputs: Default::default(),
+            secret_scope: None,
+            output_path: None,
+        };
+        let rows = field_rows(&schema, &config);
+        let row = |n: &str| rows.iter().find(|r| r.name == n).expect(n).clone();
+        assert_eq!(
+            row("units").control,
+            Control::Choice(vec![
+                ("\"metric\"".into(), "metric".into()),
+                ("\"imperial\"".into(), "imperial".into())
+            ])
+        );
+        assert_eq!(row("units").description, "Unit system");
+        assert_eq!(row("days").control, Control::Number { integer: true });
+        assert_eq!(row("ratio").control, Control::Number { integer: false });
+        assert_eq!(row("alerts").control, Control::Toggle);
+        assert_eq!(row("where").control, Control::Json);
+        assert_eq!(row("name").control, Control::Text);
+
+        set_field(&mut config, &row("units"), false, "\"imperial\"").unwrap();
+        set_field(&mut config, &row("days"), false, "3").unwrap();
+        set_field(&mut config, &row("ratio"), false, "0.5").unwrap();
+        set_field(&mut config, &row("alerts"), false, "true").unwrap();
+        set_field(&mut config, &row("where"), false, r#"{"lat": 52.5}"#).unwrap();
+        let before = config.clone();
+        for (field, text, says) in [
+            ("days", "2.5", "days: `2.5` is not a whole number"),
+            ("days", "many", "days: `many` is not a number"),
+            ("alerts", "yes", "alerts: `yes` is not true or false"),
+            ("where", "{lat", "where: not valid JSON"),
+        ] {
+            let err = set_field(&mut config, &row(field), false, text).expect_err(text);
+            assert!(err.starts_with(says), "{field}={text}: {err}");
+            assert_eq!(config, before, "{field}={text} refused: nothing changed");
+        }
+        let fixed = |n: &str| match &config.inputs[n] {
+            FieldSource::Fixed { value } => value.clone(),
+            FieldSource::Wired => Value::Null,
+        };
+        assert_eq!(fixed("units"), serde_json::json!("imperial"));
+        assert_eq!(fixed("days"), serde_json::json!(3));
+        assert_eq!(fixed("alerts"), serde_json::json!(true));
+        // The form shows the stored values back.
+        let again = field_rows(&schema, &config);
+        assert_eq!(
+            again.iter().find(|r| r.name == "units").unwrap().text,
+            "\"imperial\""
+        );
+    }
+
+    #[test]
+    fn pin_settings_are_checked_and_a_refused_value_changes_nothing() {
+        let node = new_node("agent", "a".into(), Position::default()).unwrap();
+        let NodeKind::Agent(mut config) = node.kind else {
+            panic!("agent")
+        };
+        let name = add_pin(&mut config, "calculator");
+        set_pin_field(&mut config, &name, "strategy", "first_success").expect("strategy");
+        set_pin_field(&mut config, &name, "on_missing", "stale_last_success").expect("on_missing");
+        set_pin_field(&mut config, &name, "path", " /value ").expect("path");
+        set_pin_field(&mut config, &name, "call_id", "c-1").expect("call id");
+        let before = config.clone();
+        for (field, text, named) in [
+            ("path", "value", "path: `value` is not a JSON Pointer"),
+            ("strategy", "newest", "strategy: `newest`"),
+            ("on_missing", "ignore", "on_missing: `ignore`"),
+            ("tool", " ", "tool:"),
+            ("colour", "red", "`colour`"),
+        ] {
+            let err = set_pin_field(&mut config, &name, field, text).expect_err(field);
+            assert!(err.starts_with(named), "{err}");
+            assert_eq!(config, before, "{field} refused, nothing changed");
+        }
+        let pin = &config.pins[0];
+        assert_eq!(pin.selector.strategy, PinStrategy::FirstSuccess);
+        assert_eq!(pin.on_missing, OnMissing::StaleLastSuccess);
+        assert_eq!(pin.path.as_deref(), Some("/value"));
+        assert_eq!(pin.selector.call_id.as_deref(), Some("c-1"));
+        set_pin_field(&mut config, &name, "path", "").expect("clear path");
+        set_pin_field(&mut config, &name, "call_id", "").expect("clear call id");
+        assert_eq!(
+            (
+                config.pins[0].path.clone(),
+                config.pins[0].selector.call_id.clone()
+            ),
+            (None, None)
+        );
+        assert!(set_pin_field(&mut config, "nope", "path", "").is_err());
     }
 
     #[test]

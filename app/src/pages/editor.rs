@@ -615,7 +615,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                         </g>
                     </svg>
                 </div>
-                <Inspector editor=editor tools=tools />
+                <Inspector editor=editor tools=tools diagnostics=diagnostics.read_only() />
             </div>
             <ul class="diagnostics" data-testid="diagnostics">
                 {move || diagnostics.get().into_iter().map(|d| {

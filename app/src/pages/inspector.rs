@@ -3,10 +3,12 @@
 //! "show deprecated", badges, enable toggles, Pin) and its pinned handles.
 
 use leptos::prelude::*;
+use node_runtime::graph::validate::{Diagnostic, Severity};
 use node_runtime::graph::{AgentNodeConfig, NodeKind, ToolNodeConfig};
 
 use crate::editor::model::{Edit, Editor};
-use crate::editor::tools::{self, ToolInfo, CATEGORIES};
+use crate::editor::tools::{self, Control, ToolInfo};
+use crate::widgets::{tool_badges, ToolFilters};
 
 /// A checked change to an Agent node's config.
 type AgentChange = Box<dyn FnOnce(&mut AgentNodeConfig) -> Result<(), String>>;
@@ -149,11 +151,131 @@ fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
     }
 }
 
+/// The Agent node's pinned handles: each one's name, tool, strategy (and
+/// call id), on-missing behaviour and path, checked as they change. A
+/// refused value is named below the list and changes nothing, and the
+/// field keeps what was typed so it can be corrected.
+fn pin_rows(editor: RwSignal<Editor>, id: String) -> impl IntoView {
+    use tools::{PIN_ON_MISSING, PIN_STRATEGIES};
+    let problem = RwSignal::new(None::<String>);
+    let report = move |result: Result<(), String>| problem.set(result.err());
+    let rows = move || {
+        let Some(config) = editor.with(|e| agent_of(e, &id)) else {
+            return ().into_any();
+        };
+        if config.pins.is_empty() {
+            return view! { <p class="muted">"No pins yet: the Pin button on a tool adds an output handle carrying that tool's result."</p> }.into_any();
+        }
+        let enabled: Vec<String> = config
+            .tools
+            .iter()
+            .filter(|t| t.enabled)
+            .map(|t| t.tool.split('@').next().unwrap_or_default().to_string())
+            .collect();
+        let mut tool_names: Vec<String> = config
+            .tools
+            .iter()
+            .map(|t| t.tool.split('@').next().unwrap_or_default().to_string())
+            .chain(config.pins.iter().map(|p| p.selector.tool.clone()))
+            .collect();
+        tool_names.sort();
+        tool_names.dedup();
+        view! {
+            <ul class="pins" data-testid="pins">
+                {config.pins.iter().map(|p| {
+                    let pin = p.name.clone();
+                    let strategy = serde_json::to_value(p.selector.strategy).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                    let on_missing = serde_json::to_value(p.on_missing).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                    let disabled = !enabled.contains(&p.selector.tool);
+                    let by_call = p.selector.strategy == node_runtime::graph::PinStrategy::ByCallId;
+                    // One change handler per field: pin settings go through
+                    // the checked setter, a new name through RenamePin.
+                    let field = {
+                        let (id, pin) = (id.clone(), pin.clone());
+                        move |name: &'static str| {
+                            let (id, pin) = (id.clone(), pin.clone());
+                            move |ev: leptos::ev::Event| {
+                                let text = event_target_value(&ev);
+                                let Some(mut next) = editor.with_untracked(|e| agent_of(e, &id)) else { return };
+                                let checked = tools::set_pin_field(&mut next, &pin, name, &text);
+                                if checked.is_ok() {
+                                    edit_agent(editor, &id, |c| *c = next);
+                                }
+                                report(checked.map_err(|e| format!("Pin `{pin}`: {e}")));
+                            }
+                        }
+                    };
+                    let rename = {
+                        let (id, pin) = (id.clone(), pin.clone());
+                        move |ev: leptos::ev::Event| {
+                            let to = event_target_value(&ev).trim().to_string();
+                            // Untracked first: a refused name must not
+                            // redraw the rows (and lose what was typed).
+                            let result = editor
+                                .try_update_untracked(|e| e.apply(Edit::RenamePin { node: id.clone(), from: pin.clone(), to }))
+                                .unwrap_or(Ok(None));
+                            if result.is_ok() {
+                                editor.notify();
+                            }
+                            report(result.map(|_| ()).map_err(|e| format!("Pin `{pin}`: {e}")));
+                        }
+                    };
+                    let remove = {
+                        let (id, pin) = (id.clone(), pin.clone());
+                        move |_| edit_agent(editor, &id, |c| c.pins.retain(|x| x.name != pin))
+                    };
+                    let options = |choices: &'static [(&'static str, &'static str)], current: String| {
+                        choices.iter().map(move |(v, label)| view! { <option value=*v selected=*v == current>{*label}</option> }).collect_view()
+                    };
+                    let current_tool = p.selector.tool.clone();
+                    view! {
+                        <li class="pin-row" data-pin=pin.clone()>
+                            <label class="field">"Handle name"
+                                <input type="text" data-pin-field="name" prop:value=pin.clone() on:change=rename />
+                            </label>
+                            {disabled.then(|| view! {
+                                <span class="badge warn" data-testid="pin-disabled" title="The pin and its edges stay; it outputs its on-missing value">
+                                    {format!("{} is not enabled", p.selector.tool)}
+                                </span>
+                            })}
+                            <label class="field">"Tool"
+                                <select data-pin-field="tool" on:change=field("tool")>
+                                    {tool_names.iter().map(|t| view! { <option value=t.clone() selected=*t == current_tool>{t.clone()}</option> }).collect_view()}
+                                </select>
+                            </label>
+                            <label class="field">"Which call"
+                                <select data-pin-field="strategy" on:change=field("strategy")>{options(&PIN_STRATEGIES, strategy)}</select>
+                            </label>
+                            {by_call.then(|| view! {
+                                <label class="field">"Call id"
+                                    <input type="text" data-pin-field="call_id" prop:value=p.selector.call_id.clone().unwrap_or_default() on:change=field("call_id") />
+                                </label>
+                            })}
+                            <label class="field">"When there is no such call"
+                                <select data-pin-field="on_missing" on:change=field("on_missing")>{options(&PIN_ON_MISSING, on_missing)}</select>
+                            </label>
+                            <label class="field">"Path in the result (JSON Pointer; empty: all of it)"
+                                <input type="text" data-pin-field="path" placeholder="/items/0" prop:value=p.path.clone().unwrap_or_default() on:change=field("path") />
+                            </label>
+                            <button type="button" data-testid="pin-remove" on:click=remove>"Remove pin"</button>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        }.into_any()
+    };
+    view! {
+        {rows}
+        {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="pin-error">{p}</p> })}
+    }
+}
+
 /// A Tool node's panel: which tool@version, and one row per input field,
 /// fixed (edited here) or wired (an input handle on the node).
 fn tool_panel(
     editor: RwSignal<Editor>,
     tools: LocalResource<Result<Vec<ToolInfo>, crate::api::ApiError>>,
+    diagnostics: ReadSignal<Vec<Diagnostic>>,
     id: String,
 ) -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
@@ -192,6 +314,44 @@ fn tool_panel(
             .map(|row| {
                 let (wire_id, text_id) = (id.clone(), id.clone());
                 let (wire_row, text_row) = (row.clone(), row.clone());
+                // A refused value changes nothing (so the field keeps what
+                // was typed) and is named above the fields.
+                let set_text = move |ev: leptos::ev::Event| {
+                    let text = event_target_value(&ev);
+                    let Some(mut next) = editor.with_untracked(|e| tool_of(e, &text_id)) else { return };
+                    let outcome = tools::set_field(&mut next, &text_row, false, &text);
+                    if outcome.is_ok() {
+                        edit_tool(editor, &text_id, |c| *c = next);
+                    }
+                    problem.set(outcome.err());
+                };
+                let text = row.text.clone();
+                let unset = move |current: &str| view! { <option value="" selected=current.is_empty()>"(unset)"</option> };
+                let control = match &row.control {
+                    Control::Text => view! {
+                        <input type="text" data-testid="field-value" prop:value=text on:change=set_text />
+                    }.into_any(),
+                    Control::Number { integer } => view! {
+                        <input type="number" step=if *integer { "1" } else { "any" } data-testid="field-value"
+                            prop:value=text on:change=set_text />
+                    }.into_any(),
+                    Control::Toggle => view! {
+                        <select data-testid="field-value" on:change=set_text>
+                            {unset(&text)}
+                            <option value="true" selected=text == "true">"true"</option>
+                            <option value="false" selected=text == "false">"false"</option>
+                        </select>
+                    }.into_any(),
+                    Control::Choice(choices) => view! {
+                        <select data-testid="field-value" on:change=set_text>
+                            {unset(&text)}
+                            {choices.iter().map(|(v, label)| view! { <option value=v.clone() selected=*v == text>{label.clone()}</option> }).collect_view()}
+                        </select>
+                    }.into_any(),
+                    Control::Json => view! {
+                        <textarea data-testid="field-value" rows="3" placeholder="JSON" prop:value=text on:change=set_text></textarea>
+                    }.into_any(),
+                };
                 view! {
                     <div class="field-row" data-field=row.name.clone()>
                         <label>
@@ -203,20 +363,22 @@ fn tool_panel(
                                 on:change=move |ev| {
                                     let wired = event_target_checked(&ev);
                                     edit_tool(editor, &wire_id, |c| {
-                                        let _ = tools::set_field(c, &wire_row, wired, &wire_row.text);
+                                        let _ = tools::set_field(c, &wire_row, wired, "");
                                     });
                                 } />
                             " wired"
                         </label>
-                        {(!row.wired).then(|| view! {
-                            <input type="text" data-testid="field-value" prop:value=row.text.clone()
-                                on:change=move |ev| {
-                                    let text = event_target_value(&ev);
-                                    let mut outcome = Ok(());
-                                    edit_tool(editor, &text_id, |c| outcome = tools::set_field(c, &text_row, false, &text));
-                                    problem.set(outcome.err());
-                                } />
-                        })}
+                        {(!row.wired).then_some(control)}
+                        {(!row.description.is_empty()).then(|| view! { <p class="muted help">{row.description.clone()}</p> })}
+                        {
+                            let (node, field) = (id.clone(), row.name.clone());
+                            move || diagnostics.with(|all| {
+                                all.iter()
+                                    .filter(|d| d.node == node && d.handle.as_deref() == Some(field.as_str()))
+                                    .map(|d| view! { <p class=if d.severity == Severity::Error { "error" } else { "warn" } data-testid="field-diagnostic">{d.message.clone()}</p> })
+                                    .collect_view()
+                            })
+                        }
                     </div>
                 }
             })
@@ -237,6 +399,9 @@ fn tool_panel(
 pub fn Inspector(
     editor: RwSignal<Editor>,
     tools: LocalResource<Result<Vec<ToolInfo>, crate::api::ApiError>>,
+    /// The server's diagnostics of the document, shown beside the fields
+    /// they name.
+    diagnostics: ReadSignal<Vec<Diagnostic>>,
 ) -> impl IntoView {
     let query = RwSignal::new(String::new());
     let category = RwSignal::new(String::new());
@@ -292,7 +457,6 @@ pub fn Inspector(
                                 let (toggle_id, pin_id) = (rows_id.clone(), rows_id.clone());
                                 let toggle_ref = reference.clone();
                                 let pin_name = t.name.clone();
-                                let badge = tools::auth_badge(t);
                                 view! {
                                     <li class="tool-row" data-tool=reference.clone()>
                                         <label>
@@ -303,14 +467,7 @@ pub fn Inspector(
                                                 } />
                                             " " <strong>{reference.clone()}</strong>
                                         </label>
-                                        <span class="badge">{t.category.clone()}</span>
-                                        <span class=format!("badge effect-{}", t.side_effects)>{t.side_effects.clone()}</span>
-                                        {badge.map(|(text, warn)| view! {
-                                            <span class=if warn { "badge warn" } else { "badge" } data-testid="auth-badge">{text}</span>
-                                        })}
-                                        {(t.lifecycle == "deprecated").then(|| view! {
-                                            <span class="badge warn" data-testid="deprecated-badge" title="Deprecated: still runs, with a warning; pick a newer version">"deprecated"</span>
-                                        })}
+                                        {tool_badges(t)}
                                         <button type="button" class="pin" data-testid="pin" title="Pin this tool's result as an output handle"
                                             on:click=move |_| edit_agent(editor, &pin_id, |c| { tools::add_pin(c, &pin_name); })>"Pin"</button>
                                     </li>
@@ -319,22 +476,7 @@ pub fn Inspector(
                         </ul>
                     }.into_any()
                 };
-                let pins_id = id.clone();
-                let pins = move || {
-                    editor.with(|e| agent_of(e, &pins_id).map(|c| c.pins).unwrap_or_default())
-                    .into_iter()
-                    .map(|p| {
-                        let remove_id = pins_id.clone();
-                        let name = p.name.clone();
-                        view! {
-                            <li data-pin=p.name.clone()>
-                                <code>{p.name.clone()}</code> " ← " {p.selector.tool.clone()} " (" {format!("{:?}", p.selector.strategy).to_lowercase()} ")"
-                                " " <button type="button" on:click=move |_| edit_agent(editor, &remove_id, |c| c.pins.retain(|x| x.name != name))>"Remove"</button>
-                            </li>
-                        }
-                    })
-                    .collect_view()
-                };
+                let pins = pin_rows(editor, id.clone());
                 let settings = agent_settings(editor, id.clone());
                 Some(view! {
                     <label class="field">"Prompt (its {{ variables }} are input handles)"
@@ -342,22 +484,15 @@ pub fn Inspector(
                     </label>
                     {settings}
                     <h3>"Tools"</h3>
-                    <div class="tool-filters">
-                        <input type="search" placeholder="Search tools" data-testid="tool-search"
-                            prop:value=move || query.get() on:input=move |ev| query.set(event_target_value(&ev)) />
-                        <select data-testid="tool-category" on:change=move |ev| category.set(event_target_value(&ev))>
-                            <option value="">"All categories"</option>
-                            {CATEGORIES.iter().map(|c| view! { <option value=*c>{*c}</option> }).collect_view()}
-                        </select>
-                        <label><input type="checkbox" data-testid="show-deprecated"
-                            on:change=move |ev| show_deprecated.set(event_target_checked(&ev)) />" show deprecated"</label>
-                    </div>
+                    <ToolFilters query category show_deprecated />
                     {rows}
                     <h3>"Pinned handles"</h3>
-                    <ul class="pins" data-testid="pins">{pins}</ul>
+                    {pins}
                 }.into_any())
             }
-            NodeKind::Tool(_) => Some(tool_panel(editor, tools, id.clone()).into_any()),
+            NodeKind::Tool(_) => {
+                Some(tool_panel(editor, tools, diagnostics, id.clone()).into_any())
+            }
             _ => None,
         };
         Some(view! {
