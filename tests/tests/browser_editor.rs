@@ -958,3 +958,78 @@ async fn a_tool_nodes_form_follows_the_schema_and_shows_the_servers_checks() {
         "{node}"
     );
 }
+
+/// WebDriver key codes.
+const ENTER: &str = "\u{E007}";
+const ARROW_RIGHT: &str = "\u{E014}";
+const CONTROL: &str = "\u{E009}";
+
+/// Sends keys to the element matching `css` (WebDriver focuses it first).
+async fn keys(c: &Client, css: &str, text: &str) -> Result<(), String> {
+    find(c, css)
+        .await?
+        .send_keys(text)
+        .await
+        .map_err(|e| format!("keys to {css}: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_editor_actions_work_from_the_keyboard() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        new_workflow(&browser, &server, "Keyboard").await?;
+        // Add nodes from the palette with Enter.
+        keys(&c, "[data-palette=input]", ENTER).await?;
+        appear(&c, "[data-node=input1]").await?;
+        keys(&c, "[data-palette=output]", ENTER).await?;
+        appear(&c, "[data-node=output1]").await?;
+        // Select a node with Enter on it: its panel opens.
+        keys(&c, "[data-node=input1]", ENTER).await?;
+        appear(&c, "[data-testid=connect-form]").await?;
+        // Wire it from the panel's Connect form, by keyboard.
+        keys(&c, "[data-testid=connect-to]", "Output").await?;
+        keys(&c, "[data-testid=connect]", ENTER).await?;
+        wait_until("the edge", || async {
+            Ok(count(&c, "[data-edge]").await? == 1)
+        })
+        .await?;
+        // Arrows move the selected node; Ctrl+Z undoes the move.
+        let x0 = find(&c, "[data-node=input1]")
+            .await?
+            .attr("data-x")
+            .await
+            .map_err(|e| e.to_string())?;
+        keys(&c, "[data-node=input1]", ARROW_RIGHT).await?;
+        let moved = async || {
+            find(&c, "[data-node=input1]")
+                .await?
+                .attr("data-x")
+                .await
+                .map_err(|e| e.to_string())
+        };
+        wait_until("the move", || async { Ok(moved().await? != x0) }).await?;
+        let x1 = moved().await?;
+        keys(&c, "[data-node=input1]", &format!("{CONTROL}z{CONTROL}")).await?;
+        wait_until("the undo", || async { Ok(moved().await? == x0) }).await?;
+        // Ctrl+S saves.
+        keys(&c, "[data-testid=canvas]", &format!("{CONTROL}s{CONTROL}")).await?;
+        let saved =
+            wait_for_text(&c, "[data-testid=editor-status]", Duration::from_secs(20)).await?;
+        let edges = count(&c, "[data-edge]").await?;
+        browser.screenshot("editor-keyboard").await?;
+        Ok::<_, String>((x0, x1, saved, edges))
+    }
+    .await;
+    browser.close().await;
+    let (x0, x1, saved, edges) = outcome.expect("the keyboard drives the editor");
+    let (x0, x1): (f64, f64) = (
+        x0.unwrap_or_default().parse().unwrap_or(f64::NAN),
+        x1.unwrap_or_default().parse().unwrap_or(f64::NAN),
+    );
+    assert_eq!(x1 - x0, 10.0, "one arrow press moves 10 units");
+    assert!(saved.starts_with("Saved as revision"), "{saved}");
+    assert_eq!(edges, 1, "the keyboard's edge is saved with the graph");
+}

@@ -307,6 +307,21 @@ impl Editor {
     }
 }
 
+/// Every input handle `source` may be wired to, in document order: what
+/// the keyboard's "Connect" list offers.
+pub fn connect_targets(doc: &Workflow, source: &HandleRef) -> Vec<HandleRef> {
+    doc.nodes
+        .iter()
+        .flat_map(|n| {
+            n.inputs().into_iter().map(|handle| HandleRef {
+                node: n.id.clone(),
+                handle,
+            })
+        })
+        .filter(|t| can_connect(doc, source, t).is_ok())
+        .collect()
+}
+
 /// Whether `source` (an output handle) may be wired to `target` (an input
 /// handle); the reason when not.
 pub fn can_connect(doc: &Workflow, source: &HandleRef, target: &HandleRef) -> Result<(), String> {
@@ -649,6 +664,26 @@ mod tests {
             .any(|e| e.source == h(&agent, "sum") && e.target == h("template1", "value")));
         ed.undo();
         assert_eq!(ed.doc, before);
+    }
+
+    #[test]
+    fn connect_targets_are_the_inputs_that_take_the_wire() {
+        let mut ed = input_template_output();
+        let from = h("input1", "text");
+        assert_eq!(
+            connect_targets(&ed.doc, &from),
+            [h("template1", "value"), h("output1", "result")]
+        );
+        connect(&mut ed, from.clone(), h("template1", "value"));
+        connect(&mut ed, h("template1", "text"), h("output1", "result"));
+        assert!(
+            connect_targets(&ed.doc, &from).is_empty(),
+            "wired inputs are taken"
+        );
+        assert!(
+            connect_targets(&ed.doc, &h("output1", "nope")).is_empty(),
+            "no such output"
+        );
     }
 
     #[test]

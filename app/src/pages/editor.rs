@@ -270,6 +270,25 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 ev.prevent_default();
                 save_key();
             }
+            // Arrows move the selection (Shift: further), one undoable
+            // edit per press; Escape clears the selection.
+            "ArrowLeft" | "ArrowRight" | "ArrowUp" | "ArrowDown" => {
+                let ids: Vec<String> =
+                    editor.with_untracked(|e| e.selection.iter().cloned().collect());
+                if ids.is_empty() {
+                    return;
+                }
+                ev.prevent_default();
+                let step = if ev.shift_key() { 50.0 } else { 10.0 };
+                let (dx, dy) = match ev.key().as_str() {
+                    "ArrowLeft" => (-step, 0.0),
+                    "ArrowRight" => (step, 0.0),
+                    "ArrowUp" => (0.0, -step),
+                    _ => (0.0, step),
+                };
+                apply(Edit::Move { ids, dx, dy });
+            }
+            "Escape" => editor.update(|e| e.selection.clear()),
             "c" if ctrl => {
                 ev.prevent_default();
                 clip.set_value(editor.with_untracked(Editor::copy_selection));
@@ -403,6 +422,26 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             });
             drag.set(Some(Drag::Nodes { last: p }));
         };
+        // Enter or Space on a focused node selects it (Shift: adds or
+        // removes it), which opens its panel.
+        let key_id = id.clone();
+        let key_select = move |ev: leptos::ev::KeyboardEvent| {
+            if !matches!(ev.key().as_str(), "Enter" | " ") {
+                return;
+            }
+            ev.prevent_default();
+            let shift = ev.shift_key();
+            editor.update(|e| {
+                if shift {
+                    if !e.selection.remove(&key_id) {
+                        e.selection.insert(key_id.clone());
+                    }
+                } else {
+                    e.selection.clear();
+                    e.selection.insert(key_id.clone());
+                }
+            });
+        };
         let in_handles = n
             .inputs()
             .into_iter()
@@ -474,7 +513,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         view! {
             <g class="node" class:selected=selected data-node=id.clone() data-kind=n.kind_name()
                 data-x=p1 data-y=p2 transform=p3
-                on:pointerdown=down>
+                tabindex="0" role="button" aria-label=format!("{} ({}) node", n.label, n.kind_name())
+                on:pointerdown=down on:keydown=key_select>
                 <rect width=NODE_WIDTH height=height rx="6" />
                 <text x="10" y="19" class="node-label">{n.label.clone()}</text>
                 <text x=NODE_WIDTH - 10.0 y="19" text-anchor="end" class="node-kind">{n.kind_name()}</text>

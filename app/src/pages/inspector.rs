@@ -4,9 +4,9 @@
 
 use leptos::prelude::*;
 use node_runtime::graph::validate::{Diagnostic, Severity};
-use node_runtime::graph::{AgentNodeConfig, NodeKind, ToolNodeConfig};
+use node_runtime::graph::{AgentNodeConfig, HandleRef, NodeKind, ToolNodeConfig};
 
-use crate::editor::model::{Edit, Editor};
+use crate::editor::model::{connect_targets, Edit, Editor};
 use crate::editor::tools::{self, Control, ToolInfo};
 use crate::widgets::{tool_badges, ToolFilters};
 
@@ -395,6 +395,98 @@ fn tool_panel(
     }
 }
 
+/// Wiring without a mouse: pick one of the node's outputs and one of the
+/// inputs that take it, then Connect (one edit, undoable like a drag).
+fn connect_form(editor: RwSignal<Editor>, id: String) -> impl IntoView {
+    let output = RwSignal::new(String::new());
+    let target = RwSignal::new(String::new());
+    let problem = RwSignal::new(None::<String>);
+    let outputs = {
+        let id = id.clone();
+        move || editor.with(|e| e.node(&id).map(|n| n.outputs()).unwrap_or_default())
+    };
+    let source = {
+        let (id, outputs) = (id.clone(), outputs.clone());
+        move || {
+            let chosen = output.get();
+            let first = outputs().into_iter().next().unwrap_or_default();
+            HandleRef {
+                node: id.clone(),
+                handle: if chosen.is_empty() { first } else { chosen },
+            }
+        }
+    };
+    let targets = {
+        let source = source.clone();
+        move || {
+            let from = source();
+            editor.with(|e| {
+                connect_targets(&e.doc, &from)
+                    .into_iter()
+                    .map(|t| {
+                        let label = e.node(&t.node).map(|n| n.label.clone()).unwrap_or_default();
+                        (
+                            format!("{}:{}", t.node, t.handle),
+                            format!("{label} ({}) · {}", t.node, t.handle),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+        }
+    };
+    let connect = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let from = source();
+        let chosen = target.get_untracked();
+        let Some((node, handle)) = chosen.split_once(':') else {
+            problem.set(Some("Choose an input to connect to.".into()));
+            return;
+        };
+        let edit = Edit::Connect {
+            source: from,
+            target: HandleRef {
+                node: node.into(),
+                handle: handle.into(),
+            },
+        };
+        let result = editor.try_update(|e| e.apply(edit)).unwrap_or(Ok(None));
+        problem.set(result.err().map(|e| e.to_string()));
+        target.set(String::new());
+    };
+    move || {
+        let outs = outputs();
+        if outs.is_empty() {
+            return ().into_any();
+        }
+        let chosen = output.get();
+        let options = targets();
+        // What the list shows is what Connect uses, even after a redraw.
+        let picked = target.get_untracked();
+        if !options.iter().any(|(v, _)| *v == picked) {
+            target.set(String::new());
+        }
+        view! {
+            <form class="connect" data-testid="connect-form" on:submit=connect.clone()>
+                <h3>"Connect"</h3>
+                <label class="field">"From output"
+                    <select data-testid="connect-from" on:change=move |ev| { output.set(event_target_value(&ev)); target.set(String::new()); }>
+                        {outs.iter().map(|o| view! { <option value=o.clone() selected=*o == chosen>{o.clone()}</option> }).collect_view()}
+                    </select>
+                </label>
+                <label class="field">"To input"
+                    <select data-testid="connect-to" on:change=move |ev| target.set(event_target_value(&ev))>
+                        <option value="" selected=picked.is_empty()>{if options.is_empty() { "(no input takes it)" } else { "Choose…" }}</option>
+                        {options.into_iter().map(|(v, label)| view! { <option value=v.clone() selected=v == picked>{label}</option> }).collect_view()}
+                    </select>
+                </label>
+                <button type="submit" data-testid="connect">"Connect"</button>
+                {move || problem.get().map(|p| view! { <p class="error" role="alert">{p}</p> })}
+            </form>
+        }
+        .into_any()
+    }
+}
+
 #[component]
 pub fn Inspector(
     editor: RwSignal<Editor>,
@@ -501,6 +593,7 @@ pub fn Inspector(
                 <label class="field">"Label"
                     <input type="text" data-testid="node-label" prop:value=label on:change=rename />
                 </label>
+                {connect_form(editor, id.clone())}
                 {agent}
             </aside>
         })
