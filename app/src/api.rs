@@ -312,6 +312,73 @@ pub async fn cancel_run(id: &str) -> Result<serde_json::Value, ApiError> {
     post_json(&format!("/runs/{id}/cancel"), &serde_json::json!({})).await
 }
 
+/// `POST /api/v1/runs`: starts a run of the saved workflow; its id.
+pub async fn start_run(
+    workflow_id: &str,
+    inputs: &serde_json::Map<String, serde_json::Value>,
+) -> Result<String, ApiError> {
+    #[derive(serde::Deserialize)]
+    struct Started {
+        run_id: String,
+    }
+    post_json::<Started>(
+        "/runs",
+        &serde_json::json!({"workflow_id": workflow_id, "inputs": inputs}),
+    )
+    .await
+    .map(|s| s.run_id)
+}
+
+/// Follows `GET /api/v1/runs/{id}/events` from after event `after`
+/// (`Last-Event-ID`), calling `on_event(seq, event)` for each, until the
+/// server ends the stream (the run finished) or the connection drops (an
+/// error: the caller reconnects from the last event it applied).
+pub async fn follow_run(
+    run_id: &str,
+    after: i64,
+    mut on_event: impl FnMut(i64, serde_json::Value),
+) -> Result<(), ApiError> {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    use wasm_bindgen::JsCast;
+
+    let response = request(
+        gloo_net::http::Method::GET,
+        &format!("/runs/{run_id}/events"),
+    )
+    .header("Accept", "text/event-stream")
+    .header("Last-Event-ID", &after.to_string())
+    .send()
+    .await
+    .map_err(|err| ApiError::Network(err.to_string()))?;
+    let status = response.status();
+    if !(200..300).contains(&status) {
+        let text = response.text().await.unwrap_or_default();
+        return decode::<serde_json::Value>(status, &text).map(|_| ());
+    }
+    let Some(body) = response.body() else {
+        return Err(ApiError::Decode {
+            status,
+            message: "the event stream has no body".into(),
+        });
+    };
+    let chunks = wasm_streams::ReadableStream::from_raw(body.unchecked_into())
+        .into_stream()
+        .map(|chunk| {
+            chunk
+                .map(|c| js_sys::Uint8Array::new(&c).to_vec())
+                .map_err(|e| format!("{e:?}"))
+        });
+    let mut events = chunks.eventsource();
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| ApiError::Network(e.to_string()))?;
+        let seq = event.id.trim().parse::<i64>().unwrap_or(0);
+        let value = serde_json::from_str(&event.data).unwrap_or(serde_json::Value::Null);
+        on_event(seq, value);
+    }
+    Ok(())
+}
+
 /// `GET /api/v1/health`.
 pub async fn health() -> Result<Health, ApiError> {
     get_json("/health").await

@@ -1033,3 +1033,116 @@ async fn the_main_editor_actions_work_from_the_keyboard() {
     assert!(saved.starts_with("Saved as revision"), "{saved}");
     assert_eq!(edges, 1, "the keyboard's edge is saved with the graph");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_from_the_editor_shows_node_states_and_the_tool_timeline_live() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        let token = browser.sign_in(&server).await?;
+        // Parallel calls in one turn, a pin on the calculator wired to a
+        // template, and the answer to the output.
+        let workflow = serde_json::json!({
+            "format_version": 1, "id": "live", "name": "Live run", "revision": 0,
+            "nodes": [
+                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go",
+                    "tools": [{"tool": "calculator@1.0.0"}, {"tool": "json_query@1.0.0"}],
+                    "pins": [{"name": "sum", "selector": {"tool": "calculator"}}],
+                    "provider": {"kind": "scripted", "script": {"turns": [
+                        {"latency_ms": 300, "tool_calls": [
+                            {"name": "calculator", "arguments": {"expression": "6*7"}},
+                            {"name": "json_query", "arguments": {"data": {"a": 1}, "program": ".a"}},
+                            {"name": "calculator", "arguments": {"expression": "1/"}}]},
+                        {"latency_ms": 300, "text": "done"}]}}}},
+                {"id": "tpl", "kind": "template", "position": {"x": 300, "y": 0}, "config": {"template": "sum={{ value }}"}},
+                {"id": "out", "kind": "output", "position": {"x": 600, "y": 0}, "config": {"fields": ["answer", "sum"]}}
+            ],
+            "edges": [
+                {"id": "e1", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}},
+                {"id": "e2", "source": {"node": "agent", "handle": "sum"}, "target": {"node": "tpl", "handle": "value"}},
+                {"id": "e3", "source": {"node": "tpl", "handle": "text"}, "target": {"node": "out", "handle": "sum"}}
+            ]
+        });
+        let wf = server.create_workflow(&token, &workflow);
+        browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
+        appear(&c, "[data-node=agent]").await?;
+        click(&c, "[data-testid=run]").await?;
+        // While it runs, the agent lights up as running.
+        wait_until("the agent running", || async {
+            Ok(find(&c, "[data-node=agent]").await?.attr("data-run-state").await.map_err(|e| e.to_string())?.as_deref() == Some("running"))
+        })
+        .await?;
+        let state = wait_until("the run to finish", || async {
+            Ok(find(&c, "[data-testid=live-run-state]").await?.text().await.map_err(|e| e.to_string())? == "succeeded")
+        })
+        .await;
+        state?;
+        let rows = c
+            .find_all(fantoccini::Locator::Css("[data-testid=timeline] tr"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut seen = Vec::new();
+        for r in rows {
+            seen.push((
+                r.attr("data-call").await.map_err(|e| e.to_string())?.unwrap_or_default(),
+                r.attr("data-state").await.map_err(|e| e.to_string())?.unwrap_or_default(),
+                r.text().await.map_err(|e| e.to_string())?,
+            ));
+        }
+        let mut states = Vec::new();
+        for n in ["agent", "tpl", "out"] {
+            states.push(find(&c, &format!("[data-node={n}]")).await?.attr("data-run-state").await.map_err(|e| e.to_string())?.unwrap_or_default());
+        }
+        let outputs = wait_for_text(&c, "[data-testid=live-outputs] [data-node=tpl]", Duration::from_secs(10)).await?;
+        // A row opens the call's envelope.
+        click(&c, "[data-testid=timeline] tr").await?;
+        let drawer = wait_for_text(&c, "[data-testid=call-drawer]", Duration::from_secs(5)).await?;
+        browser.screenshot("editor-live-run").await?;
+        let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        let run = server.finished_run(&token, &run_id);
+        Ok::<_, String>((seen, states, outputs, drawer, run))
+    }
+    .await;
+    browser.close().await;
+    let (seen, states, outputs, drawer, run) = outcome.expect("the live run view works");
+    let order: Vec<String> = run["agent_outputs"]["agent"]["tool_order"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(order.len(), 3, "{run}");
+    let calls: Vec<String> = seen.iter().map(|(id, _, _)| id.clone()).collect();
+    assert_eq!(calls, order, "one row per call, in tool_order");
+    let row_states: Vec<&str> = seen.iter().map(|(_, s, _)| s.as_str()).collect();
+    assert_eq!(
+        row_states.iter().filter(|s| **s == "done").count(),
+        2,
+        "{seen:?}"
+    );
+    assert_eq!(
+        row_states.iter().filter(|s| **s == "failed").count(),
+        1,
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|(_, _, text)| text.contains("calculator@1.0.0") && text.contains("42")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|(_, _, text)| text.contains("VALIDATION_ERROR")),
+        "{seen:?}"
+    );
+    assert_eq!(states, ["done", "done", "done"]);
+    assert!(
+        outputs.contains("sum="),
+        "the pinned value reached the template: {outputs}"
+    );
+    assert!(drawer.contains("\"call_id\""), "{drawer}");
+}

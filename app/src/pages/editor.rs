@@ -12,6 +12,7 @@ use crate::api;
 use crate::editor::geometry::{self, View, HEADER, NODE_WIDTH, ROW};
 use crate::editor::model::{can_connect, Edit, Editor, PALETTE};
 use crate::pages::inspector::Inspector;
+use crate::pages::run_panel::RunPanel;
 use node_runtime::graph::validate::{Diagnostic, Severity};
 
 /// What the pointer is doing.
@@ -64,6 +65,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let clip = StoredValue::new(crate::editor::model::Clip::default());
     let host: NodeRef<leptos::html::Div> = NodeRef::new();
     let tools = LocalResource::new(api::list_tools);
+    // The run started from this page, watched live (see `run_panel`).
+    let watched: crate::pages::run_panel::Watched = RwSignal::new(None);
 
     // The server's diagnostics for the document as it is now (positions do
     // not matter, so a drag does not ask); a stale answer is dropped.
@@ -504,6 +507,16 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             let id = id.clone();
             Memo::new(move |_| editor.with(|e| e.selection.contains(&id)))
         };
+        // The node's state in the run being watched, if any.
+        let run_state = {
+            let id = id.clone();
+            Memo::new(move |_| {
+                watched.with(|w| {
+                    w.as_ref()
+                        .map(|(_, l)| l.nodes.get(&id).cloned().unwrap_or_else(|| "queued".into()))
+                })
+            })
+        };
         let p1 = move || position.get().x.to_string();
         let p2 = move || position.get().y.to_string();
         let p3 = move || {
@@ -514,6 +527,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             <g class="node" class:selected=selected data-node=id.clone() data-kind=n.kind_name()
                 data-x=p1 data-y=p2 transform=p3
                 tabindex="0" role="button" aria-label=format!("{} ({}) node", n.label, n.kind_name())
+                data-run-state=run_state
                 on:pointerdown=down on:keydown=key_select>
                 <rect width=NODE_WIDTH height=height rx="6" />
                 <text x="10" y="19" class="node-label">{n.label.clone()}</text>
@@ -657,6 +671,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 </div>
                 <Inspector editor=editor tools=tools diagnostics=diagnostics.read_only() />
             </div>
+            <RunPanel editor=editor workflow_id=workflow_id.clone() watched=watched />
             <ul class="diagnostics" data-testid="diagnostics">
                 {move || diagnostics.get().into_iter().map(|d| {
                     let node = d.node.clone();

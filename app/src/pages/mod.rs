@@ -4,6 +4,7 @@ mod editor;
 mod home;
 mod inspector;
 mod not_found;
+mod run_panel;
 mod runs;
 mod settings;
 mod signin;

@@ -1,0 +1,275 @@
+//! A run watched live: the run's events (as `GET /runs/{id}/events` streams
+//! them) folded into each node's state and each Agent node's tool timeline.
+//! Events carry their sequence number; one seen twice (a reconnect that
+//! overlaps) is ignored, so the view never shows a duplicate.
+
+use std::collections::BTreeMap;
+
+use node_runtime::envelope::ToolEnvelope;
+use serde_json::Value;
+
+/// One row of an Agent node's tool timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolRow {
+    pub call_id: String,
+    /// `name@version` once the call ended; the name before.
+    pub tool: String,
+    /// `running`, `waiting for approval`, `done` or `failed`.
+    pub state: String,
+    pub latency_ms: Option<f64>,
+    pub cached: bool,
+    pub truncated: bool,
+    pub error_code: Option<String>,
+    /// The result (or error message) on one line, shortened.
+    pub preview: String,
+    pub envelope: Option<ToolEnvelope>,
+}
+
+/// What the live view knows of a run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LiveRun {
+    /// The last event applied (resume with `Last-Event-ID` from here).
+    pub last_seq: i64,
+    /// Node id -> `running`, `waiting for approval`, `done`, `failed` or
+    /// `skipped` (absent: queued).
+    pub nodes: BTreeMap<String, String>,
+    /// Agent node id -> its tool calls in the order they started.
+    pub timeline: BTreeMap<String, Vec<ToolRow>>,
+    /// Agent node id -> its final outputs.
+    pub outputs: BTreeMap<String, Value>,
+    /// The run's outcome once it finished.
+    pub finished: Option<String>,
+}
+
+const PREVIEW_CHARS: usize = 80;
+
+/// A value on one line, at most [`PREVIEW_CHARS`] characters.
+pub fn preview(value: &Value) -> String {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > PREVIEW_CHARS {
+        format!(
+            "{}…",
+            line.chars().take(PREVIEW_CHARS - 1).collect::<String>()
+        )
+    } else {
+        line
+    }
+}
+
+/// Seconds since midnight and the date of an RFC 3339 UTC timestamp.
+fn clock(t: &str) -> Option<(&str, f64)> {
+    let (date, time) = t.split_once('T')?;
+    let time = time.trim_end_matches('Z');
+    let mut parts = time.splitn(3, ':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let s: f64 = parts.next()?.parse().ok()?;
+    Some((date, h * 3600.0 + m * 60.0 + s))
+}
+
+/// Milliseconds between two timestamps of the same day (None otherwise).
+pub fn latency_ms(start: &str, end: &str) -> Option<f64> {
+    let ((d1, a), (d2, b)) = (clock(start)?, clock(end)?);
+    (d1 == d2 && b >= a).then_some((b - a) * 1000.0)
+}
+
+/// The row of `call_id`, added at the end when the call is new.
+fn row_for<'a>(rows: &'a mut Vec<ToolRow>, call_id: &str) -> &'a mut ToolRow {
+    let index = match rows.iter().position(|r| r.call_id == call_id) {
+        Some(i) => i,
+        None => {
+            rows.push(ToolRow {
+                call_id: call_id.into(),
+                tool: String::new(),
+                state: String::new(),
+                latency_ms: None,
+                cached: false,
+                truncated: false,
+                error_code: None,
+                preview: String::new(),
+                envelope: None,
+            });
+            rows.len() - 1
+        }
+    };
+    &mut rows[index]
+}
+
+impl LiveRun {
+    /// Applies event `seq`; false (and nothing changes) when it was seen.
+    pub fn apply(&mut self, seq: i64, event: &Value) -> bool {
+        if seq <= self.last_seq {
+            return false;
+        }
+        self.last_seq = seq;
+        let node = event["node_id"].as_str().unwrap_or_default().to_string();
+        match event["type"].as_str().unwrap_or_default() {
+            "NodeStarted" => {
+                self.nodes.insert(node, "running".into());
+            }
+            "NodeFinished" => {
+                let status = event["status"].as_str().unwrap_or("done").to_string();
+                self.nodes.insert(node, status);
+            }
+            "RunFinished" => {
+                self.finished = Some(event["outcome"].as_str().unwrap_or("finished").into());
+            }
+            "Agent" => self.apply_agent(node, &event["event"]),
+            _ => {}
+        }
+        true
+    }
+
+    fn apply_agent(&mut self, node: String, event: &Value) {
+        let rows = self.timeline.entry(node.clone()).or_default();
+        match event["type"].as_str().unwrap_or_default() {
+            "ToolCallStarted" => {
+                let call = event["call_id"].as_str().unwrap_or_default();
+                let row = row_for(rows, call);
+                row.tool = event["tool"].as_str().unwrap_or_default().into();
+                row.state = "running".into();
+            }
+            "ToolCallFinished" => {
+                let Ok(envelope) =
+                    serde_json::from_value::<ToolEnvelope>(event["envelope"].clone())
+                else {
+                    return;
+                };
+                let row = row_for(rows, &envelope.call_id);
+                row.tool = format!("{}@{}", envelope.name, envelope.version);
+                row.latency_ms = latency_ms(&envelope.t_start, &envelope.t_end);
+                row.cached = envelope.cached;
+                row.truncated = envelope.truncated;
+                match &envelope.error {
+                    Some(e) => {
+                        row.state = "failed".into();
+                        row.error_code = serde_json::to_value(e.code)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string));
+                        row.preview = preview(&Value::String(e.message.clone()));
+                    }
+                    None => {
+                        row.state = "done".into();
+                        row.preview = preview(&envelope.output);
+                    }
+                }
+                row.envelope = Some(envelope);
+            }
+            "ApprovalRequested" => {
+                let request = &event["request"];
+                let row = row_for(rows, request["call_id"].as_str().unwrap_or_default());
+                row.tool = request["tool"].as_str().unwrap_or_default().into();
+                row.state = "waiting for approval".into();
+                row.preview = request["args_summary"].as_str().unwrap_or_default().into();
+                self.nodes.insert(node, "waiting for approval".into());
+            }
+            "ApprovalDecided"
+                if self.nodes.get(&node).map(String::as_str) == Some("waiting for approval") =>
+            {
+                self.nodes.insert(node, "running".into());
+            }
+            "Finished" => {
+                self.outputs.insert(node, event["outputs"].clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// The timeline of `node` in `tool_order` once the node finished (the
+    /// contract's order); in start order while it runs.
+    pub fn rows(&self, node: &str) -> Vec<ToolRow> {
+        let mut rows = self.timeline.get(node).cloned().unwrap_or_default();
+        if let Some(order) = self
+            .outputs
+            .get(node)
+            .and_then(|o| o["tool_order"].as_array())
+        {
+            let rank = |id: &str| {
+                order
+                    .iter()
+                    .position(|v| v.as_str() == Some(id))
+                    .unwrap_or(usize::MAX)
+            };
+            rows.sort_by_key(|r| rank(&r.call_id));
+        }
+        rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn envelope(call_id: &str, output: Value, error: Option<Value>) -> Value {
+        json!({"call_id": call_id, "name": "calculator", "version": "1.0.0", "input": {},
+               "output": output, "error": error, "t_start": "2026-11-22T10:00:00.100Z",
+               "t_end": "2026-11-22T10:00:00.350Z", "cached": false, "truncated": false})
+    }
+
+    #[test]
+    fn events_fold_into_node_states_and_a_timeline_without_duplicates() {
+        let mut live = LiveRun::default();
+        let events = [
+            json!({"type": "NodeStarted", "node_id": "agent"}),
+            json!({"type": "Agent", "node_id": "agent", "event": {"type": "ToolCallStarted", "call_id": "b", "tool": "calculator", "input": {}}}),
+            json!({"type": "Agent", "node_id": "agent", "event": {"type": "ToolCallStarted", "call_id": "a", "tool": "calculator", "input": {}}}),
+            json!({"type": "Agent", "node_id": "agent", "event": {"type": "ToolCallFinished", "envelope": envelope("a", json!(4), None)}}),
+            json!({"type": "Agent", "node_id": "agent", "event": {"type": "ToolCallFinished", "envelope": envelope("b", Value::Null, Some(json!({"code": "VALIDATION_ERROR", "message": "bad\nexpression"})))}}),
+            json!({"type": "Agent", "node_id": "agent", "event": {"type": "Finished", "outputs": {"response": "4", "tool_order": ["a", "b"]}}}),
+            json!({"type": "NodeFinished", "node_id": "agent", "status": "done", "error": null}),
+            json!({"type": "RunFinished", "outcome": "succeeded"}),
+        ];
+        for (i, e) in events.iter().enumerate() {
+            assert!(live.apply(i as i64 + 1, e));
+        }
+        assert!(!live.apply(3, &events[2]), "a replayed event is ignored");
+        assert_eq!(live.nodes["agent"], "done");
+        assert_eq!(live.finished.as_deref(), Some("succeeded"));
+        let rows = live.rows("agent");
+        let ids: Vec<&str> = rows.iter().map(|r| r.call_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"], "tool_order once finished");
+        assert_eq!(rows.len(), 2, "no duplicate rows");
+        assert_eq!(
+            (rows[0].state.as_str(), rows[0].preview.as_str()),
+            ("done", "4")
+        );
+        assert_eq!(rows[0].tool, "calculator@1.0.0");
+        assert_eq!(rows[0].latency_ms.map(|l| l.round()), Some(250.0));
+        assert_eq!(rows[1].state, "failed");
+        assert_eq!(rows[1].error_code.as_deref(), Some("VALIDATION_ERROR"));
+        assert_eq!(rows[1].preview, "bad expression");
+    }
+
+    #[test]
+    fn a_write_waiting_for_approval_shows_on_the_row_and_the_node() {
+        let mut live = LiveRun::default();
+        live.apply(1, &json!({"type": "NodeStarted", "node_id": "agent"}));
+        live.apply(2, &json!({"type": "Agent", "node_id": "agent", "event": {"type": "ApprovalRequested", "request": {"call_id": "w", "tool": "file_write", "args_summary": "path=a.txt"}}}));
+        assert_eq!(live.nodes["agent"], "waiting for approval");
+        assert_eq!(live.rows("agent")[0].state, "waiting for approval");
+        assert_eq!(live.rows("agent")[0].preview, "path=a.txt");
+        live.apply(3, &json!({"type": "Agent", "node_id": "agent", "event": {"type": "ToolCallStarted", "call_id": "w", "tool": "file_write", "input": {}}}));
+        assert_eq!(live.rows("agent").len(), 1, "the same row moves on");
+        live.apply(4, &json!({"type": "Agent", "node_id": "agent", "event": {"type": "ApprovalDecided", "call_id": "w", "decision": "approve"}}));
+        assert_eq!(live.nodes["agent"], "running");
+    }
+
+    #[test]
+    fn previews_are_one_short_line_and_latency_needs_one_day() {
+        assert_eq!(preview(&json!("a\n  b")), "a b");
+        assert_eq!(preview(&json!("x".repeat(200))).chars().count(), 80);
+        assert_eq!(
+            latency_ms("2026-01-01T00:00:01Z", "2026-01-01T00:00:02.5Z"),
+            Some(1500.0)
+        );
+        assert_eq!(
+            latency_ms("2026-01-01T23:59:59Z", "2026-01-02T00:00:01Z"),
+            None
+        );
+    }
+}
