@@ -379,6 +379,19 @@ pub async fn follow_run(
     Ok(())
 }
 
+/// Decides a pending write: `approve`, `deny` (a reason is required) or
+/// `revise` (a note for the model is required).
+pub async fn decide_approval(token: &str, decision: &str, text: &str) -> Result<(), ApiError> {
+    let body = match decision {
+        "deny" => serde_json::json!({"reason": text}),
+        "revise" => serde_json::json!({"note": text}),
+        _ => serde_json::json!({}),
+    };
+    post_json::<serde_json::Value>(&format!("/approvals/{token}/{decision}"), &body)
+        .await
+        .map(|_| ())
+}
+
 /// `GET /api/v1/health`.
 pub async fn health() -> Result<Health, ApiError> {
     get_json("/health").await

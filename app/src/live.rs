@@ -23,6 +23,17 @@ pub struct ToolRow {
     /// The result (or error message) on one line, shortened.
     pub preview: String,
     pub envelope: Option<ToolEnvelope>,
+    /// A write waiting for a human: the approval token and what it does.
+    pub approval: Option<Approval>,
+}
+
+/// A pending write as the timeline shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    pub token: String,
+    pub effect: String,
+    /// `approve`, `deny` or `revise` once decided (here or elsewhere).
+    pub decision: Option<String>,
 }
 
 /// What the live view knows of a run.
@@ -92,6 +103,7 @@ fn row_for<'a>(rows: &'a mut Vec<ToolRow>, call_id: &str) -> &'a mut ToolRow {
                 error_code: None,
                 preview: String::new(),
                 envelope: None,
+                approval: None,
             });
             rows.len() - 1
         }
@@ -165,12 +177,35 @@ impl LiveRun {
                 row.tool = request["tool"].as_str().unwrap_or_default().into();
                 row.state = "waiting for approval".into();
                 row.preview = request["args_summary"].as_str().unwrap_or_default().into();
+                row.approval = Some(Approval {
+                    token: request["token"].as_str().unwrap_or_default().into(),
+                    effect: request["effect_description"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .into(),
+                    decision: None,
+                });
                 self.nodes.insert(node, "waiting for approval".into());
             }
-            "ApprovalDecided"
-                if self.nodes.get(&node).map(String::as_str) == Some("waiting for approval") =>
-            {
-                self.nodes.insert(node, "running".into());
+            "ApprovalDecided" => {
+                let call = event["call_id"].as_str().unwrap_or_default();
+                let decision = event["decision"]["decision"].as_str().unwrap_or_default();
+                if let Some(row) = rows.iter_mut().find(|r| r.call_id == call) {
+                    if let Some(a) = row.approval.as_mut() {
+                        a.decision = Some(decision.into());
+                    }
+                    if row.state == "waiting for approval" {
+                        row.state = match decision {
+                            "approve" => "approved",
+                            "deny" => "denied",
+                            _ => "revision requested",
+                        }
+                        .into();
+                    }
+                }
+                if self.nodes.get(&node).map(String::as_str) == Some("waiting for approval") {
+                    self.nodes.insert(node, "running".into());
+                }
             }
             "Finished" => {
                 self.outputs.insert(node, event["outputs"].clone());
@@ -249,14 +284,28 @@ mod tests {
     fn a_write_waiting_for_approval_shows_on_the_row_and_the_node() {
         let mut live = LiveRun::default();
         live.apply(1, &json!({"type": "NodeStarted", "node_id": "agent"}));
-        live.apply(2, &json!({"type": "Agent", "node_id": "agent", "event": {"type": "ApprovalRequested", "request": {"call_id": "w", "tool": "file_write", "args_summary": "path=a.txt"}}}));
+        live.apply(2, &json!({"type": "Agent", "node_id": "agent", "event": {"type": "ApprovalRequested", "request": {"call_id": "w", "tool": "file_write", "args_summary": "path=a.txt", "effect_description": "writes a.txt", "token": "t1"}}}));
         assert_eq!(live.nodes["agent"], "waiting for approval");
         assert_eq!(live.rows("agent")[0].state, "waiting for approval");
         assert_eq!(live.rows("agent")[0].preview, "path=a.txt");
         live.apply(3, &json!({"type": "Agent", "node_id": "agent", "event": {"type": "ToolCallStarted", "call_id": "w", "tool": "file_write", "input": {}}}));
         assert_eq!(live.rows("agent").len(), 1, "the same row moves on");
-        live.apply(4, &json!({"type": "Agent", "node_id": "agent", "event": {"type": "ApprovalDecided", "call_id": "w", "decision": "approve"}}));
+        let pending = live.rows("agent")[0].approval.clone().expect("approval");
+        assert_eq!(
+            (
+                pending.token.as_str(),
+                pending.effect.as_str(),
+                pending.decision
+            ),
+            ("t1", "writes a.txt", None)
+        );
+        live.apply(4, &json!({"type": "Agent", "node_id": "agent", "event": {"type": "ApprovalDecided", "call_id": "w", "decision": {"decision": "deny", "reason": "no"}}}));
         assert_eq!(live.nodes["agent"], "running");
+        let row = &live.rows("agent")[0];
+        assert_eq!(
+            row.approval.as_ref().and_then(|a| a.decision.as_deref()),
+            Some("deny")
+        );
     }
 
     #[test]

@@ -1146,3 +1146,107 @@ async fn a_run_from_the_editor_shows_node_states_and_the_tool_timeline_live() {
     );
     assert!(drawer.contains("\"call_id\""), "{drawer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        let token = browser.sign_in(&server).await?;
+        let workflow = serde_json::json!({
+            "format_version": 1, "id": "writes", "name": "Two writes", "revision": 0,
+            "nodes": [
+                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "write",
+                    "tools": [{"tool": "write_file@1.0.0"}],
+                    "provider": {"kind": "scripted", "script": {"turns": [
+                        {"tool_calls": [
+                            {"name": "write_file", "arguments": {"path": "keep.txt", "content": "yes"}},
+                            {"name": "write_file", "arguments": {"path": "drop.txt", "content": "no"}}]},
+                        {"text": "Done writing."}]}}}},
+                {"id": "out", "kind": "output", "position": {"x": 300, "y": 0}, "config": {"fields": ["answer"]}}
+            ],
+            "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+        });
+        let wf = server.create_workflow(&token, &workflow);
+        browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
+        appear(&c, "[data-node=agent]").await?;
+        click(&c, "[data-testid=run]").await?;
+        wait_until("two writes waiting", || async {
+            Ok(count(&c, "[data-testid=approval]").await? == 2)
+        })
+        .await?;
+        let waiting = find(&c, "[data-node=agent]").await?.attr("data-run-state").await.map_err(|e| e.to_string())?;
+        browser.screenshot("editor-approvals").await?;
+        let rows = c
+            .find_all(fantoccini::Locator::Css("[data-testid=timeline] tr"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut keep = String::new();
+        let mut drop = String::new();
+        for r in rows {
+            let text = r.text().await.map_err(|e| e.to_string())?;
+            let id = r.attr("data-call").await.map_err(|e| e.to_string())?.unwrap_or_default();
+            if text.contains("keep.txt") {
+                keep = id;
+            } else if text.contains("drop.txt") {
+                drop = id;
+            }
+        }
+        // Deny without a reason is refused in words; with one it goes.
+        click(&c, &format!("[data-call='{drop}'] [data-testid=deny]")).await?;
+        let refused = wait_for_text(&c, "[data-testid=run-problem]", Duration::from_secs(5)).await?;
+        find(&c, &format!("[data-call='{drop}'] [data-testid=approval-text]"))
+            .await?
+            .send_keys("not this file")
+            .await
+            .map_err(|e| e.to_string())?;
+        click(&c, &format!("[data-call='{drop}'] [data-testid=deny]")).await?;
+        click(&c, &format!("[data-call='{keep}'] [data-testid=approve]")).await?;
+        wait_until("the run to finish", || async {
+            Ok(find(&c, "[data-testid=live-run-state]").await?.text().await.map_err(|e| e.to_string())? == "succeeded")
+        })
+        .await?;
+        let denied = wait_for_text(&c, &format!("[data-call='{drop}'] [data-testid=call-error]"), Duration::from_secs(10)).await?;
+        let kept = find(&c, &format!("[data-call='{keep}']")).await?.attr("data-state").await.map_err(|e| e.to_string())?;
+        let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        let run = server.finished_run(&token, &run_id);
+        let (_, body) = glassbox_tests::harness::http(
+            &server.url,
+            "GET",
+            &format!("/api/v1/invocations?run_id={run_id}"),
+            Some(&token),
+            None,
+        );
+        Ok::<_, String>((waiting, refused, denied, kept, run, body))
+    }
+    .await;
+    browser.close().await;
+    let (waiting, refused, denied, kept, run, invocations) =
+        outcome.expect("approvals work in the timeline");
+    assert_eq!(waiting.as_deref(), Some("waiting for approval"));
+    assert!(refused.contains("reason"), "{refused}");
+    assert_eq!(denied, "POLICY_DENIED", "the model hears the denial");
+    assert_eq!(kept.as_deref(), Some("done"));
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["outputs"]["answer"], "Done writing.", "{run}");
+    let invocations = glassbox_tests::harness::json(&invocations);
+    let rows = invocations["invocations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let approved = rows
+        .iter()
+        .find(|i| i["approval_status"] == "approved")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(approved["status"], "completed", "{invocations}");
+    let denied = rows
+        .iter()
+        .find(|i| i["approval_status"] == "denied")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(denied["reason"], "not this file", "{invocations}");
+    assert_eq!(denied["status"], "failed", "{invocations}");
+}

@@ -401,26 +401,35 @@ fn connect_form(editor: RwSignal<Editor>, id: String) -> impl IntoView {
     let output = RwSignal::new(String::new());
     let target = RwSignal::new(String::new());
     let problem = RwSignal::new(None::<String>);
+    // The node's outputs as a memo: a drag (which changes positions only)
+    // does not redraw the form.
     let outputs = {
         let id = id.clone();
-        move || editor.with(|e| e.node(&id).map(|n| n.outputs()).unwrap_or_default())
+        Memo::new(move |_| editor.with(|e| e.node(&id).map(|n| n.outputs()).unwrap_or_default()))
     };
     let source = {
-        let (id, outputs) = (id.clone(), outputs.clone());
+        let id = id.clone();
         move || {
-            let chosen = output.get();
-            let first = outputs().into_iter().next().unwrap_or_default();
+            let chosen = output.get_untracked();
+            let first = outputs
+                .get_untracked()
+                .into_iter()
+                .next()
+                .unwrap_or_default();
             HandleRef {
                 node: id.clone(),
                 handle: if chosen.is_empty() { first } else { chosen },
             }
         }
     };
-    let targets = {
+    // The inputs that take the chosen output, worked out when the list is
+    // opened or focused (a whole-graph check, so never on every edit).
+    let options = RwSignal::new(Vec::<(String, String)>::new());
+    let refresh = {
         let source = source.clone();
         move || {
             let from = source();
-            editor.with(|e| {
+            let found = editor.with_untracked(|e| {
                 connect_targets(&e.doc, &from)
                     .into_iter()
                     .map(|t| {
@@ -431,52 +440,62 @@ fn connect_form(editor: RwSignal<Editor>, id: String) -> impl IntoView {
                         )
                     })
                     .collect::<Vec<_>>()
-            })
+            });
+            if !found.iter().any(|(v, _)| *v == target.get_untracked()) {
+                target.set(String::new());
+            }
+            options.set(found);
         }
     };
-    let connect = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        let from = source();
-        let chosen = target.get_untracked();
-        let Some((node, handle)) = chosen.split_once(':') else {
-            problem.set(Some("Choose an input to connect to.".into()));
-            return;
-        };
-        let edit = Edit::Connect {
-            source: from,
-            target: HandleRef {
-                node: node.into(),
-                handle: handle.into(),
-            },
-        };
-        let result = editor.try_update(|e| e.apply(edit)).unwrap_or(Ok(None));
-        problem.set(result.err().map(|e| e.to_string()));
-        target.set(String::new());
+    let connect = {
+        let refresh = refresh.clone();
+        move |ev: leptos::ev::SubmitEvent| {
+            ev.prevent_default();
+            let from = source();
+            let chosen = target.get_untracked();
+            let Some((node, handle)) = chosen.split_once(':') else {
+                problem.set(Some("Choose an input to connect to.".into()));
+                return;
+            };
+            let edit = Edit::Connect {
+                source: from,
+                target: HandleRef {
+                    node: node.into(),
+                    handle: handle.into(),
+                },
+            };
+            let result = editor.try_update(|e| e.apply(edit)).unwrap_or(Ok(None));
+            problem.set(result.err().map(|e| e.to_string()));
+            target.set(String::new());
+            refresh();
+        }
     };
+    let (on_focus, on_down, on_from) = (refresh.clone(), refresh.clone(), refresh);
     move || {
-        let outs = outputs();
+        let outs = outputs.get();
         if outs.is_empty() {
             return ().into_any();
         }
-        let chosen = output.get();
-        let options = targets();
-        // What the list shows is what Connect uses, even after a redraw.
-        let picked = target.get_untracked();
-        if !options.iter().any(|(v, _)| *v == picked) {
-            target.set(String::new());
-        }
+        let chosen = output.get_untracked();
+        let (on_focus, on_down, on_from) = (on_focus.clone(), on_down.clone(), on_from.clone());
         view! {
             <form class="connect" data-testid="connect-form" on:submit=connect.clone()>
                 <h3>"Connect"</h3>
                 <label class="field">"From output"
-                    <select data-testid="connect-from" on:change=move |ev| { output.set(event_target_value(&ev)); target.set(String::new()); }>
+                    <select data-testid="connect-from" on:change=move |ev| { output.set(event_target_value(&ev)); on_from(); }>
                         {outs.iter().map(|o| view! { <option value=o.clone() selected=*o == chosen>{o.clone()}</option> }).collect_view()}
                     </select>
                 </label>
                 <label class="field">"To input"
-                    <select data-testid="connect-to" on:change=move |ev| target.set(event_target_value(&ev))>
-                        <option value="" selected=picked.is_empty()>{if options.is_empty() { "(no input takes it)" } else { "Choose…" }}</option>
-                        {options.into_iter().map(|(v, label)| view! { <option value=v.clone() selected=v == picked>{label}</option> }).collect_view()}
+                    <select data-testid="connect-to" on:focus=move |_| on_focus() on:pointerdown=move |_| on_down()
+                        on:change=move |ev| target.set(event_target_value(&ev))>
+                        {move || {
+                            let (list, picked) = (options.get(), target.get());
+                            view! {
+                                <option value="" selected=picked.is_empty()>{if list.is_empty() { "(none takes it)" } else { "Choose…" }}</option>
+                                {list.into_iter().map(|(v, label)| view! { <option value=v.clone() selected=v == picked>{label}</option> }).collect_view()}
+                            }
+                        }}
                     </select>
                 </label>
                 <button type="submit" data-testid="connect">"Connect"</button>

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::api;
 use crate::editor::model::Editor;
-use crate::live::{LiveRun, ToolRow};
+use crate::live::{Approval, LiveRun, ToolRow};
 
 /// A run being watched: its id and what its events said so far.
 pub type Watched = RwSignal<Option<(String, LiveRun)>>;
@@ -104,6 +104,47 @@ async fn sleep(d: Duration) {
         d,
     );
     let _ = rx.await;
+}
+
+/// Approve, Deny (with a reason) or Request revision (with a note) for a
+/// write waiting in the timeline. The decision then arrives as an event,
+/// like one made elsewhere (another user, the CLI).
+fn approval_form(approval: Approval, problem: RwSignal<Option<String>>) -> impl IntoView {
+    let text = RwSignal::new(String::new());
+    let busy = RwSignal::new(false);
+    let decide = move |decision: &'static str| {
+        let token = approval.token.clone();
+        move |ev: leptos::ev::MouseEvent| {
+            ev.stop_propagation();
+            let note = text.get_untracked().trim().to_string();
+            if decision != "approve" && note.is_empty() {
+                problem.set(Some(match decision {
+                    "deny" => "Give a reason to deny the write; the model receives it.".into(),
+                    _ => "Write a note for the model to request a revision.".into(),
+                }));
+                return;
+            }
+            let token = token.clone();
+            busy.set(true);
+            leptos::task::spawn_local(async move {
+                match api::decide_approval(&token, decision, &note).await {
+                    Ok(()) => problem.set(None),
+                    Err(e) => problem.set(Some(e.to_string())),
+                }
+                busy.set(false);
+            });
+        }
+    };
+    view! {
+        <div class="approval" data-testid="approval" on:click=|ev| ev.stop_propagation()>
+            <span class="muted">{approval.effect.clone()}</span>
+            <input type="text" data-testid="approval-text" placeholder="Reason (deny) or note (revise)"
+                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev)) />
+            <button type="button" class="primary" data-testid="approve" prop:disabled=move || busy.get() on:click=decide("approve")>"Approve"</button>
+            <button type="button" data-testid="deny" prop:disabled=move || busy.get() on:click=decide("deny")>"Deny"</button>
+            <button type="button" data-testid="revise" prop:disabled=move || busy.get() on:click=decide("revise")>"Request revision"</button>
+        </div>
+    }
 }
 
 /// The Run button, the input form and the live panel.
@@ -205,6 +246,7 @@ pub fn RunPanel(editor: RwSignal<Editor>, workflow_id: String, watched: Watched)
                                             {r.truncated.then(|| view! { <span class="badge warn">"truncated"</span> })}
                                             {r.error_code.clone().map(|c| view! { <span class="badge error" data-testid="call-error">{c}</span> })}</td>
                                         <td class="preview" data-testid="call-preview">{r.preview.clone()}</td>
+                                        <td>{r.approval.clone().filter(|a| a.decision.is_none()).map(|a| approval_form(a, problem))}</td>
                                     </tr>
                                 }
                             }).collect_view()}
