@@ -136,10 +136,34 @@ impl Server {
         env: &[(&str, &str)],
         stderr: Stdio,
     ) -> Result<Self, String> {
+        Self::launch(data_dir, static_dir, env, stderr, 0)
+    }
+
+    /// `kill -9` and start again on the same data dir and the same port
+    /// (so a page open in the browser finds it again), with the app served
+    /// from `static_dir`.
+    pub fn restart_same_port(self, static_dir: Option<&Path>) -> Result<Self, String> {
+        let port: u16 = self
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| format!("no port in {}", self.url))?;
+        let data_dir = self.kill9();
+        Self::launch(data_dir, static_dir, &[], Stdio::inherit(), port)
+    }
+
+    fn launch(
+        data_dir: tempfile::TempDir,
+        static_dir: Option<&Path>,
+        env: &[(&str, &str)],
+        stderr: Stdio,
+        port: u16,
+    ) -> Result<Self, String> {
         let mut cmd = Command::new(glassbox_bin()?);
         cmd.arg("serve")
             .arg("--port")
-            .arg("0")
+            .arg(port.to_string())
             .arg("--data-dir")
             .arg(data_dir.path())
             .arg("--static-dir")

@@ -1250,3 +1250,75 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
     assert_eq!(denied["reason"], "not this file", "{invocations}");
     assert_eq!(denied["status"], "failed", "{invocations}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_view_recovers_from_a_dropped_connection_without_gaps_or_duplicates() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let mut server = Some(server);
+    let outcome = async {
+        let s = server.as_ref().ok_or("server")?;
+        let token = browser.sign_in(s).await?;
+        let workflow = serde_json::json!({
+            "format_version": 1, "id": "drop", "name": "Dropped", "revision": 0,
+            "nodes": [
+                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go",
+                    "tools": [{"tool": "calculator@1.0.0"}],
+                    "provider": {"kind": "scripted", "script": {"turns": [
+                        {"latency_ms": 200, "tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]},
+                        {"latency_ms": 2500, "tool_calls": [{"name": "calculator", "arguments": {"expression": "2+2"}}]},
+                        {"latency_ms": 200, "tool_calls": [{"name": "calculator", "arguments": {"expression": "3+3"}}]},
+                        {"text": "six"}]}}}},
+                {"id": "out", "kind": "output", "position": {"x": 300, "y": 0}, "config": {"fields": ["answer"]}}
+            ],
+            "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+        });
+        let wf = s.create_workflow(&token, &workflow);
+        browser.open(&format!("{}/workflows/{wf}", s.url)).await?;
+        appear(&c, "[data-node=agent]").await?;
+        click(&c, "[data-testid=run]").await?;
+        wait_until("the first call", || async {
+            Ok(count(&c, "[data-testid=timeline] tr[data-state=done]").await? == 1)
+        })
+        .await?;
+        // The connection drops: the server dies mid-run and comes back on
+        // the same address; the run resumes there.
+        let dist = glassbox_tests::harness::built_app_dir()?;
+        let restarted = server.take().ok_or("server")?.restart_same_port(Some(&dist))?;
+        server = Some(restarted);
+        let note = wait_for_text(&c, "[data-testid=run-note]", Duration::from_secs(20)).await?;
+        wait_until("the run to finish", || async {
+            Ok(find(&c, "[data-testid=live-run-state]").await?.text().await.map_err(|e| e.to_string())? == "succeeded")
+        })
+        .await?;
+        let calls = c
+            .find_all(fantoccini::Locator::Css("[data-testid=timeline] tr"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut ids = Vec::new();
+        for r in calls {
+            ids.push(r.attr("data-call").await.map_err(|e| e.to_string())?.unwrap_or_default());
+        }
+        let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        let run = server.as_ref().ok_or("server")?.finished_run(&token, &run_id);
+        browser.screenshot("editor-live-reconnected").await?;
+        Ok::<_, String>((note, ids, run))
+    }
+    .await;
+    browser.close().await;
+    drop(server);
+    let (note, ids, run) = outcome.expect("the live view recovers");
+    assert!(note.contains("reconnecting"), "{note}");
+    let order: Vec<String> = run["agent_outputs"]["agent"]["tool_order"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(order.len(), 3, "{run}");
+    assert_eq!(ids, order, "every call once, in tool_order, none lost");
+}
