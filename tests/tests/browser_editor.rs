@@ -1322,3 +1322,66 @@ async fn the_live_view_recovers_from_a_dropped_connection_without_gaps_or_duplic
     assert_eq!(order.len(), 3, "{run}");
     assert_eq!(ids, order, "every call once, in tool_order, none lost");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_materialized_call_runs_as_its_own_node_with_the_same_output() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        let token = browser.sign_in(&server).await?;
+        let workflow = serde_json::json!({
+            "format_version": 1, "id": "eject", "name": "Eject", "revision": 0,
+            "nodes": [
+                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go",
+                    "tools": [{"tool": "calculator@1.0.0"}],
+                    "provider": {"kind": "scripted", "script": {"turns": [
+                        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+                        {"text": "42"}]}}}},
+                {"id": "out", "kind": "output", "position": {"x": 300, "y": 0}, "config": {"fields": ["answer"]}}
+            ],
+            "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+        });
+        let wf = server.create_workflow(&token, &workflow);
+        browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
+        appear(&c, "[data-node=agent]").await?;
+        let finished = || async {
+            Ok(find(&c, "[data-testid=live-run-state]").await?.text().await.map_err(|e| e.to_string())? == "succeeded")
+        };
+        click(&c, "[data-testid=run]").await?;
+        wait_until("the first run", finished).await?;
+        let first_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        let call = find(&c, "[data-testid=timeline] tr").await?.attr("data-call").await.map_err(|e| e.to_string())?.unwrap_or_default();
+        click(&c, "[data-testid=timeline] tr [data-testid=materialize]").await?;
+        appear(&c, "[data-kind=tool]").await?;
+        let node = find(&c, "[data-kind=tool]").await?.attr("data-node").await.map_err(|e| e.to_string())?.unwrap_or_default();
+        let selected = find(&c, "[data-testid=inspector] h2").await?.text().await.map_err(|e| e.to_string())?;
+        let dirty = wait_for_text(&c, "[data-testid=dirty]", Duration::from_secs(5)).await?;
+        browser.screenshot("editor-materialized").await?;
+        save(&c).await?;
+        click(&c, "[data-testid=run]").await?;
+        wait_until("the second run", || async {
+            let id = find(&c, "[data-testid=live-run-id]").await?.text().await.map_err(|e| e.to_string())?;
+            Ok(id != first_run && finished().await?)
+        })
+        .await?;
+        let second_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        let first = server.finished_run(&token, &first_run);
+        let second = server.finished_run(&token, &second_run);
+        Ok::<_, String>((call, node, selected, dirty, first, second))
+    }
+    .await;
+    browser.close().await;
+    let (call, node, selected, dirty, first, second) = outcome.expect("materialize works");
+    assert_eq!(selected, node, "the new node is selected");
+    assert_eq!(dirty.trim(), "Unsaved changes");
+    assert_eq!(second["status"], "succeeded", "{second}");
+    let original = &first["agent_outputs"]["agent"]["tools_by_id"][&call]["output"];
+    assert!(!original.is_null(), "{first}");
+    let ejected = &second["nodes"][&node]["envelope"]["output"];
+    assert_eq!(
+        ejected, original,
+        "the node's output equals the call's: {second}"
+    );
+}

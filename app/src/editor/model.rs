@@ -10,10 +10,13 @@
 use std::collections::{BTreeSet, HashMap};
 
 use node_runtime::agent_config::ProviderConfig;
+use node_runtime::envelope::ToolEnvelope;
+use node_runtime::graph::materialize::{materialize, Source};
 use node_runtime::graph::{
     AgentNodeConfig, BranchConfig, Condition, Edge, HandleRef, InputConfig, Node, NodeKind,
     OutputConfig, Position, TemplateConfig, ToolNodeConfig, Workflow,
 };
+use node_runtime::tool_spec::SecretScope;
 use serde_json::json;
 
 /// How many edits can be undone.
@@ -67,6 +70,14 @@ pub enum Edit {
         node: String,
         from: String,
         to: String,
+    },
+    /// Ejects one tool call of an Agent node into a Tool node beside it
+    /// (seed 003 §8.1, `graph::materialize`); the new node's id is returned.
+    Materialize {
+        agent: String,
+        source: Source,
+        envelope: Box<ToolEnvelope>,
+        secret_scope: Option<SecretScope>,
     },
     /// Replaces a node's kind and config (the configuration panel).
     SetKind {
@@ -558,6 +569,17 @@ fn apply_to(
             }
             Ok(None)
         }
+        Edit::Materialize {
+            agent,
+            source,
+            envelope,
+            secret_scope,
+        } => {
+            let (next, id) = materialize(doc, agent, source, envelope, *secret_scope)
+                .map_err(|e| EditError::Refused(e.to_string()))?;
+            *doc = next;
+            Ok(Some(id))
+        }
         Edit::SetKind { node, kind } => {
             let n = doc
                 .nodes
@@ -684,6 +706,55 @@ mod tests {
             connect_targets(&ed.doc, &h("output1", "nope")).is_empty(),
             "no such output"
         );
+    }
+
+    #[test]
+    fn materializing_a_call_adds_a_selected_tool_node_undone_in_one_step() {
+        let mut ed = Editor::new(empty());
+        let agent = ed
+            .apply(Edit::AddNode {
+                kind: "agent".into(),
+                at: at(0.0, 0.0),
+            })
+            .unwrap()
+            .unwrap();
+        let before = ed.doc.clone();
+        let envelope: ToolEnvelope = serde_json::from_value(json!({
+            "call_id": "abcdef0123", "name": "calculator", "version": "1.0.0",
+            "input": {"expression": "6*7"}, "output": {"result": 42.0}, "error": null,
+            "t_start": "t", "t_end": "t"
+        }))
+        .unwrap();
+        let edit = |source: Source| Edit::Materialize {
+            agent: agent.clone(),
+            source,
+            envelope: Box::new(envelope.clone()),
+            secret_scope: Some(SecretScope::Workspace),
+        };
+        let err = ed
+            .apply(edit(Source::CallId("other".into())))
+            .expect_err("mismatch");
+        assert!(matches!(err, EditError::Refused(_)), "{err}");
+        assert_eq!(ed.doc, before);
+        let id = ed
+            .apply(edit(Source::CallId("abcdef0123".into())))
+            .unwrap()
+            .unwrap();
+        let node = ed.node(&id).expect("new node").clone();
+        let NodeKind::Tool(c) = node.kind else {
+            panic!("tool node")
+        };
+        assert_eq!(c.tool, "calculator@1.0.0");
+        assert_eq!(c.secret_scope, Some(SecretScope::Workspace));
+        assert_eq!(
+            c.inputs["expression"],
+            node_runtime::graph::FieldSource::Fixed {
+                value: json!("6*7")
+            }
+        );
+        assert!(ed.is_dirty());
+        ed.undo();
+        assert_eq!(ed.doc, before);
     }
 
     #[test]

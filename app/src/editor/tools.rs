@@ -87,6 +87,17 @@ pub fn auth_badge(tool: &ToolInfo) -> Option<(String, bool)> {
     Some((format!("Using {scope} key"), false))
 }
 
+/// The scope a tool's secrets come from in this workspace, when they all
+/// come from one (what a materialized node pins as its secret scope).
+pub fn secret_scope(tool: &ToolInfo) -> Option<node_runtime::tool_spec::SecretScope> {
+    let mut scopes = tool.auth.secrets.iter().map(|s| s.scope.clone());
+    let first = scopes.next()??;
+    if scopes.any(|s| s.as_deref() != Some(first.as_str())) {
+        return None;
+    }
+    serde_json::from_value(Value::String(first)).ok()
+}
+
 /// Whether `reference` is enabled in the agent.
 pub fn is_enabled(config: &AgentNodeConfig, reference: &str) -> bool {
     config
@@ -605,6 +616,32 @@ mod tests {
             (None, None)
         );
         assert!(set_pin_field(&mut config, "nope", "path", "").is_err());
+    }
+
+    #[test]
+    fn a_tools_secret_scope_is_the_one_all_its_secrets_come_from() {
+        let secret = |scope: Option<&str>| SecretStatus {
+            name: "K".into(),
+            status: if scope.is_some() { "ok" } else { "missing" }.into(),
+            scope: scope.map(str::to_string),
+            warning: None,
+        };
+        let with = |s: Vec<SecretStatus>| tool("t", "1.0.0", "api", "active", s);
+        use node_runtime::tool_spec::SecretScope;
+        assert_eq!(secret_scope(&with(vec![])), None);
+        assert_eq!(
+            secret_scope(&with(vec![secret(Some("org"))])),
+            Some(SecretScope::Org)
+        );
+        assert_eq!(
+            secret_scope(&with(vec![secret(Some("user")), secret(Some("user"))])),
+            Some(SecretScope::User)
+        );
+        assert_eq!(
+            secret_scope(&with(vec![secret(Some("user")), secret(Some("org"))])),
+            None
+        );
+        assert_eq!(secret_scope(&with(vec![secret(None)])), None);
     }
 
     #[test]

@@ -671,7 +671,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 </div>
                 <Inspector editor=editor tools=tools diagnostics=diagnostics.read_only() />
             </div>
-            <RunPanel editor=editor workflow_id=workflow_id.clone() watched=watched />
+            <RunPanel editor=editor workflow_id=workflow_id.clone() watched=watched tools=tools />
             <ul class="diagnostics" data-testid="diagnostics">
                 {move || diagnostics.get().into_iter().map(|d| {
                     let node = d.node.clone();

@@ -424,7 +424,7 @@ fn connect_form(editor: RwSignal<Editor>, id: String) -> impl IntoView {
     };
     // The inputs that take the chosen output, worked out when the list is
     // opened or focused (a whole-graph check, so never on every edit).
-    let options = RwSignal::new(Vec::<(String, String)>::new());
+    let options = RwSignal::new(None::<Vec<(String, String)>>);
     let refresh = {
         let source = source.clone();
         move || {
@@ -444,7 +444,7 @@ fn connect_form(editor: RwSignal<Editor>, id: String) -> impl IntoView {
             if !found.iter().any(|(v, _)| *v == target.get_untracked()) {
                 target.set(String::new());
             }
-            options.set(found);
+            options.set(Some(found));
         }
     };
     let connect = {
@@ -491,8 +491,10 @@ fn connect_form(editor: RwSignal<Editor>, id: String) -> impl IntoView {
                         on:change=move |ev| target.set(event_target_value(&ev))>
                         {move || {
                             let (list, picked) = (options.get(), target.get());
+                            let none = list.as_ref().is_some_and(Vec::is_empty);
+                            let list = list.unwrap_or_default();
                             view! {
-                                <option value="" selected=picked.is_empty()>{if list.is_empty() { "(none takes it)" } else { "Choose…" }}</option>
+                                <option value="" selected=picked.is_empty()>{if none { "(none takes it)" } else { "Choose…" }}</option>
                                 {list.into_iter().map(|(v, label)| view! { <option value=v.clone() selected=v == picked>{label}</option> }).collect_view()}
                             }
                         }}

@@ -14,8 +14,10 @@ use node_runtime::graph::NodeKind;
 use serde_json::{Map, Value};
 
 use crate::api;
-use crate::editor::model::Editor;
+use crate::editor::model::{Edit, Editor};
+use crate::editor::tools::ToolInfo;
 use crate::live::{Approval, LiveRun, ToolRow};
+use node_runtime::graph::materialize::Source;
 
 /// A run being watched: its id and what its events said so far.
 pub type Watched = RwSignal<Option<(String, LiveRun)>>;
@@ -149,7 +151,12 @@ fn approval_form(approval: Approval, problem: RwSignal<Option<String>>) -> impl 
 
 /// The Run button, the input form and the live panel.
 #[component]
-pub fn RunPanel(editor: RwSignal<Editor>, workflow_id: String, watched: Watched) -> impl IntoView {
+pub fn RunPanel(
+    editor: RwSignal<Editor>,
+    workflow_id: String,
+    watched: Watched,
+    tools: LocalResource<Result<Vec<ToolInfo>, api::ApiError>>,
+) -> impl IntoView {
     let note = RwSignal::new(None::<String>);
     let problem = RwSignal::new(None::<String>);
     let values = RwSignal::new(Map::<String, Value>::new());
@@ -229,6 +236,33 @@ pub fn RunPanel(editor: RwSignal<Editor>, workflow_id: String, watched: Watched)
             </div>
             {agents.into_iter().map(|agent| {
                 let rows = live.rows(&agent);
+                // Materialize as node: the call becomes a Tool node beside
+                // the agent, selected, and the graph is marked unsaved.
+                let eject = {
+                    let agent = agent.clone();
+                    move |row: &ToolRow| {
+                        let Some(envelope) = row.envelope.clone() else { return };
+                        let scope = tools.with(|t| {
+                            t.as_ref()
+                                .and_then(|r| r.as_ref().ok())
+                                .and_then(|list| list.iter().find(|t| t.reference == row.tool).and_then(crate::editor::tools::secret_scope))
+                        });
+                        let edit = Edit::Materialize {
+                            agent: agent.clone(),
+                            source: Source::CallId(envelope.call_id.clone()),
+                            envelope: Box::new(envelope),
+                            secret_scope: scope,
+                        };
+                        match editor.try_update(|e| e.apply(edit)).unwrap_or(Ok(None)) {
+                            Ok(Some(id)) => editor.update(|e| {
+                                e.selection.clear();
+                                e.selection.insert(id);
+                            }),
+                            Ok(None) => {}
+                            Err(e) => problem.set(Some(e.to_string())),
+                        }
+                    }
+                };
                 view! {
                     <h3>"Tool calls of " {agent.clone()}</h3>
                     {rows.is_empty().then(|| view! { <p class="muted">"No tool calls yet."</p> })}
@@ -236,9 +270,18 @@ pub fn RunPanel(editor: RwSignal<Editor>, workflow_id: String, watched: Watched)
                         <tbody>
                             {rows.into_iter().map(|r| {
                                 let row = r.clone();
+                                let (menu_row, button_row) = (r.clone(), r.clone());
+                                let (menu_eject, button_eject) = (eject.clone(), eject.clone());
+                                let ended = r.envelope.is_some();
                                 view! {
                                     <tr data-call=r.call_id.clone() data-state=r.state.clone() class="timeline-row"
-                                        tabindex="0" on:click=move |_| open.set(Some(row.clone()))>
+                                        tabindex="0" on:click=move |_| open.set(Some(row.clone()))
+                                        on:contextmenu=move |ev| {
+                                            if menu_row.envelope.is_some() {
+                                                ev.prevent_default();
+                                                menu_eject(&menu_row);
+                                            }
+                                        }>
                                         <td><code>{r.tool.clone()}</code></td>
                                         <td class=format!("state-{}", r.state.replace(' ', "-"))>{r.state.clone()}</td>
                                         <td class="num">{r.latency_ms.map(|l| format!("{l:.0} ms")).unwrap_or_default()}</td>
@@ -246,7 +289,11 @@ pub fn RunPanel(editor: RwSignal<Editor>, workflow_id: String, watched: Watched)
                                             {r.truncated.then(|| view! { <span class="badge warn">"truncated"</span> })}
                                             {r.error_code.clone().map(|c| view! { <span class="badge error" data-testid="call-error">{c}</span> })}</td>
                                         <td class="preview" data-testid="call-preview">{r.preview.clone()}</td>
-                                        <td>{r.approval.clone().filter(|a| a.decision.is_none()).map(|a| approval_form(a, problem))}</td>
+                                        <td>{r.approval.clone().filter(|a| a.decision.is_none()).map(|a| approval_form(a, problem))}
+                                            {ended.then(|| view! {
+                                                <button type="button" class="link" data-testid="materialize" title="Eject this call into a Tool node beside the agent (also: right-click the row)"
+                                                    on:click=move |ev| { ev.stop_propagation(); button_eject(&button_row); }>"Materialize as node"</button>
+                                            })}</td>
                                     </tr>
                                 }
                             }).collect_view()}
