@@ -18,6 +18,9 @@ pub enum ApiError {
     /// The request never got an answer (server down, network dropped).
     #[error("cannot reach the Glassbox server: {0}")]
     Network(String),
+    /// What the user gave cannot be sent (e.g. a file that is not JSON).
+    #[error("{0}")]
+    Invalid(String),
     /// The server answered with something that is not the expected JSON.
     #[error("unexpected answer from the server (HTTP {status}): {message}")]
     Decode { status: u16, message: String },
@@ -390,6 +393,37 @@ pub async fn decide_approval(token: &str, decision: &str, text: &str) -> Result<
     post_json::<serde_json::Value>(&format!("/approvals/{token}/{decision}"), &body)
         .await
         .map(|_| ())
+}
+
+/// What a replay said: whether the outputs matched, else the first
+/// divergence; the replay is itself a run (kind `replay`).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct ReplayOutcome {
+    pub run_id: String,
+    pub replay_of: Option<String>,
+    #[serde(rename = "match")]
+    pub matches: bool,
+    pub divergence: Option<String>,
+    #[serde(default)]
+    pub outputs: serde_json::Value,
+}
+
+/// `POST /api/v1/runs/{id}/replay`: a hermetic replay of a finished run.
+pub async fn replay_run(id: &str) -> Result<ReplayOutcome, ApiError> {
+    post_json(&format!("/runs/{id}/replay"), &serde_json::json!({})).await
+}
+
+/// `POST /api/v1/replays`: replays an uploaded bundle (its JSON text).
+pub async fn replay_bundle(text: &str) -> Result<ReplayOutcome, ApiError> {
+    let bundle: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| ApiError::Invalid(format!("the bundle file is not JSON: {e}")))?;
+    post_json("/replays", &bundle).await
+}
+
+/// `GET /api/v1/runs/{id}/bundle`: the run's replay bundle as JSON text.
+pub async fn run_bundle(id: &str) -> Result<String, ApiError> {
+    let value: serde_json::Value = get_json(&format!("/runs/{id}/bundle")).await?;
+    Ok(serde_json::to_string_pretty(&value).unwrap_or_default())
 }
 
 /// `GET /api/v1/health`.

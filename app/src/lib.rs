@@ -7,6 +7,7 @@
 
 pub mod api;
 pub mod editor;
+pub mod files;
 pub mod live;
 pub mod pages;
 pub mod runs_view;

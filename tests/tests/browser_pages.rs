@@ -175,3 +175,79 @@ async fn the_tools_page_lists_the_registry_with_badges_and_schemas() {
     assert!(probe.contains("CANARY_WORKSPACE (missing)"), "{probe}");
     assert!(schema.contains("\"expression\""), "{schema}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let Ok(token) = browser.sign_in(&server).await else {
+        browser.close().await;
+        panic!("sign in");
+    };
+    let workflow = json!({
+        "format_version": 1, "id": "replayed", "name": "Replayed", "revision": 0,
+        "nodes": [
+            {"id": "agent", "kind": "agent", "config": {"prompt": "go", "tools": [{"tool": "calculator@1.0.0"}],
+                "provider": {"kind": "scripted", "script": {"turns": [
+                    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+                    {"text": "42"}]}}}},
+            {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    });
+    let wf = server.create_workflow(&token, &workflow);
+    let run_id = server.start_run(&token, &wf);
+    server.finished_run(&token, &run_id);
+    // The bundle, edited so a tool result differs from the recording.
+    let (_, body) = glassbox_tests::harness::http(
+        &server.url,
+        "GET",
+        &format!("/api/v1/runs/{run_id}/bundle"),
+        Some(&token),
+        None,
+    );
+    let mut bundle = glassbox_tests::harness::json(&body);
+    bundle["nodes"]["agent"]["bundle"]["envelopes"][0]["output"] = json!({"result": 43});
+    let dir = tempfile::tempdir().expect("tmp");
+    let edited = dir.path().join("edited-bundle.json");
+    std::fs::write(&edited, bundle.to_string()).expect("write bundle");
+    let c = browser.client.clone();
+    let outcome = async {
+        browser
+            .open(&format!("{}/runs/{run_id}", server.url))
+            .await?;
+        appear(&c, "[data-testid=replay]").await?;
+        click(&c, "[data-testid=replay]").await?;
+        let identical = wait_for_text(
+            &c,
+            "[data-testid=replay-verdict], [data-testid=replay-error]",
+            Duration::from_secs(20),
+        )
+        .await?;
+        browser.screenshot("run-replayed").await?;
+        browser.open(&format!("{}/runs", server.url)).await?;
+        find(&c, "[data-testid=open-bundle]")
+            .await?
+            .send_keys(&edited.display().to_string())
+            .await
+            .map_err(|e| e.to_string())?;
+        let diverged = wait_for_text(
+            &c,
+            "[data-testid=replay-verdict], [data-testid=replay-error]",
+            Duration::from_secs(20),
+        )
+        .await?;
+        browser.screenshot("bundle-diverged").await?;
+        Ok::<_, String>((identical, diverged))
+    }
+    .await;
+    browser.close().await;
+    let (identical, diverged) = outcome.expect("replays show their verdict");
+    assert!(identical.starts_with("Identical"), "{identical}");
+    assert!(diverged.starts_with("Diverged"), "{diverged}");
+    assert!(
+        diverged.contains("node `agent`") && diverged.contains("step 2"),
+        "names the node and step: {diverged}"
+    );
+}

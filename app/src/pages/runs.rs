@@ -42,6 +42,100 @@ fn status_badge(status: String) -> impl IntoView {
     view! { <span class=class data-testid="run-status">{status.replace('_', " ")}</span> }
 }
 
+/// What a replay said, in words: identical, or the first divergence.
+fn replay_result(outcome: api::ReplayOutcome) -> impl IntoView {
+    let (class, verdict) = if outcome.matches {
+        ("notice", "Identical: the replay reproduced the recorded outputs, offline, with no live model or tool calls.".to_string())
+    } else {
+        (
+            "error",
+            format!(
+                "Diverged: {}",
+                outcome.divergence.clone().unwrap_or_default()
+            ),
+        )
+    };
+    view! {
+        <div class=format!("replay-result {class}") data-testid="replay-result" data-matches=outcome.matches.to_string()>
+            <p data-testid="replay-verdict">{verdict}</p>
+            <p class="muted">"Recorded as replay run "
+                <A href=format!("/runs/{}", outcome.run_id)><code>{outcome.run_id.clone()}</code></A></p>
+        </div>
+    }
+}
+
+/// Replay (hermetic, against the stored bundle) and Download bundle for a
+/// finished run.
+#[component]
+fn ReplayControls(run_id: String) -> impl IntoView {
+    let outcome = RwSignal::new(None::<Result<api::ReplayOutcome, String>>);
+    let busy = RwSignal::new(false);
+    let (replay_id, download_id) = (run_id.clone(), run_id);
+    let replay = move |_| {
+        let id = replay_id.clone();
+        busy.set(true);
+        leptos::task::spawn_local(async move {
+            outcome.set(Some(api::replay_run(&id).await.map_err(|e| e.to_string())));
+            busy.set(false);
+        });
+    };
+    let download = move |_| {
+        let id = download_id.clone();
+        leptos::task::spawn_local(async move {
+            let saved = match api::run_bundle(&id).await {
+                Ok(text) => crate::files::download(&format!("glassbox-run-{id}.json"), &text),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = saved {
+                outcome.set(Some(Err(e)));
+            }
+        });
+    };
+    view! {
+        <button type="button" data-testid="replay" prop:disabled=move || busy.get() on:click=replay>
+            {move || if busy.get() { "Replaying…" } else { "Replay" }}
+        </button>
+        <button type="button" data-testid="download-bundle" on:click=download>"Download bundle"</button>
+        {move || outcome.get().map(|o| match o {
+            Ok(o) => replay_result(o).into_any(),
+            Err(e) => view! { <p class="error" role="alert" data-testid="replay-error">{e}</p> }.into_any(),
+        })}
+    }
+}
+
+/// "Open bundle": replays a bundle file (one downloaded earlier, or edited)
+/// and says whether it reproduces its recorded outputs.
+#[component]
+fn OpenBundle() -> impl IntoView {
+    let outcome = RwSignal::new(None::<Result<api::ReplayOutcome, String>>);
+    let picked = move |ev: leptos::ev::Event| {
+        let Some(input) = ev
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(t).ok())
+        else {
+            return;
+        };
+        leptos::task::spawn_local(async move {
+            let result = match crate::files::read_picked(&input).await {
+                Ok(Some((_, text))) => api::replay_bundle(&text).await.map_err(|e| e.to_string()),
+                Ok(None) => return,
+                Err(e) => Err(e),
+            };
+            outcome.set(Some(result));
+            input.set_value("");
+        });
+    };
+    view! {
+        <label class="open-bundle">"Open bundle "
+            <input type="file" accept="application/json,.json" data-testid="open-bundle" on:change=picked />
+        </label>
+        {move || outcome.get().map(|o| match o {
+            Ok(o) => replay_result(o).into_any(),
+            Err(e) => view! { <p class="error" role="alert" data-testid="replay-error">{e}</p> }.into_any(),
+        })}
+    }
+}
+
 #[component]
 pub fn Runs() -> impl IntoView {
     let status = RwSignal::new(String::new());
@@ -86,6 +180,7 @@ pub fn Runs() -> impl IntoView {
                     </select>
                 </label>
                 <button type="button" data-testid="runs-refresh" on:click=move |_| runs.refetch()>"Refresh"</button>
+                <OpenBundle />
             </div>
             <Transition fallback=|| view! { <p class="muted">"Loading runs…"</p> }>
                 {move || runs.get().map(|r| match r {
@@ -189,6 +284,7 @@ pub fn RunPage() -> impl IntoView {
                                 {active.then(|| view! {
                                     <button type="button" data-testid="run-cancel" on:click=cancel>"Cancel run"</button>
                                 })}
+                                {(!active && d.kind == "run").then(|| view! { <ReplayControls run_id=d.id.clone() /> })}
                             </p>
                             {d.error.clone().map(|e| view! { <p class="error" role="alert" data-testid="run-error">{e}</p> })}
                             <h2>"Inputs"</h2>
