@@ -426,6 +426,76 @@ pub async fn run_bundle(id: &str) -> Result<String, ApiError> {
     Ok(serde_json::to_string_pretty(&value).unwrap_or_default())
 }
 
+/// One invocation record (seed 001's fields).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct Invocation {
+    pub id: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub call_id: String,
+    pub tool_name: String,
+    pub tool_version: String,
+    pub status: String,
+    pub approval_required: i64,
+    pub approval_status: Option<String>,
+    pub decided_by: Option<String>,
+    pub reason: Option<String>,
+    /// JSON text.
+    pub input: Option<String>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub cost: f64,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub completed_at: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Invocations {
+    invocations: Vec<Invocation>,
+}
+
+/// `GET /api/v1/invocations` with the filters set (status, tool name,
+/// from-date, run; empty for none).
+pub async fn list_invocations(
+    status: &str,
+    tool: &str,
+    since: &str,
+) -> Result<Vec<Invocation>, ApiError> {
+    let mut query = vec!["limit=200".to_string()];
+    for (k, v) in [("status", status), ("tool", tool), ("since", since)] {
+        if !v.trim().is_empty() {
+            query.push(format!("{k}={}", js_sys::encode_uri_component(v.trim())));
+        }
+    }
+    get_json::<Invocations>(&format!("/invocations?{}", query.join("&")))
+        .await
+        .map(|l| l.invocations)
+}
+
+/// A write waiting for a human.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct PendingApproval {
+    pub token: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub call_id: String,
+    pub tool: String,
+    pub args_summary: String,
+    pub effect_description: String,
+    pub created_at: String,
+}
+
+#[derive(serde::Deserialize)]
+struct Pending {
+    pending: Vec<PendingApproval>,
+}
+
+/// `GET /api/v1/approvals`: the pending writes of the workspace.
+pub async fn pending_approvals() -> Result<Vec<PendingApproval>, ApiError> {
+    get_json::<Pending>("/approvals").await.map(|p| p.pending)
+}
+
 /// `GET /api/v1/health`.
 pub async fn health() -> Result<Health, ApiError> {
     get_json("/health").await

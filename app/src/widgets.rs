@@ -1,9 +1,14 @@
-//! Pieces of view shared by several pages: a tool's badges and the tool
-//! filters (search, category, "show deprecated").
+//! Pieces of view shared by several pages: a tool's badges, the tool
+//! filters (search, category, "show deprecated"), the approval buttons of a
+//! pending write, and refreshing while something may still change.
+
+use std::time::Duration;
 
 use leptos::prelude::*;
 
+use crate::api;
 use crate::editor::tools::{self, ToolInfo, CATEGORIES};
+use crate::live::Approval;
 
 /// A tool's badges: category, side effects, auth status, deprecation.
 pub fn tool_badges(t: &ToolInfo) -> impl IntoView {
@@ -37,6 +42,71 @@ pub fn ToolFilters(
             </select>
             <label><input type="checkbox" data-testid="show-deprecated" prop:checked=move || show_deprecated.get()
                 on:change=move |ev| show_deprecated.set(event_target_checked(&ev)) />" show deprecated"</label>
+        </div>
+    }
+}
+
+/// How often a page showing something that changes asks again.
+pub const REFRESH: Duration = Duration::from_millis(1000);
+
+/// Refetches `refetch` after [`REFRESH`] whenever `active` says so; the
+/// pending timer is cleared when the page goes away.
+pub fn refresh_while(active: impl Fn() -> bool + 'static, refetch: impl Fn() + Clone + 'static) {
+    let timer = StoredValue::new_local(None::<TimeoutHandle>);
+    Effect::new(move |_| {
+        if active() {
+            let refetch = refetch.clone();
+            if let Ok(handle) = set_timeout_with_handle(refetch, REFRESH) {
+                if let Some(old) = timer.try_update_value(|t| t.replace(handle)).flatten() {
+                    old.clear();
+                }
+            }
+        }
+    });
+    on_cleanup(move || {
+        if let Some(handle) = timer.try_update_value(Option::take).flatten() {
+            handle.clear();
+        }
+    });
+}
+
+/// Approve, Deny (with a reason) or Request revision (with a note) for a
+/// write waiting in the timeline. The decision then arrives as an event,
+/// like one made elsewhere (another user, the CLI).
+pub fn approval_form(approval: Approval, problem: RwSignal<Option<String>>) -> impl IntoView {
+    let text = RwSignal::new(String::new());
+    let busy = RwSignal::new(false);
+    let decide = move |decision: &'static str| {
+        let token = approval.token.clone();
+        move |ev: leptos::ev::MouseEvent| {
+            ev.stop_propagation();
+            let note = text.get_untracked().trim().to_string();
+            if decision != "approve" && note.is_empty() {
+                problem.set(Some(match decision {
+                    "deny" => "Give a reason to deny the write; the model receives it.".into(),
+                    _ => "Write a note for the model to request a revision.".into(),
+                }));
+                return;
+            }
+            let token = token.clone();
+            busy.set(true);
+            leptos::task::spawn_local(async move {
+                match api::decide_approval(&token, decision, &note).await {
+                    Ok(()) => problem.set(None),
+                    Err(e) => problem.set(Some(e.to_string())),
+                }
+                busy.set(false);
+            });
+        }
+    };
+    view! {
+        <div class="approval" data-testid="approval" on:click=|ev| ev.stop_propagation()>
+            <span class="muted">{approval.effect.clone()}</span>
+            <input type="text" data-testid="approval-text" placeholder="Reason (deny) or note (revise)"
+                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev)) />
+            <button type="button" class="primary" data-testid="approve" prop:disabled=move || busy.get() on:click=decide("approve")>"Approve"</button>
+            <button type="button" data-testid="deny" prop:disabled=move || busy.get() on:click=decide("deny")>"Deny"</button>
+            <button type="button" data-testid="revise" prop:disabled=move || busy.get() on:click=decide("revise")>"Request revision"</button>
         </div>
     }
 }

@@ -251,3 +251,92 @@ async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
         "names the node and step: {diverged}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_are_approved_from_the_tools_page_and_their_invocations_open_a_drawer() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let Ok(token) = browser.sign_in(&server).await else {
+        browser.close().await;
+        panic!("sign in");
+    };
+    let workflow = json!({
+        "format_version": 1, "id": "approve", "name": "Approve here", "revision": 0,
+        "nodes": [
+            {"id": "agent", "kind": "agent", "config": {"prompt": "write", "tools": [{"tool": "write_file@1.0.0"}],
+                "provider": {"kind": "scripted", "script": {"turns": [
+                    {"tool_calls": [{"name": "write_file", "arguments": {"path": "tab.txt", "content": "ok"}}]},
+                    {"text": "Written."}]}}}},
+            {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    });
+    let wf = server.create_workflow(&token, &workflow);
+    let run_id = server.start_run(&token, &wf);
+    let c = browser.client.clone();
+    let outcome = async {
+        browser.open(&format!("{}/tools", server.url)).await?;
+        wait_until("the pending count", || async {
+            Ok(find(&c, "[data-testid=approvals-count]")
+                .await?
+                .text()
+                .await
+                .map_err(|e| e.to_string())?
+                == "1")
+        })
+        .await?;
+        click(&c, "[data-tab=approvals]").await?;
+        appear(&c, "[data-testid=approvals] [data-testid=approve]").await?;
+        let listed = find(&c, "[data-testid=approvals] li")
+            .await?
+            .text()
+            .await
+            .map_err(|e| e.to_string())?;
+        browser.screenshot("tools-approvals").await?;
+        click(&c, "[data-testid=approvals] [data-testid=approve]").await?;
+        appear(&c, "[data-testid=approvals-empty]").await?;
+        Ok::<_, String>(listed)
+    }
+    .await;
+    let listed = match outcome {
+        Ok(l) => l,
+        Err(e) => {
+            browser.close().await;
+            panic!("approvals tab: {e}");
+        }
+    };
+    let run = server.finished_run(&token, &run_id);
+    let outcome = async {
+        click(&c, "[data-tab=invocations]").await?;
+        appear(&c, "[data-testid=invocations] tr[data-invocation]").await?;
+        click(
+            &c,
+            "[data-testid=invocation-status] option[value=completed]",
+        )
+        .await?;
+        appear(&c, "[data-testid=invocations] tr[data-invocation]").await?;
+        click(&c, "[data-testid=invocations] tr[data-invocation]").await?;
+        let status =
+            wait_for_text(&c, "[data-testid=drawer-status]", Duration::from_secs(5)).await?;
+        let approval =
+            wait_for_text(&c, "[data-testid=drawer-approval]", Duration::from_secs(5)).await?;
+        let output =
+            wait_for_text(&c, "[data-testid=drawer-output]", Duration::from_secs(5)).await?;
+        click(&c, "[data-testid=invocation-status] option[value=failed]").await?;
+        appear(&c, "[data-testid=invocations-empty]").await?;
+        browser.screenshot("tools-invocations").await?;
+        Ok::<_, String>((status, approval, output))
+    }
+    .await;
+    browser.close().await;
+    let (status, approval, output) = outcome.expect("invocations tab");
+    assert!(
+        listed.contains("write_file") && listed.contains("tab.txt"),
+        "{listed}"
+    );
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(status, "completed");
+    assert_eq!(approval, "approval: approved");
+    assert!(output.contains("bytes_written"), "{output}");
+}

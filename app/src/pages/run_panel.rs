@@ -16,7 +16,8 @@ use serde_json::{Map, Value};
 use crate::api;
 use crate::editor::model::{Edit, Editor};
 use crate::editor::tools::ToolInfo;
-use crate::live::{Approval, LiveRun, ToolRow};
+use crate::live::{LiveRun, ToolRow};
+use crate::widgets::approval_form;
 use node_runtime::graph::materialize::Source;
 
 /// A run being watched: its id and what its events said so far.
@@ -106,47 +107,6 @@ async fn sleep(d: Duration) {
         d,
     );
     let _ = rx.await;
-}
-
-/// Approve, Deny (with a reason) or Request revision (with a note) for a
-/// write waiting in the timeline. The decision then arrives as an event,
-/// like one made elsewhere (another user, the CLI).
-fn approval_form(approval: Approval, problem: RwSignal<Option<String>>) -> impl IntoView {
-    let text = RwSignal::new(String::new());
-    let busy = RwSignal::new(false);
-    let decide = move |decision: &'static str| {
-        let token = approval.token.clone();
-        move |ev: leptos::ev::MouseEvent| {
-            ev.stop_propagation();
-            let note = text.get_untracked().trim().to_string();
-            if decision != "approve" && note.is_empty() {
-                problem.set(Some(match decision {
-                    "deny" => "Give a reason to deny the write; the model receives it.".into(),
-                    _ => "Write a note for the model to request a revision.".into(),
-                }));
-                return;
-            }
-            let token = token.clone();
-            busy.set(true);
-            leptos::task::spawn_local(async move {
-                match api::decide_approval(&token, decision, &note).await {
-                    Ok(()) => problem.set(None),
-                    Err(e) => problem.set(Some(e.to_string())),
-                }
-                busy.set(false);
-            });
-        }
-    };
-    view! {
-        <div class="approval" data-testid="approval" on:click=|ev| ev.stop_propagation()>
-            <span class="muted">{approval.effect.clone()}</span>
-            <input type="text" data-testid="approval-text" placeholder="Reason (deny) or note (revise)"
-                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev)) />
-            <button type="button" class="primary" data-testid="approve" prop:disabled=move || busy.get() on:click=decide("approve")>"Approve"</button>
-            <button type="button" data-testid="deny" prop:disabled=move || busy.get() on:click=decide("deny")>"Deny"</button>
-            <button type="button" data-testid="revise" prop:disabled=move || busy.get() on:click=decide("revise")>"Request revision"</button>
-        </div>
-    }
 }
 
 /// The Run button, the input form and the live panel.

@@ -3,7 +3,6 @@
 //! Agent outputs and links to its trace. Both refresh while a run is active.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use leptos::prelude::*;
 use leptos_router::components::A;
@@ -11,30 +10,7 @@ use leptos_router::hooks::use_params_map;
 
 use crate::api;
 use crate::runs_view::{self, format_duration, node_results, short_time, STATUSES};
-
-/// How often a page showing an active run asks again.
-const REFRESH: Duration = Duration::from_millis(1000);
-
-/// Refetches `refetch` after [`REFRESH`] whenever `active` says so; the
-/// pending timer is cleared when the page goes away.
-fn refresh_while(active: impl Fn() -> bool + 'static, refetch: impl Fn() + Clone + 'static) {
-    let timer = StoredValue::new_local(None::<TimeoutHandle>);
-    Effect::new(move |_| {
-        if active() {
-            let refetch = refetch.clone();
-            if let Ok(handle) = set_timeout_with_handle(refetch, REFRESH) {
-                if let Some(old) = timer.try_update_value(|t| t.replace(handle)).flatten() {
-                    old.clear();
-                }
-            }
-        }
-    });
-    on_cleanup(move || {
-        if let Some(handle) = timer.try_update_value(Option::take).flatten() {
-            handle.clear();
-        }
-    });
-}
+use crate::widgets::refresh_while;
 
 /// A status as a badge whose class names the status.
 fn status_badge(status: String) -> impl IntoView {

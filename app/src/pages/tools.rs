@@ -1,22 +1,63 @@
-//! `/tools`: the tool registry as this workspace sees it: every tool
-//! version with its badges (category, side effects, auth, deprecation), the
+//! `/tools`: three tabs. Registry: every tool version as this workspace
+//! sees it, with its badges (category, side effects, auth, deprecation), the
 //! secrets it needs and where they come from, and its input schema.
+//! Invocations: every tool call recorded, filtered by status, tool and
+//! date; a row opens its drawer. Approvals: the writes waiting for a human
+//! (the tab shows their count), decided here.
 
 use leptos::prelude::*;
+use leptos_router::components::A;
 
 use crate::api;
 use crate::editor::tools;
-use crate::widgets::{tool_badges, ToolFilters};
+use crate::live::Approval;
+use crate::widgets::{approval_form, refresh_while, tool_badges, ToolFilters};
 
 #[component]
 pub fn Tools() -> impl IntoView {
+    let tab = RwSignal::new("registry");
+    let pending = LocalResource::new(api::pending_approvals);
+    // Decisions made anywhere (here, another user, the CLI) show up.
+    let count =
+        move || pending.with(|p| p.as_ref().and_then(|r| r.as_ref().ok()).map_or(0, Vec::len));
+    refresh_while(
+        move || tab.get() == "approvals" || count() > 0,
+        move || pending.refetch(),
+    );
+    let tab_button = move |id: &'static str, label: &'static str| {
+        view! {
+            <button type="button" role="tab" data-tab=id class:active=move || tab.get() == id
+                aria-selected=move || (tab.get() == id).to_string() on:click=move |_| tab.set(id)>
+                {label}
+                {(id == "approvals").then(|| view! { " " <span class="badge warn" data-testid="approvals-count">{count}</span> })}
+            </button>
+        }
+    };
+    view! {
+        <section class="card" data-testid="tools-page">
+            <h1>"Tools"</h1>
+            <nav class="tabs" role="tablist">
+                {tab_button("registry", "Registry")}
+                {tab_button("invocations", "Invocations")}
+                {tab_button("approvals", "Approvals")}
+            </nav>
+            {move || match tab.get() {
+                "invocations" => view! { <InvocationsTab /> }.into_any(),
+                "approvals" => view! { <ApprovalsTab pending /> }.into_any(),
+                _ => view! { <Registry /> }.into_any(),
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn Registry() -> impl IntoView {
     let list = LocalResource::new(api::list_tools);
     let query = RwSignal::new(String::new());
     let category = RwSignal::new(String::new());
     let show_deprecated = RwSignal::new(false);
     view! {
-        <section class="card" data-testid="tools-page">
-            <h1>"Tools"</h1>
+        <div data-testid="registry-tab">
             <p class="muted">"Every tool an Agent node can call. Blocked versions are never listed; deprecated ones still run, with a warning."</p>
             <ToolFilters query category show_deprecated />
             <Suspense fallback=|| view! { <p class="muted">"Loading tools…"</p> }>
@@ -57,6 +98,139 @@ pub fn Tools() -> impl IntoView {
                     Err(e) => view! { <p class="error" role="alert" data-testid="tools-error">{e.to_string()}</p> }.into_any(),
                 })}
             </Suspense>
-        </section>
+        </div>
+    }
+}
+
+const INVOCATION_STATUSES: [&str; 6] = [
+    "pending",
+    "approved",
+    "rejected",
+    "running",
+    "completed",
+    "failed",
+];
+
+/// A JSON text pretty-printed (as is when it is not JSON).
+fn pretty(text: &Option<String>) -> String {
+    let text = text.clone().unwrap_or_default();
+    serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .filter(|v| !v.is_null())
+        .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
+        .unwrap_or(text)
+}
+
+#[component]
+fn InvocationsTab() -> impl IntoView {
+    let status = RwSignal::new(String::new());
+    let tool = RwSignal::new(String::new());
+    let since = RwSignal::new(String::new());
+    let list = LocalResource::new(move || {
+        let (s, t, d) = (status.get(), tool.get(), since.get());
+        async move { api::list_invocations(&s, &t, &d).await }
+    });
+    let registry = LocalResource::new(api::list_tools);
+    let open = RwSignal::new(None::<api::Invocation>);
+    let effects = move |name: &str, version: &str| {
+        registry.with(|r| {
+            r.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .and_then(|l| l.iter().find(|t| t.name == name && t.version == version))
+                .map(|t| t.side_effects.clone())
+        })
+    };
+    let drawer = move || {
+        open.get().map(|i| {
+            let effect = effects(&i.tool_name, &i.tool_version).unwrap_or_else(|| "unknown".into());
+            view! {
+                <div class="drawer" data-testid="invocation-drawer">
+                    <h3><code>{format!("{}@{}", i.tool_name, i.tool_version)}</code> " " <span class="muted">{i.call_id.clone()}</span></h3>
+                    <p>
+                        <span class=format!("badge run-status status-{}", i.status) data-testid="drawer-status">{i.status.clone()}</span> " "
+                        {i.approval_status.clone().map(|a| view! { <span class="badge" data-testid="drawer-approval">{format!("approval: {a}")}</span> })} " "
+                        <span class=format!("badge effect-{effect}")>{effect.clone()}</span> " "
+                        <span class="badge">{format!("cost {}", i.cost)}</span>
+                    </p>
+                    {i.reason.clone().map(|r| view! { <p>"Reason: " {r}</p> })}
+                    <p class="muted">"Run " <A href=format!("/runs/{}", i.run_id)><code>{i.run_id.clone()}</code></A> ", node " {i.node_id.clone()}</p>
+                    <details open=true><summary>"Input"</summary><pre class="json">{pretty(&i.input)}</pre></details>
+                    {if i.error.as_deref().is_some_and(|e| e != "null") {
+                        view! { <details open=true><summary>"Error"</summary><pre class="json" data-testid="drawer-error">{pretty(&i.error)}</pre></details> }.into_any()
+                    } else {
+                        view! { <details open=true><summary>"Output"</summary><pre class="json" data-testid="drawer-output">{pretty(&i.output)}</pre></details> }.into_any()
+                    }}
+                    <button type="button" on:click=move |_| open.set(None)>"Close"</button>
+                </div>
+            }
+        })
+    };
+    view! {
+        <div class="row" data-testid="invocation-filters">
+            <label>"Status "
+                <select data-testid="invocation-status" on:change=move |ev| status.set(event_target_value(&ev))>
+                    <option value="" selected=true>"All"</option>
+                    {INVOCATION_STATUSES.iter().map(|s| view! { <option value=*s>{*s}</option> }).collect_view()}
+                </select>
+            </label>
+            <label>"Tool " <input type="search" data-testid="invocation-tool" placeholder="name"
+                on:change=move |ev| tool.set(event_target_value(&ev)) /></label>
+            <label>"Since " <input type="date" data-testid="invocation-since"
+                on:change=move |ev| since.set(event_target_value(&ev)) /></label>
+        </div>
+        {drawer}
+        <Transition fallback=|| view! { <p class="muted">"Loading invocations…"</p> }>
+            {move || list.get().map(|r| match r {
+                Ok(rows) if rows.is_empty() => view! { <p class="muted" data-testid="invocations-empty">"No tool call matches."</p> }.into_any(),
+                Ok(rows) => view! {
+                    <table class="runs" data-testid="invocations">
+                        <thead><tr><th>"Tool"</th><th>"Status"</th><th>"Approval"</th><th>"Started"</th><th>"Run"</th></tr></thead>
+                        <tbody>
+                            {rows.into_iter().map(|i| {
+                                let row = i.clone();
+                                view! {
+                                    <tr data-invocation=i.call_id.clone() class="timeline-row" tabindex="0"
+                                        on:click=move |_| open.set(Some(row.clone()))>
+                                        <td><code>{format!("{}@{}", i.tool_name, i.tool_version)}</code></td>
+                                        <td><span class=format!("badge run-status status-{}", i.status)>{i.status.clone()}</span></td>
+                                        <td>{i.approval_status.clone().unwrap_or_default()}</td>
+                                        <td class="muted">{crate::runs_view::short_time(&i.created_at)}</td>
+                                        <td><code>{i.run_id.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect::<String>()}</code></td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn ApprovalsTab(
+    pending: LocalResource<Result<Vec<api::PendingApproval>, api::ApiError>>,
+) -> impl IntoView {
+    let problem = RwSignal::new(None::<String>);
+    view! {
+        {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="run-problem">{p}</p> })}
+        <Transition fallback=|| view! { <p class="muted">"Loading approvals…"</p> }>
+            {move || pending.get().map(|r| match r {
+                Ok(rows) if rows.is_empty() => view! { <p class="muted" data-testid="approvals-empty">"No write is waiting for approval."</p> }.into_any(),
+                Ok(rows) => view! {
+                    <ul class="list" data-testid="approvals">
+                        {rows.into_iter().map(|a| view! {
+                            <li data-approval=a.call_id.clone()>
+                                <strong><code>{a.tool.clone()}</code></strong> " " <span class="muted">{a.args_summary.clone()}</span>
+                                <p class="muted">"Run " <A href=format!("/runs/{}", a.run_id)><code>{a.run_id.clone()}</code></A> ", node " {a.node_id.clone()}</p>
+                                {approval_form(Approval { token: a.token.clone(), effect: a.effect_description.clone(), decision: None }, problem)}
+                            </li>
+                        }).collect_view()}
+                    </ul>
+                }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+            })}
+        </Transition>
     }
 }
