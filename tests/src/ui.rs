@@ -74,3 +74,30 @@ pub async fn value_of(c: &Client, css: &str) -> Result<String, String> {
         .map_err(|e| format!("{css}: {e}"))
         .map(Option::unwrap_or_default)
 }
+
+/// The text of the element matching `css`, or "" while there is none (for
+/// polling something that appears later).
+pub async fn text_or_empty(c: &Client, css: &str) -> Result<String, String> {
+    match c.find(Locator::Css(css)).await {
+        Ok(e) => e.text().await.map_err(|e| format!("{css}: {e}")),
+        Err(fantoccini::error::CmdError::Standard(e))
+            if e.error == fantoccini::error::ErrorStatus::NoSuchElement =>
+        {
+            Ok(String::new())
+        }
+        Err(e) => Err(format!("{css}: {e}")),
+    }
+}
+
+/// An attribute of the element matching `css`, or None while there is none.
+pub async fn attr_or_none(c: &Client, css: &str, name: &str) -> Result<Option<String>, String> {
+    match c.find(Locator::Css(css)).await {
+        Ok(e) => e.attr(name).await.map_err(|e| format!("{css}: {e}")),
+        Err(fantoccini::error::CmdError::Standard(e))
+            if e.error == fantoccini::error::ErrorStatus::NoSuchElement =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(format!("{css}: {e}")),
+    }
+}

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
-use glassbox_tests::ui::{appear, click, count, find, wait_until};
+use glassbox_tests::ui::{appear, click, count, find, text_or_empty, wait_until};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,11 +24,11 @@ async fn the_runs_page_lists_filters_and_opens_a_run() {
     let workflow = json!({
         "format_version": 1, "id": "listed", "name": "Listed run", "revision": 0,
         "nodes": [
-            {"id": "agent", "kind": "agent", "config": {"prompt": "go", "tools": [{"tool": "calculator@1.0.0"}],
+            {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go", "tools": [{"tool": "calculator@1.0.0"}],
                 "provider": {"kind": "scripted", "script": {"turns": [
                     {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
                     {"text": "42"}]}}}},
-            {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
+            {"id": "out", "kind": "output", "position": {"x": 320, "y": 0}, "config": {"fields": ["answer"]}}
         ],
         "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
     });
@@ -78,19 +78,36 @@ async fn the_runs_page_lists_filters_and_opens_a_run() {
         let id = wait_for_text(&c, "[data-testid=run-id]", Duration::from_secs(10)).await?;
         let outputs =
             wait_for_text(&c, "[data-testid=run-outputs]", Duration::from_secs(5)).await?;
-        let nodes = count(&c, "[data-testid=run-nodes] [data-node]").await?;
-        let agent = find(&c, "[data-testid=run-nodes] [data-node=agent]")
-            .await?
-            .text()
-            .await
-            .map_err(|e| e.to_string())?;
+        // The graph as it ran, each node with its result; a click opens one.
+        appear(&c, "[data-testid=run-graph] [data-node=agent]").await?;
+        let nodes = count(&c, "[data-testid=run-graph] [data-node]").await?;
+        let mut states = Vec::new();
+        for n in ["agent", "out"] {
+            states.push(
+                glassbox_tests::ui::attr_or_none(
+                    &c,
+                    &format!("[data-testid=run-graph] [data-node={n}]"),
+                    "data-status",
+                )
+                .await?
+                .unwrap_or_default(),
+            );
+        }
+        click(&c, "[data-testid=run-graph] [data-node=agent]").await?;
+        let agent = wait_for_text(
+            &c,
+            "[data-testid=run-node][data-node=agent]",
+            Duration::from_secs(5),
+        )
+        .await?;
         browser.screenshot("run-page").await?;
-        Ok::<_, String>((status, listed, duration, id, outputs, nodes, agent))
+        Ok::<_, String>((status, listed, duration, id, outputs, nodes, agent, states))
     }
     .await;
     browser.close().await;
-    let (status, listed, duration, id, outputs, nodes, agent) =
+    let (status, listed, duration, id, outputs, nodes, agent, states) =
         outcome.expect("the runs pages work");
+    assert_eq!(states, ["done", "done"], "each node shows its result");
     assert_eq!(status, "succeeded");
     assert!(
         listed.contains("Listed run") && listed.contains("api"),
@@ -225,9 +242,12 @@ async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
             Duration::from_secs(20),
         )
         .await?;
+        // The replay's calls beside the recorded ones: all the same.
+        let same = count(&c, "[data-testid=replay-comparison] tr.same").await?;
+        let parted = count(&c, "[data-testid=diverged-call]").await?;
         browser.screenshot("run-replayed").await?;
         browser.open(&format!("{}/runs", server.url)).await?;
-        find(&c, "[data-testid=open-bundle]")
+        appear(&c, "[data-testid=open-bundle]")
             .await?
             .send_keys(&edited.display().to_string())
             .await
@@ -238,12 +258,20 @@ async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
             Duration::from_secs(20),
         )
         .await?;
+        let highlighted =
+            wait_for_text(&c, "[data-testid=diverged-call]", Duration::from_secs(5)).await?;
         browser.screenshot("bundle-diverged").await?;
-        Ok::<_, String>((identical, diverged))
+        Ok::<_, String>((identical, diverged, same, parted, highlighted))
     }
     .await;
     browser.close().await;
-    let (identical, diverged) = outcome.expect("replays show their verdict");
+    let (identical, diverged, same, parted, highlighted) =
+        outcome.expect("replays show their verdict");
+    assert_eq!((same, parted), (1, 0), "one call, identical on both sides");
+    assert!(
+        highlighted.contains("42") && highlighted.contains("43"),
+        "the edited call is highlighted with both results: {highlighted}"
+    );
     assert!(identical.starts_with("Identical"), "{identical}");
     assert!(diverged.starts_with("Diverged"), "{diverged}");
     assert!(
@@ -278,12 +306,7 @@ async fn writes_are_approved_from_the_tools_page_and_their_invocations_open_a_dr
     let outcome = async {
         browser.open(&format!("{}/tools", server.url)).await?;
         wait_until("the pending count", || async {
-            Ok(find(&c, "[data-testid=approvals-count]")
-                .await?
-                .text()
-                .await
-                .map_err(|e| e.to_string())?
-                == "1")
+            Ok(text_or_empty(&c, "[data-testid=approvals-count]").await? == "1")
         })
         .await?;
         click(&c, "[data-tab=approvals]").await?;
