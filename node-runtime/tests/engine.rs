@@ -568,8 +568,32 @@ async fn workflow_replay_reproduces_outputs_without_live_calls() {
     };
     let stored: WorkflowRun =
         serde_json::from_str(&serde_json::to_string(&r).expect("ser")).expect("de");
-    let replayed = replay_workflow(&empty, &w, &stored).await.expect("replays");
+    let sink = VecWorkflowSink::default();
+    let replayed = replay_workflow(&empty, &w, &stored, &sink)
+        .await
+        .expect("replays");
     assert_eq!(replayed, r.outputs);
+    // The replay's tool timeline comes out as events, in the recorded order.
+    let replayed_calls: Vec<Value> = sink
+        .0
+        .lock()
+        .expect("sink")
+        .iter()
+        .filter_map(|e| match e {
+            WorkflowEvent::Agent { node_id, event } if node_id == "agent" => match &**event {
+                node_runtime::agent::AgentEvent::ToolCallFinished { envelope } => {
+                    Some(json!(envelope.call_id))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        json!(replayed_calls),
+        r.nodes["agent"].outputs["tool_order"]
+    );
+    assert_eq!(replayed_calls.len(), 1);
     // A record edited to differ is reported at its node.
     let mut edited = stored.clone();
     edited
@@ -580,7 +604,7 @@ async fn workflow_replay_reproduces_outputs_without_live_calls() {
         .as_mut()
         .expect("env")
         .input = json!({"expression": "3+3"});
-    let err = replay_workflow(&empty, &w, &edited)
+    let err = replay_workflow(&empty, &w, &edited, &VecWorkflowSink::default())
         .await
         .expect_err("diverges");
     assert!(

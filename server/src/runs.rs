@@ -8,7 +8,7 @@
 //! broadcast order, and an SSE subscriber can read stored events first and
 //! then follow the broadcast without gaps or duplicates.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -549,7 +549,54 @@ pub struct ReplayOutcome {
     pub matches: bool,
     /// The first divergence, in words, when it does not match.
     pub divergence: Option<String>,
+    /// The node where the replay diverged, when it did at a node.
+    pub diverged_node: Option<String>,
     pub outputs: Value,
+    /// Each Agent node's tool calls, recorded and replayed, in tool order;
+    /// a diverging replay's list stops where it diverged.
+    pub timelines: BTreeMap<String, ReplayTimeline>,
+}
+
+/// One Agent node's tool calls in the recorded run and in its replay.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ReplayTimeline {
+    pub recorded: Vec<ToolEnvelope>,
+    pub replayed: Vec<ToolEnvelope>,
+}
+
+/// The recorded Agent nodes' envelopes in tool order, and the replayed
+/// ones as their events came.
+fn replay_timelines(
+    recorded: &node_runtime::graph::engine::WorkflowRun,
+    events: Vec<WorkflowEvent>,
+) -> BTreeMap<String, ReplayTimeline> {
+    let mut timelines: BTreeMap<String, ReplayTimeline> = BTreeMap::new();
+    for (id, node) in &recorded.nodes {
+        let (Some(order), Some(by_id)) = (
+            node.outputs.get("tool_order").and_then(Value::as_array),
+            node.outputs.get("tools_by_id").and_then(Value::as_object),
+        ) else {
+            continue;
+        };
+        let calls = order
+            .iter()
+            .filter_map(|call| by_id.get(call.as_str()?))
+            .filter_map(|e| serde_json::from_value::<ToolEnvelope>(e.clone()).ok())
+            .collect();
+        timelines.entry(id.clone()).or_default().recorded = calls;
+    }
+    for event in events {
+        if let WorkflowEvent::Agent { node_id, event } = event {
+            if let AgentEvent::ToolCallFinished { envelope } = *event {
+                timelines
+                    .entry(node_id)
+                    .or_default()
+                    .replayed
+                    .push(envelope);
+            }
+        }
+    }
+    timelines
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -577,8 +624,11 @@ impl Runs {
         let recorded: node_runtime::graph::engine::WorkflowRun =
             serde_path_to_error::deserialize(record)
                 .map_err(|e| ReplayError::BadBundle(format!("at `{}`: {}", e.path(), e.inner())))?;
+        let sink = node_runtime::graph::engine::VecWorkflowSink::default();
         let result =
-            node_runtime::graph::engine::replay_workflow(&self.agents, &workflow, &recorded).await;
+            node_runtime::graph::engine::replay_workflow(&self.agents, &workflow, &recorded, &sink)
+                .await;
+        let mut diverged_node = None;
         let (matches, divergence, outputs) = match result {
             Ok(outputs) if outputs == recorded.outputs => (true, None, json!(outputs)),
             Ok(outputs) => (
@@ -590,8 +640,15 @@ impl Runs {
                 )),
                 json!(outputs),
             ),
-            Err(e) => (false, Some(e.to_string()), Value::Null),
+            Err(e) => {
+                if let node_runtime::graph::engine::EngineError::ReplayDiverged { node, .. } = &e {
+                    diverged_node = Some(node.clone());
+                }
+                (false, Some(e.to_string()), Value::Null)
+            }
         };
+        let events = std::mem::take(&mut *sink.0.lock().unwrap_or_else(|p| p.into_inner()));
+        let timelines = replay_timelines(&recorded, events);
         let run_id = new_id();
         self.store
             .create_run(&RunRow {
@@ -621,7 +678,9 @@ impl Runs {
             replay_of: replay_of.map(str::to_string),
             matches,
             divergence,
+            diverged_node,
             outputs,
+            timelines,
         })
     }
 }
@@ -911,10 +970,14 @@ fn index_event(
                 r.approval_required = 1;
                 let (status, approval, reason) = match decision {
                     Decision::Approve => ("approved", "approved", None),
-                    Decision::Deny { reason } => ("rejected", "denied", Some(reason.clone())),
-                    Decision::Revise { note } => {
-                        ("rejected", "revision_requested", Some(note.clone()))
-                    }
+                    // Seed 001's words: a denial and a request for revision
+                    // both reject this call; the reason says which.
+                    Decision::Deny { reason } => ("rejected", "rejected", Some(reason.clone())),
+                    Decision::Revise { note } => (
+                        "rejected",
+                        "rejected",
+                        Some(format!("revision requested: {note}")),
+                    ),
                 };
                 r.status = status.into();
                 r.approval_status = Some(approval.into());

@@ -285,6 +285,13 @@ async fn sign_in_workflows_runs_approvals_and_events() {
         .await;
     assert_eq!(run["status"], "succeeded", "{run}");
     assert_eq!(run["outputs"]["answer"], "Written.");
+    // The graph as it ran comes with the run, for the run page to draw.
+    assert!(
+        run["workflow"]["nodes"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n["id"] == "agent")),
+        "{run}"
+    );
     let agent = &run["agent_outputs"]["agent"];
     for key in [
         "response",
@@ -326,6 +333,12 @@ async fn sign_in_workflows_runs_approvals_and_events() {
         .call("GET", "/api/v1/invocations?tool=write_file", t, None)
         .await;
     assert_eq!(inv["invocations"][0]["approval_status"], "approved");
+    assert!(
+        inv["invocations"][0]["decided_by"]
+            .as_str()
+            .is_some_and(|u| !u.is_empty()),
+        "the record names who approved: {inv}"
+    );
     // Replay: download the bundle, replay the run, replay an upload.
     let req = Request::get(format!("/api/v1/runs/{run_id}/bundle"))
         .header("authorization", format!("Bearer {token}"))
@@ -349,6 +362,17 @@ async fn sign_in_workflows_runs_approvals_and_events() {
     assert_eq!(s, StatusCode::OK, "{replayed}");
     assert_eq!(replayed["match"], true, "{replayed}");
     assert_eq!(replayed["replay_of"], run_id.as_str());
+    // The replay's tool timeline is set beside the recorded one, call for call.
+    let timeline = &replayed["timelines"]["agent"];
+    let ids = |side: &str| -> Vec<Value> {
+        timeline[side]
+            .as_array()
+            .map(|a| a.iter().map(|e| e["call_id"].clone()).collect())
+            .unwrap_or_default()
+    };
+    assert!(!ids("recorded").is_empty(), "{replayed}");
+    assert_eq!(ids("recorded"), ids("replayed"), "{replayed}");
+    assert_eq!(timeline["recorded"], timeline["replayed"], "{replayed}");
     let (_, replay_run) = api
         .call(
             "GET",
@@ -385,6 +409,16 @@ async fn sign_in_workflows_runs_approvals_and_events() {
             .contains("agent"),
         "{diverged}"
     );
+    assert_eq!(diverged["diverged_node"], "agent", "{diverged}");
+    // Its replayed calls stop where the edited exchange was reached.
+    let recorded = diverged["timelines"]["agent"]["recorded"]
+        .as_array()
+        .map(Vec::len);
+    let replayed_calls = diverged["timelines"]["agent"]["replayed"]
+        .as_array()
+        .map(Vec::len);
+    assert!(recorded.is_some() && replayed_calls.is_some(), "{diverged}");
+    assert!(replayed_calls <= recorded, "{diverged}");
     let (s, body) = api
         .call(
             "POST",

@@ -896,10 +896,14 @@ fn collect_outputs(
 }
 
 /// Re-runs a recorded workflow run hermetically and returns its outputs.
+/// Agent nodes' events go to `sink` as they replay (a diverging replay's
+/// events stop where it diverged), so a caller can set the replay's tool
+/// timeline beside the recorded one.
 pub async fn replay_workflow(
     agents: &AgentRuntime,
     workflow: &Workflow,
     recorded: &WorkflowRun,
+    sink: &dyn WorkflowSink,
 ) -> Result<BTreeMap<String, Value>, EngineError> {
     let order = topological_order(workflow).map_err(|_| EngineError::Invalid(Vec::new()))?;
     let incoming = incoming(workflow);
@@ -937,7 +941,11 @@ pub async fn replay_workflow(
                 let outputs = match &node.kind {
                     NodeKind::Agent(c) => match &original.bundle {
                         Some(bundle) => {
-                            let replayed = replay(agents, bundle, &crate::agent::NullSink)
+                            let node_sink = AgentSink {
+                                node_id: id.clone(),
+                                inner: sink,
+                            };
+                            let replayed = replay(agents, bundle, &node_sink)
                                 .await
                                 .map_err(|e| diverged(e.to_string()))?;
                             let fallbacks = &original.pin_fallbacks;

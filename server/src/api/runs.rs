@@ -102,6 +102,8 @@ fn view(run: &RunRow) -> Value {
         "duration_ms": duration_ms(&run.created_at, run.finished_at.as_deref()),
         "nodes": record.get("nodes").cloned().unwrap_or(Value::Null),
         "agent_outputs": agents,
+        // The graph as it ran (null until the run ends).
+        "workflow": record.get("workflow").cloned().unwrap_or(Value::Null),
     })
 }
 

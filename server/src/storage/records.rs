@@ -121,7 +121,9 @@ pub struct ApprovalRow {
     pub tool: String,
     pub args_summary: String,
     pub effect_description: String,
-    /// pending | approved | denied | revision_requested
+    /// pending | approved | denied | revision_requested (the approval
+    /// row's words; an invocation's `approval_status` is seed 001's
+    /// pending | approved | rejected)
     pub status: String,
     pub decided_by: Option<String>,
     pub note: Option<String>,
@@ -739,6 +741,16 @@ impl Store {
                 actual: 1,
             });
         }
+        // The call's invocation record names who decided (the decision
+        // event that follows carries no user and keeps it).
+        sqlx::query("UPDATE tool_invocations SET decided_by = $1 WHERE workspace_id = $2 AND run_id = $3 AND node_id = $4 AND call_id = $5")
+            .bind(decided_by)
+            .bind(workspace_id)
+            .bind(&row.run_id)
+            .bind(&row.node_id)
+            .bind(&row.call_id)
+            .execute(self.writer())
+            .await?;
         Ok(row)
     }
 
