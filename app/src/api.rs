@@ -404,8 +404,24 @@ pub struct ReplayOutcome {
     #[serde(rename = "match")]
     pub matches: bool,
     pub divergence: Option<String>,
+    /// The node where it diverged, when it did at a node.
+    #[serde(default)]
+    pub diverged_node: Option<String>,
     #[serde(default)]
     pub outputs: serde_json::Value,
+    /// Each Agent node's tool calls, recorded and replayed.
+    #[serde(default)]
+    pub timelines: std::collections::BTreeMap<String, ReplayTimeline>,
+}
+
+/// One Agent node's tool calls in the recorded run and in its replay (the
+/// replayed list stops where a replay diverged).
+#[derive(Debug, Clone, PartialEq, Default, serde::Deserialize)]
+pub struct ReplayTimeline {
+    #[serde(default)]
+    pub recorded: Vec<node_runtime::envelope::ToolEnvelope>,
+    #[serde(default)]
+    pub replayed: Vec<node_runtime::envelope::ToolEnvelope>,
 }
 
 /// `POST /api/v1/runs/{id}/replay`: a hermetic replay of a finished run.
@@ -471,6 +487,19 @@ pub async fn list_invocations(
     get_json::<Invocations>(&format!("/invocations?{}", query.join("&")))
         .await
         .map(|l| l.invocations)
+}
+
+/// `GET /api/v1/invocations?run_id=`: the invocation records of one run.
+pub async fn run_invocations(run_id: &str) -> Result<Vec<Invocation>, ApiError> {
+    let run = js_sys::encode_uri_component(run_id);
+    get_json::<Invocations>(&format!("/invocations?run_id={run}&limit=1000"))
+        .await
+        .map(|l| l.invocations)
+}
+
+/// `GET /api/v1/blobs/{hash}`: a stored payload (a truncated output whole).
+pub async fn blob(hash: &str) -> Result<serde_json::Value, ApiError> {
+    get_json(&format!("/blobs/{}", js_sys::encode_uri_component(hash))).await
 }
 
 /// A write waiting for a human.

@@ -6,6 +6,7 @@
 //! depend on the server crate.
 
 pub mod api;
+pub mod call_view;
 pub mod editor;
 pub mod files;
 pub mod live;

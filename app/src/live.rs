@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use node_runtime::envelope::ToolEnvelope;
+use node_runtime::envelope::{AgentOutputs, ToolEnvelope};
+use node_runtime::graph::pins::PinnedHandle;
 use serde_json::Value;
 
 /// One row of an Agent node's tool timeline.
@@ -14,7 +15,8 @@ pub struct ToolRow {
     pub call_id: String,
     /// `name@version` once the call ended; the name before.
     pub tool: String,
-    /// `running`, `waiting for approval`, `done` or `failed`.
+    /// `running`, `waiting for approval`, `done`, `failed` or `outcome
+    /// unknown` (an approved write interrupted by a crash).
     pub state: String,
     pub latency_ms: Option<f64>,
     pub cached: bool,
@@ -50,6 +52,9 @@ pub struct LiveRun {
     pub outputs: BTreeMap<String, Value>,
     /// The run's outcome once it finished.
     pub finished: Option<String>,
+    /// Once it finished: every node's record as `GET /runs/{id}` gives it
+    /// (status, outputs with each pinned handle's value).
+    pub results: Option<Value>,
 }
 
 const PREVIEW_CHARS: usize = 80;
@@ -112,6 +117,14 @@ fn row_for<'a>(rows: &'a mut Vec<ToolRow>, call_id: &str) -> &'a mut ToolRow {
 }
 
 impl LiveRun {
+    /// The call a pinned handle of `agent` selected, once the run finished
+    /// (what "Materialize as node" on the pin ejects).
+    pub fn pin_call(&self, agent: &str, pin: &PinnedHandle) -> Option<ToolEnvelope> {
+        let outputs = self.results.as_ref()?.get(agent)?.get("outputs")?;
+        let outputs: AgentOutputs = serde_json::from_value(outputs.clone()).ok()?;
+        node_runtime::graph::pins::select(pin, &outputs).cloned()
+    }
+
     /// Applies event `seq`; false (and nothing changes) when it was seen.
     pub fn apply(&mut self, seq: i64, event: &Value) -> bool {
         if seq <= self.last_seq {
@@ -157,6 +170,13 @@ impl LiveRun {
                 row.cached = envelope.cached;
                 row.truncated = envelope.truncated;
                 match &envelope.error {
+                    // An approved write cut off by a crash: not retried;
+                    // what is known (input, approval) stays for the operator.
+                    Some(e) if e.details.get("outcome") == Some(&Value::from("unknown")) => {
+                        row.state = "outcome unknown".into();
+                        row.error_code = Some("OUTCOME_UNKNOWN".into());
+                        row.preview = preview(&Value::String(e.message.clone()));
+                    }
                     Some(e) => {
                         row.state = "failed".into();
                         row.error_code = serde_json::to_value(e.code)
@@ -306,6 +326,39 @@ mod tests {
             row.approval.as_ref().and_then(|a| a.decision.as_deref()),
             Some("deny")
         );
+    }
+
+    #[test]
+    fn a_pin_selects_its_call_from_the_finished_run() {
+        let mut live = LiveRun::default();
+        let pin: PinnedHandle = serde_json::from_value(json!({
+            "name": "calc_result", "selector": {"tool": "calculator", "strategy": "latest"}
+        }))
+        .expect("pin");
+        assert_eq!(
+            live.pin_call("agent", &pin),
+            None,
+            "nothing before the run ends"
+        );
+        live.results = Some(json!({"agent": {"status": "done", "outputs": {
+            "response": "6", "tool_order": ["a", "b"], "last_tool": null, "traces_url": null,
+            "tools_by_id": {"a": envelope("a", json!(2), None), "b": envelope("b", json!(6), None)},
+            "calc_result": 6
+        }}}));
+        let call = live.pin_call("agent", &pin).expect("the latest call");
+        assert_eq!((call.call_id.as_str(), &call.output), ("b", &json!(6)));
+        assert_eq!(live.pin_call("other", &pin), None);
+    }
+
+    #[test]
+    fn an_interrupted_write_shows_its_outcome_as_unknown() {
+        let mut live = LiveRun::default();
+        let error = json!({"code": "UNKNOWN", "message": "outcome unknown: reconcile it", "details": {"outcome": "unknown"}});
+        live.apply(1, &json!({"type": "Agent", "node_id": "agent", "event": {"type": "ToolCallFinished", "envelope": envelope("w", Value::Null, Some(error))}}));
+        let row = &live.rows("agent")[0];
+        assert_eq!(row.state, "outcome unknown");
+        assert_eq!(row.error_code.as_deref(), Some("OUTCOME_UNKNOWN"));
+        assert!(row.preview.contains("reconcile"), "{}", row.preview);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 
 use crate::trace_view::human_ms;
+use node_runtime::envelope::ToolEnvelope;
 use serde_json::Value;
 
 /// The run statuses the list filter offers, in lifecycle order.
@@ -52,6 +53,16 @@ pub struct RunDetail {
     pub nodes: Value,
     #[serde(default)]
     pub agent_outputs: Value,
+    /// The graph as it ran (null until the run ends).
+    #[serde(default)]
+    pub workflow: Value,
+}
+
+impl RunDetail {
+    /// The graph as it ran, when the record holds one.
+    pub fn graph(&self) -> Option<node_runtime::graph::Workflow> {
+        node_runtime::graph::Workflow::from_value(&self.workflow).ok()
+    }
 }
 
 impl RunDetail {
@@ -140,6 +151,79 @@ pub fn list_query(status: &str, workflow_id: &str) -> String {
     format!("?{}", parts.join("&"))
 }
 
+/// One call as a replay comparison shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSummary {
+    pub call_id: String,
+    /// `name@version`.
+    pub tool: String,
+    /// The error code, when the call failed.
+    pub error_code: Option<String>,
+    /// The result (or error message) on one line.
+    pub preview: String,
+}
+
+impl CallSummary {
+    fn of(e: &ToolEnvelope) -> Self {
+        let (error_code, preview) = match &e.error {
+            Some(err) => (
+                serde_json::to_value(err.code)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string)),
+                crate::live::preview(&Value::String(err.message.clone())),
+            ),
+            None => (None, crate::live::preview(&e.output)),
+        };
+        Self {
+            call_id: e.call_id.clone(),
+            tool: e.tool_ref(),
+            error_code,
+            preview,
+        }
+    }
+}
+
+/// One line of a recorded and a replayed timeline set side by side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparedCall {
+    pub recorded: Option<CallSummary>,
+    pub replayed: Option<CallSummary>,
+    /// The two calls are the same call with the same result (timings do
+    /// not count: a replay returns the recorded envelopes).
+    pub same: bool,
+}
+
+/// Whether two envelopes are the same call with the same outcome.
+fn same_call(a: &ToolEnvelope, b: &ToolEnvelope) -> bool {
+    a.call_id == b.call_id
+        && a.name == b.name
+        && a.version == b.version
+        && a.input == b.input
+        && a.output == b.output
+        && a.error == b.error
+        && a.truncated == b.truncated
+}
+
+/// The recorded and replayed calls line by line, and the index of the
+/// first line where they differ (a call missing on one side counts).
+pub fn compare_timelines(
+    recorded: &[ToolEnvelope],
+    replayed: &[ToolEnvelope],
+) -> (Vec<ComparedCall>, Option<usize>) {
+    let lines: Vec<ComparedCall> = (0..recorded.len().max(replayed.len()))
+        .map(|i| {
+            let (a, b) = (recorded.get(i), replayed.get(i));
+            ComparedCall {
+                recorded: a.map(CallSummary::of),
+                replayed: b.map(CallSummary::of),
+                same: matches!((a, b), (Some(a), Some(b)) if same_call(a, b)),
+            }
+        })
+        .collect();
+    let first = lines.iter().position(|l| !l.same);
+    (lines, first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +269,56 @@ mod tests {
             list_query("failed", "w1"),
             "?limit=200&status=failed&workflow_id=w1"
         );
+    }
+
+    fn call(id: &str, output: Value) -> ToolEnvelope {
+        serde_json::from_value(json!({
+            "call_id": id, "name": "calculator", "version": "1.0.0", "input": {"expression": "1+1"},
+            "output": output, "error": null, "t_start": "2026-01-01T00:00:00.000Z",
+            "t_end": "2026-01-01T00:00:00.010Z", "cached": false, "truncated": false, "attachments": []
+        }))
+        .expect("envelope")
+    }
+
+    #[test]
+    fn identical_timelines_have_no_divergence_whatever_the_timings() {
+        let a = vec![call("a", json!(2)), call("b", json!(3))];
+        let mut b = a.clone();
+        b[1].t_end = "2026-01-01T00:00:09.000Z".into();
+        let (lines, first) = compare_timelines(&a, &b);
+        assert_eq!(lines.len(), 2);
+        assert!(lines.iter().all(|l| l.same));
+        assert_eq!(first, None);
+        assert_eq!(
+            lines[0].recorded.as_ref().map(|c| c.tool.as_str()),
+            Some("calculator@1.0.0")
+        );
+        assert_eq!(
+            lines[1].replayed.as_ref().map(|c| c.preview.as_str()),
+            Some("3")
+        );
+    }
+
+    #[test]
+    fn the_first_differing_or_missing_call_is_the_divergence() {
+        let a = vec![
+            call("a", json!(2)),
+            call("b", json!(3)),
+            call("c", json!(4)),
+        ];
+        let changed = vec![call("a", json!(2)), call("b", json!(5))];
+        let (lines, first) = compare_timelines(&a, &changed);
+        assert_eq!(first, Some(1));
+        assert_eq!(lines.len(), 3);
+        assert!(lines[2].replayed.is_none() && !lines[2].same);
+        let (_, first) = compare_timelines(&a, &a[..1]);
+        assert_eq!(
+            first,
+            Some(1),
+            "a replay that stopped early diverges where it stopped"
+        );
+        let (_, first) = compare_timelines(&[], &a[..1]);
+        assert_eq!(first, Some(0));
     }
 
     #[test]

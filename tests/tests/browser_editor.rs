@@ -12,7 +12,9 @@ use fantoccini::{Client, Locator};
 use glassbox_tests::harness::{
     app_and_browser, app_and_browser_with, wait_for_text, Browser, Server,
 };
-use glassbox_tests::ui::{appear, click, count, find, type_and_leave, value_of, wait_until};
+use glassbox_tests::ui::{
+    appear, attr_or_none, click, count, find, text_or_empty, type_and_leave, value_of, wait_until,
+};
 
 type Nodes = BTreeSet<(String, String, String, String)>;
 type Edges = BTreeSet<(String, String)>;
@@ -1071,11 +1073,11 @@ async fn a_run_from_the_editor_shows_node_states_and_the_tool_timeline_live() {
         click(&c, "[data-testid=run]").await?;
         // While it runs, the agent lights up as running.
         wait_until("the agent running", || async {
-            Ok(find(&c, "[data-node=agent]").await?.attr("data-run-state").await.map_err(|e| e.to_string())?.as_deref() == Some("running"))
+            Ok(attr_or_none(&c, "[data-node=agent]", "data-run-state").await?.as_deref() == Some("running"))
         })
         .await?;
         let state = wait_until("the run to finish", || async {
-            Ok(find(&c, "[data-testid=live-run-state]").await?.text().await.map_err(|e| e.to_string())? == "succeeded")
+            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
         })
         .await;
         state?;
@@ -1144,7 +1146,11 @@ async fn a_run_from_the_editor_shows_node_states_and_the_tool_timeline_live() {
         outputs.contains("sum="),
         "the pinned value reached the template: {outputs}"
     );
-    assert!(drawer.contains("\"call_id\""), "{drawer}");
+    // The drawer: status from the record, side effects, input and output.
+    assert!(
+        drawer.contains("calculator@1.0.0") && drawer.contains("none") && drawer.contains("Input"),
+        "{drawer}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1177,7 +1183,7 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
             Ok(count(&c, "[data-testid=approval]").await? == 2)
         })
         .await?;
-        let waiting = find(&c, "[data-node=agent]").await?.attr("data-run-state").await.map_err(|e| e.to_string())?;
+        let waiting = attr_or_none(&c, "[data-node=agent]", "data-run-state").await?;
         browser.screenshot("editor-approvals").await?;
         let rows = c
             .find_all(fantoccini::Locator::Css("[data-testid=timeline] tr"))
@@ -1205,7 +1211,7 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
         click(&c, &format!("[data-call='{drop}'] [data-testid=deny]")).await?;
         click(&c, &format!("[data-call='{keep}'] [data-testid=approve]")).await?;
         wait_until("the run to finish", || async {
-            Ok(find(&c, "[data-testid=live-run-state]").await?.text().await.map_err(|e| e.to_string())? == "succeeded")
+            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
         })
         .await?;
         let denied = wait_for_text(&c, &format!("[data-call='{drop}'] [data-testid=call-error]"), Duration::from_secs(10)).await?;
@@ -1242,9 +1248,15 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(approved["status"], "completed", "{invocations}");
+    assert!(
+        approved["decided_by"]
+            .as_str()
+            .is_some_and(|u| !u.is_empty()),
+        "the record names who approved: {invocations}"
+    );
     let denied = rows
         .iter()
-        .find(|i| i["approval_status"] == "denied")
+        .find(|i| i["approval_status"] == "rejected")
         .cloned()
         .unwrap_or_default();
     assert_eq!(denied["reason"], "not this file", "{invocations}");
@@ -1290,7 +1302,7 @@ async fn the_live_view_recovers_from_a_dropped_connection_without_gaps_or_duplic
         server = Some(restarted);
         let note = wait_for_text(&c, "[data-testid=run-note]", Duration::from_secs(20)).await?;
         wait_until("the run to finish", || async {
-            Ok(find(&c, "[data-testid=live-run-state]").await?.text().await.map_err(|e| e.to_string())? == "succeeded")
+            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
         })
         .await?;
         let calls = c
@@ -1347,7 +1359,7 @@ async fn a_materialized_call_runs_as_its_own_node_with_the_same_output() {
         browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
         appear(&c, "[data-node=agent]").await?;
         let finished = || async {
-            Ok(find(&c, "[data-testid=live-run-state]").await?.text().await.map_err(|e| e.to_string())? == "succeeded")
+            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
         };
         click(&c, "[data-testid=run]").await?;
         wait_until("the first run", finished).await?;
@@ -1362,7 +1374,7 @@ async fn a_materialized_call_runs_as_its_own_node_with_the_same_output() {
         save(&c).await?;
         click(&c, "[data-testid=run]").await?;
         wait_until("the second run", || async {
-            let id = find(&c, "[data-testid=live-run-id]").await?.text().await.map_err(|e| e.to_string())?;
+            let id = text_or_empty(&c, "[data-testid=live-run-id]").await?;
             Ok(id != first_run && finished().await?)
         })
         .await?;
@@ -1383,5 +1395,202 @@ async fn a_materialized_call_runs_as_its_own_node_with_the_same_output() {
     assert_eq!(
         ejected, original,
         "the node's output equals the call's: {second}"
+    );
+}
+
+/// Right-clicks an element (a `contextmenu` event, as the browser sends it).
+async fn context_click(c: &Client, css: &str) -> Result<(), String> {
+    let done = c
+        .execute(
+            "const e = document.querySelector(arguments[0]); if (!e) return false; \
+             e.dispatchEvent(new MouseEvent('contextmenu', {bubbles: true, cancelable: true, button: 2})); return true;",
+            vec![serde_json::json!(css)],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    if done == serde_json::json!(true) {
+        Ok(())
+    } else {
+        Err(format!("{css}: not found"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inspector_shows_the_agents_timeline_and_a_pin_is_materialized_from_its_menu() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        let token = browser.sign_in(&server).await?;
+        let workflow = serde_json::json!({
+            "format_version": 1, "id": "pinned", "name": "Pinned", "revision": 0,
+            "nodes": [
+                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go",
+                    "tools": [{"tool": "calculator@1.0.0"}],
+                    "pins": [{"name": "calc_result", "selector": {"tool": "calculator"}}],
+                    "provider": {"kind": "scripted", "script": {"turns": [
+                        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+                        {"text": "done"}]}}}},
+                {"id": "tpl", "kind": "template", "position": {"x": 300, "y": 0}, "config": {"template": "v={{ calc_result }}"}},
+                {"id": "out", "kind": "output", "position": {"x": 600, "y": 0}, "config": {"fields": ["text"]}}
+            ],
+            "edges": [
+                {"id": "p", "source": {"node": "agent", "handle": "calc_result"}, "target": {"node": "tpl", "handle": "calc_result"}},
+                {"id": "t", "source": {"node": "tpl", "handle": "text"}, "target": {"node": "out", "handle": "text"}}
+            ]
+        });
+        let wf = server.create_workflow(&token, &workflow);
+        browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
+        appear(&c, "[data-node=agent]").await?;
+        let finished = || async {
+            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
+        };
+        // Before the run ends the pin has nothing to eject: said in words.
+        context_click(&c, "[data-node=agent] [data-handle='out:calc_result']").await?;
+        let early = wait_for_text(&c, "[data-testid=editor-status]", Duration::from_secs(5)).await?;
+        click(&c, "[data-testid=run]").await?;
+        wait_until("the first run", finished).await?;
+        let first_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        // Selected, the agent's timeline and outputs are in its inspector.
+        click(&c, "[data-node=agent] rect").await?;
+        appear(&c, "[data-testid=inspector] [data-testid=timeline] tr").await?;
+        let in_panel = count(&c, "[data-testid=run-panel] [data-testid=timeline]").await?;
+        click(&c, "[data-testid=inspector] [data-testid=timeline] tr").await?;
+        wait_until("the drawer's record", || async {
+            Ok(text_or_empty(&c, "[data-testid=inspector] [data-testid=drawer-status]").await? == "completed")
+        })
+        .await?;
+        let effect = wait_for_text(&c, "[data-testid=inspector] [data-testid=drawer-effect]", Duration::from_secs(5)).await?;
+        let cost = wait_for_text(&c, "[data-testid=inspector] [data-testid=drawer-cost]", Duration::from_secs(5)).await?;
+        let output = wait_for_text(&c, "[data-testid=inspector] [data-testid=drawer-output]", Duration::from_secs(5)).await?;
+        let pin_value = wait_for_text(&c, "[data-testid=agent-outputs] [data-handle-value=calc_result]", Duration::from_secs(5)).await?;
+        browser.screenshot("inspector-timeline").await?;
+        // Right-click the pinned handle: a Tool node takes the pin's edge.
+        context_click(&c, "[data-node=agent] [data-handle='out:calc_result']").await?;
+        appear(&c, "[data-kind=tool]").await?;
+        let node = glassbox_tests::ui::attr_or_none(&c, "[data-kind=tool]", "data-node").await?.unwrap_or_default();
+        let moved = count(&c, &format!("[data-source='{node}.output'][data-target='tpl.calc_result']")).await?;
+        let left = count(&c, "[data-source='agent.calc_result']").await?;
+        // Undone in one step, then the same from the outputs' button.
+        click(&c, "[data-testid=undo]").await?;
+        wait_until("the undo", || async { Ok(count(&c, "[data-kind=tool]").await? == 0) }).await?;
+        click(&c, "[data-node=agent] rect").await?;
+        click(&c, "[data-testid=materialize-pin][data-pin=calc_result]").await?;
+        appear(&c, "[data-kind=tool]").await?;
+        browser.screenshot("editor-pin-materialized").await?;
+        save(&c).await?;
+        click(&c, "[data-testid=run]").await?;
+        wait_until("the second run", || async {
+            let id = text_or_empty(&c, "[data-testid=live-run-id]").await?;
+            Ok(id != first_run && finished().await?)
+        })
+        .await?;
+        let second_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        let first = server.finished_run(&token, &first_run);
+        let second = server.finished_run(&token, &second_run);
+        Ok::<_, String>((early, in_panel, effect, cost, output, pin_value, moved, left, first, second))
+    }
+    .await;
+    browser.close().await;
+    let (early, in_panel, effect, cost, output, pin_value, moved, left, first, second) =
+        outcome.expect("the inspector's timeline and pin materialize work");
+    assert!(early.contains("run the workflow"), "{early}");
+    assert_eq!(
+        in_panel, 0,
+        "the selected agent's timeline is in the inspector only"
+    );
+    assert_eq!(effect, "none");
+    assert!(cost.starts_with("cost "), "{cost}");
+    assert!(output.contains("42"), "{output}");
+    assert!(pin_value.contains("42"), "{pin_value}");
+    assert_eq!(
+        (moved, left),
+        (1, 0),
+        "the pin's edge moved to the new node"
+    );
+    assert_eq!(second["status"], "succeeded", "{second}");
+    assert!(
+        first["outputs"]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("v=") && t.contains("42")),
+        "{first}"
+    );
+    assert_eq!(
+        second["outputs"], first["outputs"],
+        "downstream keeps its value: {second}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_write_cut_off_by_a_crash_shows_as_outcome_unknown() {
+    // The server aborts right after recording the write's intent.
+    let Some((server, browser)) =
+        app_and_browser_with(&[("GLASSBOX_TEST_CRASH_AT", "after_intent")]).await
+    else {
+        return;
+    };
+    let c = browser.client.clone();
+    let mut server = Some(server);
+    let outcome = async {
+        let s = server.as_ref().ok_or("server")?;
+        let token = browser.sign_in(s).await?;
+        let workflow = serde_json::json!({
+            "format_version": 1, "id": "cut", "name": "Cut off", "revision": 0,
+            "nodes": [
+                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "write",
+                    "tools": [{"tool": "write_file@1.0.0"}],
+                    "provider": {"kind": "scripted", "script": {"turns": [
+                        {"tool_calls": [{"name": "write_file", "arguments": {"path": "cut.txt", "content": "?"}}]},
+                        {"text": "I could not tell whether it was written."}]}}}},
+                {"id": "out", "kind": "output", "position": {"x": 300, "y": 0}, "config": {"fields": ["answer"]}}
+            ],
+            "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+        });
+        let wf = s.create_workflow(&token, &workflow);
+        browser.open(&format!("{}/workflows/{wf}", s.url)).await?;
+        appear(&c, "[data-node=agent]").await?;
+        click(&c, "[data-testid=run]").await?;
+        appear(&c, "[data-testid=approval] [data-testid=approve]").await?;
+        click(&c, "[data-testid=approval] [data-testid=approve]").await?;
+        // The server dies at the crash point; it comes back without it.
+        let mut dead = server.take().ok_or("server")?;
+        if !dead.wait_for_exit(Duration::from_secs(30)) {
+            return Err("the server did not abort at the crash point".into());
+        }
+        let dist = glassbox_tests::harness::built_app_dir()?;
+        server = Some(dead.restart_same_port(Some(&dist))?);
+        wait_until("the run to finish", || async {
+            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
+        })
+        .await?;
+        let row = find(&c, "[data-testid=timeline] tr").await?;
+        let state = row.attr("data-state").await.map_err(|e| e.to_string())?;
+        let text = row.text().await.map_err(|e| e.to_string())?;
+        // The drawer holds what is known: the input, the approval, the
+        // message asking an operator to reconcile.
+        click(&c, "[data-testid=timeline] tr").await?;
+        wait_until("the drawer's record", || async {
+            Ok(text_or_empty(&c, "[data-testid=drawer-status]").await? == "outcome_unknown")
+        })
+        .await?;
+        let drawer = wait_for_text(&c, "[data-testid=call-drawer]", Duration::from_secs(5)).await?;
+        browser.screenshot("editor-outcome-unknown").await?;
+        Ok::<_, String>((state, text, drawer))
+    }
+    .await;
+    browser.close().await;
+    drop(server);
+    let (state, text, drawer) = outcome.expect("the interrupted write is shown");
+    assert_eq!(state.as_deref(), Some("outcome unknown"), "{text}");
+    assert!(
+        text.contains("OUTCOME_UNKNOWN") && text.contains("approved write"),
+        "{text}"
+    );
+    assert!(
+        drawer.contains("approval: approved")
+            && drawer.contains("cut.txt")
+            && drawer.contains("reconcile"),
+        "{drawer}"
     );
 }

@@ -86,19 +86,38 @@ impl View {
     }
 }
 
+/// The world rectangle holding every node's box, `(x0, y0, x1, y1)`;
+/// None for an empty graph.
+pub fn bounds(doc: &Workflow) -> Option<(f64, f64, f64, f64)> {
+    doc.nodes.iter().fold(None, |acc, n| {
+        let (x0, y0, x1, y1) = acc.unwrap_or((f64::MAX, f64::MAX, f64::MIN, f64::MIN));
+        Some((
+            x0.min(n.position.x),
+            y0.min(n.position.y),
+            x1.max(n.position.x + NODE_WIDTH),
+            y1.max(n.position.y + node_height(n)),
+        ))
+    })
+}
+
+/// An SVG `viewBox` showing the whole graph with `margin` around it.
+pub fn view_box(doc: &Workflow, margin: f64) -> String {
+    let (x0, y0, x1, y1) = bounds(doc).unwrap_or((0.0, 0.0, NODE_WIDTH, HEADER));
+    format!(
+        "{} {} {} {}",
+        x0 - margin,
+        y0 - margin,
+        x1 - x0 + 2.0 * margin,
+        y1 - y0 + 2.0 * margin
+    )
+}
+
 /// The view that shows every node inside a `width` x `height` viewport
 /// with a margin (the default view for an empty graph).
 pub fn fit(doc: &Workflow, width: f64, height: f64) -> View {
-    if doc.nodes.is_empty() {
+    let Some((x0, y0, x1, y1)) = bounds(doc) else {
         return View::default();
-    }
-    let (mut x0, mut y0, mut x1, mut y1) = (f64::MAX, f64::MAX, f64::MIN, f64::MIN);
-    for n in &doc.nodes {
-        x0 = x0.min(n.position.x);
-        y0 = y0.min(n.position.y);
-        x1 = x1.max(n.position.x + NODE_WIDTH);
-        y1 = y1.max(n.position.y + node_height(n));
-    }
+    };
     let margin = 40.0;
     let zoom = ((width - 2.0 * margin) / (x1 - x0).max(1.0))
         .min((height - 2.0 * margin) / (y1 - y0).max(1.0))
@@ -159,6 +178,26 @@ mod tests {
             nodes,
             edges: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_view_box_holds_every_node_with_its_margin() {
+        let a = new_node("input", "a".into(), Position { x: -50.0, y: 10.0 }).unwrap();
+        let b = new_node("output", "b".into(), Position { x: 300.0, y: 200.0 }).unwrap();
+        let bh = node_height(&b);
+        assert_eq!(bounds(&doc(Vec::new())), None);
+        assert_eq!(
+            bounds(&doc(vec![a.clone(), b.clone()])),
+            Some((-50.0, 10.0, 300.0 + NODE_WIDTH, 200.0 + bh))
+        );
+        assert_eq!(
+            view_box(&doc(vec![a, b]), 20.0),
+            format!(
+                "-70 -10 {} {}",
+                350.0 + NODE_WIDTH + 40.0,
+                190.0 + bh + 40.0
+            )
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
-use node_runtime::graph::{HandleRef, Position};
+use node_runtime::graph::{HandleRef, NodeKind, Position};
 
 use crate::api;
 use crate::editor::geometry::{self, View, HEADER, NODE_WIDTH, ROW};
@@ -482,6 +482,20 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             .map(|(i, name)| {
                 let y = HEADER + ROW * (i as f64 + 0.5);
                 let source = HandleRef { node: id.clone(), handle: name.clone() };
+                // A pinned handle's menu: "Materialize as node" ejects the
+                // call the pin selected in the watched run.
+                let is_pin = matches!(&n.kind, NodeKind::Agent(c) if c.pins.iter().any(|p| p.name == name));
+                let (menu_agent, menu_pin) = (id.clone(), name.clone());
+                let menu = move |ev: leptos::ev::MouseEvent| {
+                    if !is_pin {
+                        return;
+                    }
+                    ev.prevent_default();
+                    ev.stop_propagation();
+                    if let Err(e) = crate::pages::timeline::materialize_pin(editor, tools, watched, &menu_agent, &menu_pin) {
+                        refuse(e);
+                    }
+                };
                 let down = move |ev: leptos::ev::PointerEvent| {
                     ev.stop_propagation();
                     let p = local(&ev);
@@ -491,7 +505,9 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 view! {
                     <g class="handle out">
                         <text x=NODE_WIDTH - 10.0 y=y + 4.0 text-anchor="end" class="handle-label">{name.clone()}</text>
-                        <circle cx=NODE_WIDTH cy=y r="6" data-handle=format!("out:{name}") on:pointerdown=down />
+                        <circle cx=NODE_WIDTH cy=y r="6" data-handle=format!("out:{name}") on:pointerdown=down on:contextmenu=menu>
+                            {is_pin.then(|| view! { <title>"Pinned handle: right-click to materialize its call as a node"</title> })}
+                        </circle>
                     </g>
                 }
             })
@@ -669,7 +685,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                         </g>
                     </svg>
                 </div>
-                <Inspector editor=editor tools=tools diagnostics=diagnostics.read_only() />
+                <Inspector editor=editor tools=tools diagnostics=diagnostics.read_only() watched=watched />
             </div>
             <RunPanel editor=editor workflow_id=workflow_id.clone() watched=watched tools=tools />
             <ul class="diagnostics" data-testid="diagnostics">

@@ -8,6 +8,8 @@ use node_runtime::graph::{AgentNodeConfig, HandleRef, NodeKind, ToolNodeConfig};
 
 use crate::editor::model::{connect_targets, Edit, Editor};
 use crate::editor::tools::{self, Control, ToolInfo};
+use crate::pages::run_panel::Watched;
+use crate::pages::timeline::AgentTimeline;
 use crate::widgets::{tool_badges, ToolFilters};
 
 /// A checked change to an Agent node's config.
@@ -515,6 +517,8 @@ pub fn Inspector(
     /// The server's diagnostics of the document, shown beside the fields
     /// they name.
     diagnostics: ReadSignal<Vec<Diagnostic>>,
+    /// The run being watched: an Agent node's tool timeline shows here.
+    watched: Watched,
 ) -> impl IntoView {
     let query = RwSignal::new(String::new());
     let category = RwSignal::new(String::new());
@@ -591,7 +595,9 @@ pub fn Inspector(
                 };
                 let pins = pin_rows(editor, id.clone());
                 let settings = agent_settings(editor, id.clone());
+                let timeline_agent = id.clone();
                 Some(view! {
+                    <AgentTimeline agent=timeline_agent editor=editor watched=watched tools=tools />
                     <label class="field">"Prompt (its {{ variables }} are input handles)"
                         <textarea data-testid="agent-prompt" prop:value=config.prompt.clone() on:change=set_prompt></textarea>
                     </label>

@@ -1,13 +1,16 @@
 //! One module per route.
 
+mod call_drawer;
 mod editor;
 mod home;
 mod inspector;
 mod not_found;
+mod run_graph;
 mod run_panel;
 mod runs;
 mod settings;
 mod signin;
+mod timeline;
 mod tools;
 mod trace;
 mod workflows;

@@ -14,11 +14,10 @@ use node_runtime::graph::NodeKind;
 use serde_json::{Map, Value};
 
 use crate::api;
-use crate::editor::model::{Edit, Editor};
+use crate::editor::model::Editor;
 use crate::editor::tools::ToolInfo;
-use crate::live::{LiveRun, ToolRow};
-use crate::widgets::approval_form;
-use node_runtime::graph::materialize::Source;
+use crate::live::LiveRun;
+use crate::pages::timeline::AgentTimeline;
 
 /// A run being watched: its id and what its events said so far.
 pub type Watched = RwSignal<Option<(String, LiveRun)>>;
@@ -121,8 +120,6 @@ pub fn RunPanel(
     let problem = RwSignal::new(None::<String>);
     let values = RwSignal::new(Map::<String, Value>::new());
     let texts = StoredValue::new(std::collections::BTreeMap::<String, String>::new());
-    let outputs = RwSignal::new(None::<Value>);
-    let open = RwSignal::new(None::<ToolRow>);
     let fields = Memo::new(move |_| editor.with(input_fields));
     let run = move |_| {
         if editor.with_untracked(Editor::is_dirty) {
@@ -151,8 +148,6 @@ pub fn RunPanel(
         }
         values.set(inputs.clone());
         problem.set(None);
-        outputs.set(None);
-        open.set(None);
         let workflow_id = workflow_id.clone();
         leptos::task::spawn_local(async move {
             match api::start_run(&workflow_id, &inputs).await {
@@ -163,7 +158,13 @@ pub fn RunPanel(
                         let id = id.clone();
                         leptos::task::spawn_local(async move {
                             match api::get_run(&id).await {
-                                Ok(d) => outputs.set(Some(d.nodes)),
+                                Ok(d) => watched.update(|w| {
+                                    if let Some((run, live)) = w {
+                                        if *run == id {
+                                            live.results = Some(d.nodes);
+                                        }
+                                    }
+                                }),
                                 Err(e) => problem.set(Some(e.to_string())),
                             }
                         });
@@ -175,18 +176,15 @@ pub fn RunPanel(
     };
     let selected_agent = move || {
         editor.with(|e| {
-            e.selection
-                .iter()
-                .find(|id| matches!(e.node(id).map(|n| &n.kind), Some(NodeKind::Agent(_))))
+            (e.selection.len() == 1)
+                .then(|| e.selection.iter().next())
+                .flatten()
+                .filter(|id| matches!(e.node(id).map(|n| &n.kind), Some(NodeKind::Agent(_))))
                 .cloned()
         })
     };
-    let timeline = move || {
+    let head = move || {
         let (run_id, live) = watched.get()?;
-        let agents: Vec<String> = match selected_agent() {
-            Some(a) => vec![a],
-            None => live.timeline.keys().cloned().collect(),
-        };
         let state = live.finished.clone().unwrap_or_else(|| "running".into());
         Some(view! {
             <div class="run-head">
@@ -194,108 +192,51 @@ pub fn RunPanel(
                 <A href=format!("/runs/{run_id}")><code data-testid="live-run-id">{run_id.clone()}</code></A>
                 " " <span class=format!("badge run-status status-{state}") data-testid="live-run-state">{state.clone()}</span>
             </div>
-            {agents.into_iter().map(|agent| {
-                let rows = live.rows(&agent);
-                // Materialize as node: the call becomes a Tool node beside
-                // the agent, selected, and the graph is marked unsaved.
-                let eject = {
-                    let agent = agent.clone();
-                    move |row: &ToolRow| {
-                        let Some(envelope) = row.envelope.clone() else { return };
-                        let scope = tools.with(|t| {
-                            t.as_ref()
-                                .and_then(|r| r.as_ref().ok())
-                                .and_then(|list| list.iter().find(|t| t.reference == row.tool).and_then(crate::editor::tools::secret_scope))
-                        });
-                        let edit = Edit::Materialize {
-                            agent: agent.clone(),
-                            source: Source::CallId(envelope.call_id.clone()),
-                            envelope: Box::new(envelope),
-                            secret_scope: scope,
-                        };
-                        match editor.try_update(|e| e.apply(edit)).unwrap_or(Ok(None)) {
-                            Ok(Some(id)) => editor.update(|e| {
-                                e.selection.clear();
-                                e.selection.insert(id);
-                            }),
-                            Ok(None) => {}
-                            Err(e) => problem.set(Some(e.to_string())),
-                        }
-                    }
-                };
-                view! {
-                    <h3>"Tool calls of " {agent.clone()}</h3>
-                    {rows.is_empty().then(|| view! { <p class="muted">"No tool calls yet."</p> })}
-                    <table class="timeline" data-testid="timeline" data-agent=agent.clone()>
-                        <tbody>
-                            {rows.into_iter().map(|r| {
-                                let row = r.clone();
-                                let (menu_row, button_row) = (r.clone(), r.clone());
-                                let (menu_eject, button_eject) = (eject.clone(), eject.clone());
-                                let ended = r.envelope.is_some();
-                                view! {
-                                    <tr data-call=r.call_id.clone() data-state=r.state.clone() class="timeline-row"
-                                        tabindex="0" on:click=move |_| open.set(Some(row.clone()))
-                                        on:contextmenu=move |ev| {
-                                            if menu_row.envelope.is_some() {
-                                                ev.prevent_default();
-                                                menu_eject(&menu_row);
-                                            }
-                                        }>
-                                        <td><code>{r.tool.clone()}</code></td>
-                                        <td class=format!("state-{}", r.state.replace(' ', "-"))>{r.state.clone()}</td>
-                                        <td class="num">{r.latency_ms.map(|l| format!("{l:.0} ms")).unwrap_or_default()}</td>
-                                        <td>{r.cached.then(|| view! { <span class="badge">"cached"</span> })}
-                                            {r.truncated.then(|| view! { <span class="badge warn">"truncated"</span> })}
-                                            {r.error_code.clone().map(|c| view! { <span class="badge error" data-testid="call-error">{c}</span> })}</td>
-                                        <td class="preview" data-testid="call-preview">{r.preview.clone()}</td>
-                                        <td>{r.approval.clone().filter(|a| a.decision.is_none()).map(|a| approval_form(a, problem))}
-                                            {ended.then(|| view! {
-                                                <button type="button" class="link" data-testid="materialize" title="Eject this call into a Tool node beside the agent (also: right-click the row)"
-                                                    on:click=move |ev| { ev.stop_propagation(); button_eject(&button_row); }>"Materialize as node"</button>
-                                            })}</td>
-                                    </tr>
-                                }
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }
-            }).collect_view()}
         })
     };
-    let drawer = move || {
-        open.get().map(|r| {
-            let body = r
-                .envelope
-                .as_ref()
-                .map(|e| serde_json::to_string_pretty(e).unwrap_or_default())
-                .unwrap_or_else(|| "The call has not ended yet.".into());
-            view! {
-                <div class="drawer" data-testid="call-drawer">
-                    <h3>{r.tool.clone()} " " <code>{r.call_id.clone()}</code></h3>
-                    <p>"Status: " {r.state.clone()}</p>
-                    <pre class="json">{body}</pre>
-                    <button type="button" on:click=move |_| open.set(None)>"Close"</button>
-                </div>
-            }
+    // Every Agent node's timeline, unless one is selected: the inspector
+    // then shows its own.
+    let agents = Memo::new(move |_| {
+        watched.with(|w| {
+            w.as_ref()
+                .map(|(run, l)| {
+                    l.timeline
+                        .keys()
+                        .map(|a| (run.clone(), a.clone()))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
         })
+    });
+    let timelines = move || {
+        match selected_agent() {
+        Some(agent) => view! {
+            <p class="muted" data-testid="timeline-in-inspector">"The tool calls of " <strong>{agent}</strong> " are in the inspector."</p>
+        }
+        .into_any(),
+        None => view! {
+            <For each=move || agents.get() key=|a| a.clone() let:agent>
+                <AgentTimeline agent=agent.1 editor=editor watched=watched tools=tools />
+            </For>
+        }
+        .into_any(),
+    }
     };
     let node_outputs = move || {
-        outputs.get().map(|nodes| {
-            let rows = crate::runs_view::node_results(&nodes);
-            view! {
-                <h3>"Node outputs"</h3>
-                <table class="runs" data-testid="live-outputs">
-                    <tbody>
-                        {rows.into_iter().map(|n| view! {
-                            <tr data-node=n.node_id.clone()>
-                                <td><strong>{n.node_id.clone()}</strong></td>
-                                <td><pre class="json">{n.outputs.clone()}</pre></td>
-                            </tr>
-                        }).collect_view()}
-                    </tbody>
-                </table>
-            }
+        let nodes = watched.with(|w| w.as_ref().and_then(|(_, l)| l.results.clone()))?;
+        let rows = crate::runs_view::node_results(&nodes);
+        Some(view! {
+            <h3>"Node outputs"</h3>
+            <table class="runs" data-testid="live-outputs">
+                <tbody>
+                    {rows.into_iter().map(|n| view! {
+                        <tr data-node=n.node_id.clone()>
+                            <td><strong>{n.node_id.clone()}</strong></td>
+                            <td><pre class="json">{n.outputs.clone()}</pre></td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
         })
     };
     view! {
@@ -314,8 +255,8 @@ pub fn RunPanel(
             </form>
             {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="run-problem">{p}</p> })}
             {move || note.get().map(|n| view! { <p class="warn" role="status" data-testid="run-note">{n}</p> })}
-            {timeline}
-            {drawer}
+            {head}
+            {timelines}
             {node_outputs}
         </section>
     }

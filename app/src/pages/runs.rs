@@ -9,6 +9,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::use_params_map;
 
 use crate::api;
+use crate::pages::run_graph::RunGraph;
 use crate::runs_view::{self, format_duration, node_results, short_time, STATUSES};
 use crate::widgets::refresh_while;
 
@@ -31,12 +32,69 @@ fn replay_result(outcome: api::ReplayOutcome) -> impl IntoView {
             ),
         )
     };
+    let comparisons = outcome
+        .timelines
+        .iter()
+        .map(|(node, t)| {
+            timeline_comparison(node, t, outcome.diverged_node.as_deref() == Some(node))
+        })
+        .collect_view();
     view! {
-        <div class=format!("replay-result {class}") data-testid="replay-result" data-matches=outcome.matches.to_string()>
-            <p data-testid="replay-verdict">{verdict}</p>
+        <div class="replay-result" data-testid="replay-result" data-matches=outcome.matches.to_string()>
+            <p class=class data-testid="replay-verdict">{verdict}</p>
             <p class="muted">"Recorded as replay run "
                 <A href=format!("/runs/{}", outcome.run_id)><code>{outcome.run_id.clone()}</code></A></p>
+            {comparisons}
         </div>
+    }
+}
+
+/// One call in a comparison cell: tool, error code or result preview.
+fn call_cell(call: Option<runs_view::CallSummary>) -> impl IntoView {
+    match call {
+        Some(c) => view! {
+            <td data-call=c.call_id.clone()><code>{c.tool}</code> " "
+                {c.error_code.map(|code| view! { <span class="badge error">{code}</span> " " })}
+                <span class="preview">{c.preview}</span></td>
+        }
+        .into_any(),
+        None => view! { <td class="muted">"(no call)"</td> }.into_any(),
+    }
+}
+
+/// An Agent node's recorded and replayed tool calls side by side, the
+/// first line where they part highlighted.
+fn timeline_comparison(
+    node: &str,
+    timeline: &api::ReplayTimeline,
+    diverged_here: bool,
+) -> impl IntoView {
+    let (lines, first) = runs_view::compare_timelines(&timeline.recorded, &timeline.replayed);
+    let summary = match first {
+        Some(i) => format!("The calls part at call {} of {}.", i + 1, lines.len()),
+        None if diverged_here => {
+            "Every tool call agrees; the divergence is in the model's turns.".into()
+        }
+        None => format!("All {} tool call(s) identical.", lines.len()),
+    };
+    view! {
+        <h3>"Tool calls of " {node.to_string()}</h3>
+        <p class="muted" data-testid="comparison-summary">{summary}</p>
+        <table class="timeline comparison" data-testid="replay-comparison" data-agent=node.to_string()>
+            <thead><tr><th>"#"</th><th>"Recorded"</th><th>"Replayed"</th></tr></thead>
+            <tbody>
+                {lines.into_iter().enumerate().map(|(i, line)| {
+                    let diverged = first == Some(i);
+                    view! {
+                        <tr class:diverged=diverged class:same=line.same data-testid=diverged.then_some("diverged-call")>
+                            <td class="num">{i + 1}</td>
+                            {call_cell(line.recorded)}
+                            {call_cell(line.replayed)}
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
     }
 }
 
@@ -239,6 +297,8 @@ pub fn RunPage() -> impl IntoView {
                 {move || run.get().map(|r| match r {
                     Ok(d) => {
                         let nodes = node_results(&d.nodes);
+                        let graph = d.graph();
+                        let has_graph = graph.is_some();
                         let active = d.is_active();
                         let outputs = serde_json::to_string_pretty(&d.outputs).unwrap_or_default();
                         let inputs = serde_json::to_string_pretty(&d.inputs).unwrap_or_default();
@@ -268,6 +328,8 @@ pub fn RunPage() -> impl IntoView {
                             <h2>"Outputs"</h2>
                             <pre class="json" data-testid="run-outputs">{outputs}</pre>
                             <h2>"Nodes"</h2>
+                            {graph.map(|g| view! { <RunGraph workflow=g nodes=d.nodes.clone() /> })}
+                            {(!has_graph).then(|| view! {
                             {nodes.is_empty().then(|| view! {
                                 <p class="muted">{if active { "Node results appear when the run ends." } else { "No node results were recorded." }}</p>
                             })}
@@ -286,6 +348,7 @@ pub fn RunPage() -> impl IntoView {
                                     }).collect_view()}
                                 </tbody>
                             </table>
+                            })}
                         }.into_any()
                     }
                     Err(e) => view! { <p class="error" role="alert" data-testid="run-load-error">{e.to_string()}</p> }.into_any(),

@@ -9,8 +9,10 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 
 use crate::api;
+use crate::call_view::CallFacts;
 use crate::editor::tools;
 use crate::live::Approval;
+use crate::pages::call_drawer::CallDrawer;
 use crate::widgets::{approval_form, refresh_while, tool_badges, ToolFilters};
 
 #[component]
@@ -102,24 +104,15 @@ fn Registry() -> impl IntoView {
     }
 }
 
-const INVOCATION_STATUSES: [&str; 6] = [
+const INVOCATION_STATUSES: [&str; 7] = [
     "pending",
     "approved",
     "rejected",
     "running",
     "completed",
     "failed",
+    "outcome_unknown",
 ];
-
-/// A JSON text pretty-printed (as is when it is not JSON).
-fn pretty(text: &Option<String>) -> String {
-    let text = text.clone().unwrap_or_default();
-    serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .filter(|v| !v.is_null())
-        .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
-        .unwrap_or(text)
-}
 
 #[component]
 fn InvocationsTab() -> impl IntoView {
@@ -142,27 +135,9 @@ fn InvocationsTab() -> impl IntoView {
     };
     let drawer = move || {
         open.get().map(|i| {
-            let effect = effects(&i.tool_name, &i.tool_version).unwrap_or_else(|| "unknown".into());
-            view! {
-                <div class="drawer" data-testid="invocation-drawer">
-                    <h3><code>{format!("{}@{}", i.tool_name, i.tool_version)}</code> " " <span class="muted">{i.call_id.clone()}</span></h3>
-                    <p>
-                        <span class=format!("badge run-status status-{}", i.status) data-testid="drawer-status">{i.status.clone()}</span> " "
-                        {i.approval_status.clone().map(|a| view! { <span class="badge" data-testid="drawer-approval">{format!("approval: {a}")}</span> })} " "
-                        <span class=format!("badge effect-{effect}")>{effect.clone()}</span> " "
-                        <span class="badge">{format!("cost {}", i.cost)}</span>
-                    </p>
-                    {i.reason.clone().map(|r| view! { <p>"Reason: " {r}</p> })}
-                    <p class="muted">"Run " <A href=format!("/runs/{}", i.run_id)><code>{i.run_id.clone()}</code></A> ", node " {i.node_id.clone()}</p>
-                    <details open=true><summary>"Input"</summary><pre class="json">{pretty(&i.input)}</pre></details>
-                    {if i.error.as_deref().is_some_and(|e| e != "null") {
-                        view! { <details open=true><summary>"Error"</summary><pre class="json" data-testid="drawer-error">{pretty(&i.error)}</pre></details> }.into_any()
-                    } else {
-                        view! { <details open=true><summary>"Output"</summary><pre class="json" data-testid="drawer-output">{pretty(&i.output)}</pre></details> }.into_any()
-                    }}
-                    <button type="button" on:click=move |_| open.set(None)>"Close"</button>
-                </div>
-            }
+            let mut facts = CallFacts::from_invocation(&i);
+            facts.side_effects = effects(&i.tool_name, &i.tool_version);
+            view! { <CallDrawer facts=facts close=move |()| open.set(None) /> }
         })
     };
     view! {

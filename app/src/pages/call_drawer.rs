@@ -1,0 +1,110 @@
+//! The invocation drawer (seed 001), shared by the live timeline and the
+//! Tools page: status, approval, side-effect and cost badges; input and
+//! output (or error) in a collapsible JSON viewer; the whole payload of a
+//! truncated output fetched from its blob.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+use serde_json::Value;
+
+use crate::api;
+use crate::call_view::{scalar_class, summary, truncated_blob, CallFacts};
+
+/// A JSON value as a tree: objects and arrays fold (`<details>`), open to
+/// `open_depth` levels; scalars are coloured by type.
+pub fn json_tree(value: &Value, open_depth: usize) -> AnyView {
+    fn entry(key: Option<String>, value: &Value, depth: usize, open_depth: usize) -> AnyView {
+        let label = key.map(|k| view! { <span class="json-key">{k}</span> ": " });
+        match value {
+            Value::Object(_) | Value::Array(_) => {
+                let children: Vec<(String, Value)> = match value {
+                    Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    Value::Array(a) => a
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| (i.to_string(), v.clone()))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                view! {
+                    <details class="json-node" open={depth < open_depth}>
+                        <summary>{label}<span class="muted">{summary(value)}</span></summary>
+                        <ul>
+                            {children.into_iter().map(|(k, v)| view! {
+                                <li>{entry(Some(k), &v, depth + 1, open_depth)}</li>
+                            }).collect_view()}
+                        </ul>
+                    </details>
+                }
+                .into_any()
+            }
+            scalar => view! {
+                <span>{label}<span class=scalar_class(scalar)>{scalar.to_string()}</span></span>
+            }
+            .into_any(),
+        }
+    }
+    view! { <div class="json-tree">{entry(None, value, 0, open_depth)}</div> }.into_any()
+}
+
+/// Fetches a truncated output's blob and saves it as a file.
+fn save_blob(hash: String, problem: RwSignal<Option<String>>) {
+    leptos::task::spawn_local(async move {
+        let saved = match api::blob(&hash).await {
+            Ok(value) => crate::files::download(
+                &format!("glassbox-output-{}.json", &hash[..hash.len().min(12)]),
+                &serde_json::to_string_pretty(&value).unwrap_or_default(),
+            ),
+            Err(e) => Err(e.to_string()),
+        };
+        problem.set(saved.err());
+    });
+}
+
+/// The drawer of one call; `close` hides it.
+#[component]
+pub fn CallDrawer(facts: CallFacts, #[prop(into)] close: Callback<()>) -> impl IntoView {
+    let problem = RwSignal::new(None::<String>);
+    let blob = truncated_blob(&facts.output);
+    let effect = facts
+        .side_effects
+        .clone()
+        .unwrap_or_else(|| "unknown".into());
+    let failed = facts.error.is_some();
+    view! {
+        <div class="drawer" data-testid="call-drawer" role="dialog" aria-label="Tool call">
+            <h3><code>{facts.tool.clone()}</code> " " <span class="muted">{facts.call_id.clone()}</span></h3>
+            <p class="badges">
+                <span class=format!("badge run-status status-{}", facts.status.replace(' ', "_")) data-testid="drawer-status">{facts.status.clone()}</span>
+                {facts.approval_status.clone().map(|a| view! { <span class="badge" data-testid="drawer-approval">{format!("approval: {a}")}</span> })}
+                <span class=format!("badge effect-{effect}") data-testid="drawer-effect">{effect.clone()}</span>
+                {facts.cost.map(|c| view! { <span class="badge" data-testid="drawer-cost">{format!("cost {c}")}</span> })}
+                {facts.latency_ms.map(|l| view! { <span class="badge">{format!("{l:.0} ms")}</span> })}
+                {facts.cached.then(|| view! { <span class="badge">"cached"</span> })}
+                {facts.truncated.then(|| view! { <span class="badge warn">"truncated"</span> })}
+            </p>
+            {facts.reason.clone().map(|r| view! { <p>"Reason: " {r}</p> })}
+            {facts.run.clone().map(|(run, node)| view! {
+                <p class="muted">"Run " <A href=format!("/runs/{run}")><code>{run.clone()}</code></A> ", node " {node}</p>
+            })}
+            <h4>"Input"</h4>
+            <div data-testid="drawer-input">{json_tree(&facts.input, 2)}</div>
+            {if failed {
+                view! { <h4>"Error"</h4><div data-testid="drawer-error">{json_tree(facts.error.as_ref().unwrap_or(&Value::Null), 2)}</div> }.into_any()
+            } else {
+                view! { <h4>"Output"</h4><div data-testid="drawer-output">{json_tree(&facts.output, 2)}</div> }.into_any()
+            }}
+            {blob.map(|(hash, bytes)| {
+                let size = bytes.map(|b| format!(" ({b} bytes)")).unwrap_or_default();
+                view! {
+                    <p>"The output was truncated; the whole payload is kept as a blob. "
+                        <button type="button" class="link" data-testid="drawer-blob"
+                            on:click=move |_| save_blob(hash.clone(), problem)>{format!("Download the full output{size}")}</button>
+                    </p>
+                }
+            })}
+            {move || problem.get().map(|p| view! { <p class="error" role="alert">{p}</p> })}
+            <button type="button" data-testid="drawer-close" on:click=move |_| close.run(())>"Close"</button>
+        </div>
+    }
+}
