@@ -202,7 +202,7 @@ fn after_a_restart_a_waiting_write_can_be_denied_or_sent_back_for_revision() {
         None,
     );
     let inv = &json(&body)["invocations"][0];
-    assert_eq!(inv["approval_status"], "denied", "{inv}");
+    assert_eq!(inv["approval_status"], "rejected", "{inv}");
     assert!(
         inv["error"]
             .as_str()
