@@ -363,3 +363,65 @@ async fn writes_are_approved_from_the_tools_page_and_their_invocations_open_a_dr
     assert_eq!(approval, "approval: approved");
     assert!(output.contains("bytes_written"), "{output}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_output_opens_in_the_drawer_with_its_full_payload_a_click_away() {
+    let Some((server, browser)) =
+        app_and_browser_with(&[("GLASSBOX_MAX_OUTPUT_BYTES", "1024")]).await
+    else {
+        return;
+    };
+    let Ok(token) = browser.sign_in(&server).await else {
+        browser.close().await;
+        panic!("sign in");
+    };
+    // 400 numbers: well over the 1 KiB cap.
+    let workflow = json!({
+        "format_version": 1, "id": "big", "name": "Big output", "revision": 0,
+        "nodes": [
+            {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go", "tools": [{"tool": "json_query@1.0.0"}],
+                "provider": {"kind": "scripted", "script": {"turns": [
+                    {"tool_calls": [{"name": "json_query", "arguments": {"program": "[range(0;400)]", "data": null}}]},
+                    {"text": "done"}]}}}},
+            {"id": "out", "kind": "output", "position": {"x": 320, "y": 0}, "config": {"fields": ["answer"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    });
+    let wf = server.create_workflow(&token, &workflow);
+    let run_id = server.start_run(&token, &wf);
+    let run = server.finished_run(&token, &run_id);
+    let c = browser.client.clone();
+    let outcome = async {
+        browser.open(&format!("{}/tools", server.url)).await?;
+        click(&c, "[data-tab=invocations]").await?;
+        appear(&c, "[data-testid=invocations] tr[data-invocation]").await?;
+        click(&c, "[data-testid=invocations] tr[data-invocation]").await?;
+        let drawer = wait_for_text(&c, "[data-testid=call-drawer]", Duration::from_secs(5)).await?;
+        click(&c, "[data-testid=drawer-blob]").await?;
+        wait_until("the blob to be fetched", || async {
+            Ok(text_or_empty(&c, "[data-testid=drawer-note]")
+                .await?
+                .starts_with("Saved"))
+        })
+        .await?;
+        let note = text_or_empty(&c, "[data-testid=drawer-note]").await?;
+        browser.screenshot("tools-truncated-output").await?;
+        Ok::<_, String>((drawer, note))
+    }
+    .await;
+    browser.close().await;
+    let (drawer, note) = outcome.expect("the truncated output's drawer works");
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert!(
+        drawer.contains("truncated") && drawer.contains("Download the full output"),
+        "{drawer}"
+    );
+    // The whole array, pretty-printed: far more than the inline preview.
+    let bytes: usize = note
+        .trim_end_matches(" bytes).")
+        .rsplit('(')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(bytes > 1024, "{note}");
+}

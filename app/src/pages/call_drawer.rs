@@ -47,24 +47,31 @@ pub fn json_tree(value: &Value, open_depth: usize) -> AnyView {
     view! { <div class="json-tree">{entry(None, value, 0, open_depth)}</div> }.into_any()
 }
 
-/// Fetches a truncated output's blob and saves it as a file.
-fn save_blob(hash: String, problem: RwSignal<Option<String>>) {
+/// Fetches a truncated output's blob and saves it as a file; `note` says
+/// what happened, in words.
+fn save_blob(hash: String, note: RwSignal<Option<(bool, String)>>) {
+    note.set(Some((true, "Fetching the full output…".into())));
     leptos::task::spawn_local(async move {
+        let name = format!("glassbox-output-{}.json", &hash[..hash.len().min(12)]);
         let saved = match api::blob(&hash).await {
-            Ok(value) => crate::files::download(
-                &format!("glassbox-output-{}.json", &hash[..hash.len().min(12)]),
-                &serde_json::to_string_pretty(&value).unwrap_or_default(),
-            ),
+            Ok(value) => {
+                let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+                crate::files::download(&name, &text)
+                    .map(|()| format!("Saved {name} ({} bytes).", text.len()))
+            }
             Err(e) => Err(e.to_string()),
         };
-        problem.set(saved.err());
+        note.set(Some(match saved {
+            Ok(m) => (true, m),
+            Err(e) => (false, format!("Cannot fetch the full output: {e}")),
+        }));
     });
 }
 
 /// The drawer of one call; `close` hides it.
 #[component]
 pub fn CallDrawer(facts: CallFacts, #[prop(into)] close: Callback<()>) -> impl IntoView {
-    let problem = RwSignal::new(None::<String>);
+    let note = RwSignal::new(None::<(bool, String)>);
     let blob = truncated_blob(&facts.output);
     let effect = facts
         .side_effects
@@ -99,11 +106,13 @@ pub fn CallDrawer(facts: CallFacts, #[prop(into)] close: Callback<()>) -> impl I
                 view! {
                     <p>"The output was truncated; the whole payload is kept as a blob. "
                         <button type="button" class="link" data-testid="drawer-blob"
-                            on:click=move |_| save_blob(hash.clone(), problem)>{format!("Download the full output{size}")}</button>
+                            on:click=move |_| save_blob(hash.clone(), note)>{format!("Download the full output{size}")}</button>
                     </p>
                 }
             })}
-            {move || problem.get().map(|p| view! { <p class="error" role="alert">{p}</p> })}
+            {move || note.get().map(|(ok, m)| view! {
+                <p class=if ok { "notice" } else { "error" } role="status" data-testid="drawer-note">{m}</p>
+            })}
             <button type="button" data-testid="drawer-close" on:click=move |_| close.run(())>"Close"</button>
         </div>
     }
