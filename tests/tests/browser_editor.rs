@@ -570,6 +570,16 @@ async fn the_selector_hides_deprecated_versions_and_shows_missing_keys() {
     assert_eq!(current_deprecated, 0);
 }
 
+/// Whether the live run panel says the run succeeded.
+async fn run_succeeded(c: &Client) -> Result<bool, String> {
+    Ok(text_or_empty(c, "[data-testid=live-run-state]").await? == "succeeded")
+}
+
+/// Waits until the live run panel says the run succeeded.
+async fn wait_run_succeeded(c: &Client, what: &str) -> Result<(), String> {
+    wait_until(what, || run_succeeded(c)).await
+}
+
 /// The names in the workflow list, in order (read in one script: the list
 /// re-renders while it reloads).
 async fn listed(c: &Client) -> Result<Vec<String>, String> {
@@ -1076,10 +1086,7 @@ async fn a_run_from_the_editor_shows_node_states_and_the_tool_timeline_live() {
             Ok(attr_or_none(&c, "[data-node=agent]", "data-run-state").await?.as_deref() == Some("running"))
         })
         .await?;
-        let state = wait_until("the run to finish", || async {
-            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
-        })
-        .await;
+        let state = wait_run_succeeded(&c, "the run to finish").await;
         state?;
         let rows = c
             .find_all(fantoccini::Locator::Css("[data-testid=timeline] tr"))
@@ -1210,10 +1217,7 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
             .map_err(|e| e.to_string())?;
         click(&c, &format!("[data-call='{drop}'] [data-testid=deny]")).await?;
         click(&c, &format!("[data-call='{keep}'] [data-testid=approve]")).await?;
-        wait_until("the run to finish", || async {
-            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
-        })
-        .await?;
+        wait_run_succeeded(&c, "the run to finish").await?;
         let denied = wait_for_text(&c, &format!("[data-call='{drop}'] [data-testid=call-error]"), Duration::from_secs(10)).await?;
         let kept = find(&c, &format!("[data-call='{keep}']")).await?.attr("data-state").await.map_err(|e| e.to_string())?;
         let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
@@ -1301,10 +1305,7 @@ async fn the_live_view_recovers_from_a_dropped_connection_without_gaps_or_duplic
         let restarted = server.take().ok_or("server")?.restart_same_port(Some(&dist))?;
         server = Some(restarted);
         let note = wait_for_text(&c, "[data-testid=run-note]", Duration::from_secs(20)).await?;
-        wait_until("the run to finish", || async {
-            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
-        })
-        .await?;
+        wait_run_succeeded(&c, "the run to finish").await?;
         let calls = c
             .find_all(fantoccini::Locator::Css("[data-testid=timeline] tr"))
             .await
@@ -1358,9 +1359,7 @@ async fn a_materialized_call_runs_as_its_own_node_with_the_same_output() {
         let wf = server.create_workflow(&token, &workflow);
         browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
         appear(&c, "[data-node=agent]").await?;
-        let finished = || async {
-            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
-        };
+        let finished = || run_succeeded(&c);
         click(&c, "[data-testid=run]").await?;
         wait_until("the first run", finished).await?;
         let first_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
@@ -1443,9 +1442,7 @@ async fn the_inspector_shows_the_agents_timeline_and_a_pin_is_materialized_from_
         let wf = server.create_workflow(&token, &workflow);
         browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
         appear(&c, "[data-node=agent]").await?;
-        let finished = || async {
-            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
-        };
+        let finished = || run_succeeded(&c);
         // Before the run ends the pin has nothing to eject: said in words.
         context_click(&c, "[data-node=agent] [data-handle='out:calc_result']").await?;
         let early = wait_for_text(&c, "[data-testid=editor-status]", Duration::from_secs(5)).await?;
@@ -1560,10 +1557,7 @@ async fn an_approved_write_cut_off_by_a_crash_shows_as_outcome_unknown() {
         }
         let dist = glassbox_tests::harness::built_app_dir()?;
         server = Some(dead.restart_same_port(Some(&dist))?);
-        wait_until("the run to finish", || async {
-            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
-        })
-        .await?;
+        wait_run_succeeded(&c, "the run to finish").await?;
         let row = find(&c, "[data-testid=timeline] tr").await?;
         let state = row.attr("data-state").await.map_err(|e| e.to_string())?;
         let text = row.text().await.map_err(|e| e.to_string())?;
