@@ -1,12 +1,12 @@
 //! Installs what a fresh machine lacks: the wasm32 target, the pinned
-//! wasm-bindgen CLI and Trunk, and (for the browser tests) Debian's Chromium
+//! wasm-bindgen CLI, Trunk and wasm-opt, and (for the browser tests) Debian's Chromium
 //! and ChromeDriver. Every check is cheap, so a second run reinstalls nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::phase::{capture, cargo, run_cmd};
-use crate::{TRUNK_VERSION, WASM_BINDGEN_VERSION};
+use crate::{TRUNK_VERSION, WASM_BINDGEN_VERSION, WASM_OPT_CRATE_VERSION, WASM_OPT_VERSION};
 
 /// `$CARGO_HOME/bin`, where `cargo install` puts binaries.
 pub fn cargo_bin_dir() -> PathBuf {
@@ -49,47 +49,69 @@ pub fn ensure_wasm_target() -> Result<(), String> {
     run_cmd(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))
 }
 
-pub fn ensure_wasm_bindgen() -> Result<(), String> {
-    let want = format!("wasm-bindgen {WASM_BINDGEN_VERSION}");
-    match version_of("wasm-bindgen") {
+/// Installs `crate_name` at `version` with `cargo install` unless
+/// `program --version` already prints `want`.
+fn ensure_cargo_tool(
+    program: &str,
+    want: &str,
+    crate_name: &str,
+    version: &str,
+    how_long: &str,
+    locked: bool,
+) -> Result<(), String> {
+    match version_of(program) {
         Some(v) if v == want => {
             println!("    {v}: present");
             return Ok(());
         }
         Some(v) => println!("    found `{v}`, need `{want}`: installing"),
-        None => println!(
-            "    wasm-bindgen-cli {WASM_BINDGEN_VERSION}: installing (about 4 minutes on 2 cores)"
-        ),
+        None => println!("    {crate_name} {version}: installing ({how_long} on 2 cores)"),
     }
+    let mut cmd = cargo();
+    cmd.args(["install", crate_name, "--version", version, "--force"]);
+    if locked {
+        cmd.arg("--locked");
+    }
+    run_cmd(&mut cmd)
+}
+
+pub fn ensure_wasm_bindgen() -> Result<(), String> {
     // No --locked: the CLI's lock file pins a crate version the registry
     // here does not serve (TOOLCHAIN.md).
-    run_cmd(cargo().args([
-        "install",
+    ensure_cargo_tool(
+        "wasm-bindgen",
+        &format!("wasm-bindgen {WASM_BINDGEN_VERSION}"),
         "wasm-bindgen-cli",
-        "--version",
         WASM_BINDGEN_VERSION,
-        "--force",
-    ]))
+        "about 4 minutes",
+        false,
+    )
 }
 
 pub fn ensure_trunk() -> Result<(), String> {
-    let want = format!("trunk {TRUNK_VERSION}");
-    match version_of("trunk") {
-        Some(v) if v == want => {
-            println!("    {v}: present");
-            return Ok(());
-        }
-        Some(v) => println!("    found `{v}`, need `{want}`: installing"),
-        None => println!("    trunk {TRUNK_VERSION}: installing (about 9 minutes on 2 cores)"),
-    }
-    run_cmd(cargo().args([
-        "install",
+    ensure_cargo_tool(
         "trunk",
-        "--version",
+        &format!("trunk {TRUNK_VERSION}"),
+        "trunk",
         TRUNK_VERSION,
-        "--locked",
-        "--force",
-    ]))
+        "about 9 minutes",
+        true,
+    )
+}
+
+/// Binaryen's wasm-opt, built from source by the `wasm-opt` crate (Debian's
+/// binaryen is too old for current rustc output); Trunk runs it offline
+/// on the app's wasm (`data-wasm-opt` in app/index.html, the version in
+/// Trunk.toml).
+pub fn ensure_wasm_opt() -> Result<(), String> {
+    ensure_cargo_tool(
+        "wasm-opt",
+        &format!("wasm-opt version {WASM_OPT_VERSION} (version_{WASM_OPT_VERSION})"),
+        "wasm-opt",
+        WASM_OPT_CRATE_VERSION,
+        "about 7 minutes",
+        true,
+    )
 }
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";

@@ -13,6 +13,10 @@ use std::process::ExitCode;
 /// must equal the `wasm-bindgen` crate pinned in `app/Cargo.toml`.
 pub const TRUNK_VERSION: &str = "0.21.14";
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
+/// The `wasm-opt` crate's version and the Binaryen release it builds; Trunk.toml
+/// names the same release (`[tools] wasm_opt`).
+pub const WASM_OPT_CRATE_VERSION: &str = "0.116.1";
+pub const WASM_OPT_VERSION: &str = "116";
 
 const USAGE: &str = "\
 usage: cargo xtask <command> [options]
@@ -45,5 +49,19 @@ fn main() -> ExitCode {
             eprintln!("xtask: error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod pins {
+    /// Trunk runs the wasm-opt xtask installs only when Trunk.toml names the
+    /// same Binaryen release.
+    #[test]
+    fn trunk_toml_names_the_installed_wasm_opt() {
+        let toml = include_str!("../../Trunk.toml");
+        let want = format!("wasm_opt = \"version_{}\"", super::WASM_OPT_VERSION);
+        assert!(toml.contains(&want), "Trunk.toml must say {want}");
+        let html = include_str!("../../app/index.html");
+        assert!(html.contains("data-wasm-opt=\"z\""), "app/index.html runs wasm-opt -Oz");
     }
 }

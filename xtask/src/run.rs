@@ -84,6 +84,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     phases.run("install: wasm32 target", install::ensure_wasm_target)?;
     phases.run("install: wasm-bindgen-cli", install::ensure_wasm_bindgen)?;
     phases.run("install: trunk", install::ensure_trunk)?;
+    phases.run("install: wasm-opt", install::ensure_wasm_opt)?;
     phases.run("build app (trunk --release --offline)", || {
         install::build_app(&root)
     })?;

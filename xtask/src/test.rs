@@ -60,6 +60,7 @@ pub fn test(args: &[String]) -> Result<(), String> {
     phases.run("install: wasm32 target", install::ensure_wasm_target)?;
     phases.run("install: wasm-bindgen-cli", install::ensure_wasm_bindgen)?;
     phases.run("install: trunk", install::ensure_trunk)?;
+    phases.run("install: wasm-opt", install::ensure_wasm_opt)?;
     if browser {
         phases.run("install: chromium + chromedriver", install::ensure_chromium)?;
     }
