@@ -62,6 +62,9 @@ mod pins {
         let want = format!("wasm_opt = \"version_{}\"", super::WASM_OPT_VERSION);
         assert!(toml.contains(&want), "Trunk.toml must say {want}");
         let html = include_str!("../../app/index.html");
-        assert!(html.contains("data-wasm-opt=\"z\""), "app/index.html runs wasm-opt -Oz");
+        assert!(
+            html.contains("data-wasm-opt=\"z\""),
+            "app/index.html runs wasm-opt -Oz"
+        );
     }
 }
