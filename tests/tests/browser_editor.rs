@@ -799,10 +799,16 @@ async fn saved_doc(c: &Client, server: &Server, token: &str) -> Result<serde_jso
     Ok(glassbox_tests::harness::json(&body))
 }
 
-/// Saves and waits for the editor to say so.
+/// Saves and waits for the editor to say how it went (a message shown
+/// before the save is not its answer).
 async fn save(c: &Client) -> Result<String, String> {
     click(c, "[data-testid=save]").await?;
-    let status = wait_for_text(c, "[data-testid=editor-status]", Duration::from_secs(20)).await?;
+    wait_until("the save's answer", || async {
+        let status = text_or_empty(c, "[data-testid=editor-status]").await?;
+        Ok(status.starts_with("Saved as revision") || status.starts_with("Not saved"))
+    })
+    .await?;
+    let status = text_or_empty(c, "[data-testid=editor-status]").await?;
     if status.starts_with("Saved as revision") {
         Ok(status)
     } else {
@@ -1469,6 +1475,7 @@ async fn the_inspector_shows_the_agents_timeline_and_a_pin_is_materialized_from_
         let node = glassbox_tests::ui::attr_or_none(&c, "[data-kind=tool]", "data-node").await?.unwrap_or_default();
         let moved = count(&c, &format!("[data-source='{node}.output'][data-target='tpl.calc_result']")).await?;
         let left = count(&c, "[data-source='agent.calc_result']").await?;
+        let told = text_or_empty(&c, "[data-testid=editor-status]").await?;
         // Undone in one step, then the same from the outputs' button.
         click(&c, "[data-testid=undo]").await?;
         wait_until("the undo", || async { Ok(count(&c, "[data-kind=tool]").await? == 0) }).await?;
@@ -1486,11 +1493,11 @@ async fn the_inspector_shows_the_agents_timeline_and_a_pin_is_materialized_from_
         let second_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
         let first = server.finished_run(&token, &first_run);
         let second = server.finished_run(&token, &second_run);
-        Ok::<_, String>((early, in_panel, effect, cost, output, pin_value, moved, left, first, second))
+        Ok::<_, String>((early, in_panel, effect, cost, output, pin_value, moved, left, told, first, second))
     }
     .await;
     browser.close().await;
-    let (early, in_panel, effect, cost, output, pin_value, moved, left, first, second) =
+    let (early, in_panel, effect, cost, output, pin_value, moved, left, told, first, second) =
         outcome.expect("the inspector's timeline and pin materialize work");
     assert!(early.contains("run the workflow"), "{early}");
     assert_eq!(
@@ -1506,6 +1513,7 @@ async fn the_inspector_shows_the_agents_timeline_and_a_pin_is_materialized_from_
         (1, 0),
         "the pin's edge moved to the new node"
     );
+    assert!(told.contains("is now a Tool node"), "{told}");
     assert_eq!(second["status"], "succeeded", "{second}");
     assert!(
         first["outputs"]["text"]

@@ -130,6 +130,9 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 return;
             }
             saving.set(true);
+            // An earlier message is about something else: the save's own
+            // outcome replaces it.
+            status.set(None);
             let (base, doc) = editor.with_untracked(|e| (e.saved_revision, e.doc.clone()));
             let workflow_id = workflow_id.clone();
             leptos::task::spawn_local(async move {
@@ -492,8 +495,9 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                     }
                     ev.prevent_default();
                     ev.stop_propagation();
-                    if let Err(e) = crate::pages::timeline::materialize_pin(editor, tools, watched, &menu_agent, &menu_pin) {
-                        refuse(e);
+                    match crate::pages::timeline::materialize_pin(editor, tools, watched, &menu_agent, &menu_pin) {
+                        Ok(()) => status.set(Some((true, format!("The call pinned as `{menu_pin}` is now a Tool node, selected; save to keep it.")))),
+                        Err(e) => refuse(e),
                     }
                 };
                 let down = move |ev: leptos::ev::PointerEvent| {
