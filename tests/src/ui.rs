@@ -40,12 +40,20 @@ pub async fn appear(c: &Client, css: &str) -> Result<Element, String> {
         .map_err(|e| format!("{css}: {e}"))
 }
 
+/// Clicks the element matching `css`, waiting for it to appear first; an
+/// element re-rendered between finding and clicking is found again.
 pub async fn click(c: &Client, css: &str) -> Result<(), String> {
-    find(c, css)
-        .await?
-        .click()
-        .await
-        .map_err(|e| format!("click {css}: {e}"))
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match appear(c, css).await?.click().await {
+            Ok(()) => return Ok(()),
+            Err(fantoccini::error::CmdError::Standard(e))
+                if e.error == fantoccini::error::ErrorStatus::StaleElementReference
+                    && attempts < 3 => {}
+            Err(e) => return Err(format!("click {css}: {e}")),
+        }
+    }
 }
 
 pub async fn count(c: &Client, css: &str) -> Result<usize, String> {
