@@ -41,6 +41,37 @@ pub struct ErrorDetail {
     pub details: serde_json::Value,
 }
 
+/// Body of `POST /api/v1/runs/{id}/replay` and `POST /api/v1/replays`: what
+/// a hermetic replay found. The replay is itself a run (kind `replay`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayOutcome {
+    /// The replay's own run record.
+    pub run_id: String,
+    pub replay_of: Option<String>,
+    #[serde(rename = "match")]
+    pub matches: bool,
+    /// The first divergence, in words, when it does not match.
+    pub divergence: Option<String>,
+    /// The node where the replay diverged, when it did at a node.
+    #[serde(default)]
+    pub diverged_node: Option<String>,
+    #[serde(default)]
+    pub outputs: serde_json::Value,
+    /// Each Agent node's tool calls, recorded and replayed, in tool order;
+    /// a diverging replay's list stops where it diverged.
+    #[serde(default)]
+    pub timelines: std::collections::BTreeMap<String, ReplayTimeline>,
+}
+
+/// One Agent node's tool calls in the recorded run and in its replay.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ReplayTimeline {
+    #[serde(default)]
+    pub recorded: Vec<crate::envelope::ToolEnvelope>,
+    #[serde(default)]
+    pub replayed: Vec<crate::envelope::ToolEnvelope>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -539,30 +539,7 @@ impl Runs {
     }
 }
 
-/// What a replay found.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ReplayOutcome {
-    /// The replay's own run record (kind `replay`).
-    pub run_id: String,
-    pub replay_of: Option<String>,
-    #[serde(rename = "match")]
-    pub matches: bool,
-    /// The first divergence, in words, when it does not match.
-    pub divergence: Option<String>,
-    /// The node where the replay diverged, when it did at a node.
-    pub diverged_node: Option<String>,
-    pub outputs: Value,
-    /// Each Agent node's tool calls, recorded and replayed, in tool order;
-    /// a diverging replay's list stops where it diverged.
-    pub timelines: BTreeMap<String, ReplayTimeline>,
-}
-
-/// One Agent node's tool calls in the recorded run and in its replay.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct ReplayTimeline {
-    pub recorded: Vec<ToolEnvelope>,
-    pub replayed: Vec<ToolEnvelope>,
-}
+pub use node_runtime::wire::{ReplayOutcome, ReplayTimeline};
 
 /// The recorded Agent nodes' envelopes in tool order, and the replayed
 /// ones as their events came.
