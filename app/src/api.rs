@@ -395,34 +395,7 @@ pub async fn decide_approval(token: &str, decision: &str, text: &str) -> Result<
         .map(|_| ())
 }
 
-/// What a replay said: whether the outputs matched, else the first
-/// divergence; the replay is itself a run (kind `replay`).
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct ReplayOutcome {
-    pub run_id: String,
-    pub replay_of: Option<String>,
-    #[serde(rename = "match")]
-    pub matches: bool,
-    pub divergence: Option<String>,
-    /// The node where it diverged, when it did at a node.
-    #[serde(default)]
-    pub diverged_node: Option<String>,
-    #[serde(default)]
-    pub outputs: serde_json::Value,
-    /// Each Agent node's tool calls, recorded and replayed.
-    #[serde(default)]
-    pub timelines: std::collections::BTreeMap<String, ReplayTimeline>,
-}
-
-/// One Agent node's tool calls in the recorded run and in its replay (the
-/// replayed list stops where a replay diverged).
-#[derive(Debug, Clone, PartialEq, Default, serde::Deserialize)]
-pub struct ReplayTimeline {
-    #[serde(default)]
-    pub recorded: Vec<node_runtime::envelope::ToolEnvelope>,
-    #[serde(default)]
-    pub replayed: Vec<node_runtime::envelope::ToolEnvelope>,
-}
+pub use node_runtime::wire::{ReplayOutcome, ReplayTimeline};
 
 /// `POST /api/v1/runs/{id}/replay`: a hermetic replay of a finished run.
 pub async fn replay_run(id: &str) -> Result<ReplayOutcome, ApiError> {
@@ -471,28 +444,19 @@ struct Invocations {
     invocations: Vec<Invocation>,
 }
 
-/// `GET /api/v1/invocations` with the filters set (status, tool name,
-/// from-date, run; empty for none).
+/// `GET /api/v1/invocations` with the filters that are set (`status`,
+/// `tool`, `since`, `run_id`; an empty value is left out), newest first.
 pub async fn list_invocations(
-    status: &str,
-    tool: &str,
-    since: &str,
+    filters: &[(&str, &str)],
+    limit: u32,
 ) -> Result<Vec<Invocation>, ApiError> {
-    let mut query = vec!["limit=200".to_string()];
-    for (k, v) in [("status", status), ("tool", tool), ("since", since)] {
+    let mut query = vec![format!("limit={limit}")];
+    for (k, v) in filters {
         if !v.trim().is_empty() {
             query.push(format!("{k}={}", js_sys::encode_uri_component(v.trim())));
         }
     }
     get_json::<Invocations>(&format!("/invocations?{}", query.join("&")))
-        .await
-        .map(|l| l.invocations)
-}
-
-/// `GET /api/v1/invocations?run_id=`: the invocation records of one run.
-pub async fn run_invocations(run_id: &str) -> Result<Vec<Invocation>, ApiError> {
-    let run = js_sys::encode_uri_component(run_id);
-    get_json::<Invocations>(&format!("/invocations?run_id={run}&limit=1000"))
         .await
         .map(|l| l.invocations)
 }

@@ -85,12 +85,11 @@ impl CallFacts {
     /// The record's facts laid over the live ones: its lifecycle status,
     /// approval, cost and reason are the durable truth.
     pub fn with_record(mut self, i: &Invocation) -> Self {
-        let record = Self::from_invocation(i);
-        self.status = record.status;
-        self.approval_status = record.approval_status;
-        self.cost = record.cost;
-        self.reason = record.reason;
-        self.run = record.run;
+        self.status = i.status.clone();
+        self.approval_status = i.approval_status.clone();
+        self.cost = Some(i.cost);
+        self.reason = i.reason.clone();
+        self.run = Some((i.run_id.clone(), i.node_id.clone()));
         self
     }
 }

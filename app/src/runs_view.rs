@@ -18,6 +18,13 @@ pub const STATUSES: [&str; 6] = [
     "cancelled",
 ];
 
+/// A run id as lists show it: its last eight characters (the random end of
+/// a UUIDv7, distinct where the time-ordered start is not).
+pub fn short_id(id: &str) -> &str {
+    let start = id.char_indices().rev().nth(7).map_or(0, |(i, _)| i);
+    &id[start..]
+}
+
 /// One row of `GET /api/v1/runs`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct RunItem {
@@ -228,6 +235,12 @@ pub fn compare_timelines(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn short_ids_keep_the_last_eight_characters() {
+        assert_eq!(short_id("01a205e2-83f1-73d6-a522-9f3550de072b"), "50de072b");
+        assert_eq!(short_id("abc"), "abc");
+    }
 
     #[test]
     fn durations_read_as_words_or_running() {

@@ -17,23 +17,23 @@ pub fn json_tree(value: &Value, open_depth: usize) -> AnyView {
         let label = key.map(|k| view! { <span class="json-key">{k}</span> ": " });
         match value {
             Value::Object(_) | Value::Array(_) => {
-                let children: Vec<(String, Value)> = match value {
-                    Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                // Built once, not reactive: the children are read in place.
+                let children: Vec<AnyView> = match value {
+                    Value::Object(m) => m
+                        .iter()
+                        .map(|(k, v)| entry(Some(k.clone()), v, depth + 1, open_depth))
+                        .collect(),
                     Value::Array(a) => a
                         .iter()
                         .enumerate()
-                        .map(|(i, v)| (i.to_string(), v.clone()))
+                        .map(|(i, v)| entry(Some(i.to_string()), v, depth + 1, open_depth))
                         .collect(),
                     _ => Vec::new(),
                 };
                 view! {
                     <details class="json-node" open={depth < open_depth}>
                         <summary>{label}<span class="muted">{summary(value)}</span></summary>
-                        <ul>
-                            {children.into_iter().map(|(k, v)| view! {
-                                <li>{entry(Some(k), &v, depth + 1, open_depth)}</li>
-                            }).collect_view()}
-                        </ul>
+                        <ul>{children.into_iter().map(|c| view! { <li>{c}</li> }).collect_view()}</ul>
                     </details>
                 }
                 .into_any()

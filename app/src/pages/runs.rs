@@ -229,7 +229,7 @@ pub fn Runs() -> impl IntoView {
                                 <tbody>
                                     {list.into_iter().map(|r| {
                                         let wf = names.get(&r.workflow_id).cloned().unwrap_or_else(|| r.workflow_id.clone());
-                                        let short: String = r.id.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+                                        let short = runs_view::short_id(&r.id).to_string();
                                         let kind = (r.kind != "run").then(|| view! { " " <span class="badge">{r.kind.clone()}</span> });
                                         view! {
                                             <tr data-run=r.id.clone()>

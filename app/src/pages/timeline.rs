@@ -24,6 +24,21 @@ use crate::widgets::approval_form;
 /// The tools as the registry lists them (for side effects and secret scope).
 pub type Registry = LocalResource<Result<Vec<ToolInfo>, api::ApiError>>;
 
+/// Reads the registry's entry for `name@version`, when it is loaded and
+/// lists it.
+pub fn with_tool<R>(
+    tools: Registry,
+    reference: &str,
+    read: impl FnOnce(&ToolInfo) -> R,
+) -> Option<R> {
+    tools.with_untracked(|t| {
+        t.as_ref()
+            .and_then(|r| r.as_ref().ok())
+            .and_then(|list| list.iter().find(|t| t.reference == reference))
+            .map(read)
+    })
+}
+
 /// Materialize as node: the call (or the pin's call) becomes a Tool node
 /// beside the agent, selected, and the graph is marked unsaved.
 pub fn materialize(
@@ -33,14 +48,7 @@ pub fn materialize(
     source: Source,
     envelope: node_runtime::envelope::ToolEnvelope,
 ) -> Result<(), String> {
-    let tool = envelope.tool_ref();
-    let scope = tools.with_untracked(|t| {
-        t.as_ref().and_then(|r| r.as_ref().ok()).and_then(|list| {
-            list.iter()
-                .find(|t| t.reference == tool)
-                .and_then(secret_scope)
-        })
-    });
+    let scope = with_tool(tools, &envelope.tool_ref(), secret_scope).flatten();
     let edit = Edit::Materialize {
         agent: agent.to_string(),
         source,
@@ -102,16 +110,11 @@ fn open_drawer(row: ToolRow, run_id: String, tools: Registry, open: RwSignal<Opt
         return;
     };
     let mut facts = CallFacts::from_envelope(envelope, &row.state);
-    facts.side_effects = tools.with_untracked(|t| {
-        t.as_ref()
-            .and_then(|r| r.as_ref().ok())
-            .and_then(|l| l.iter().find(|t| t.reference == facts.tool))
-            .map(|t| t.side_effects.clone())
-    });
+    facts.side_effects = with_tool(tools, &facts.tool, |t| t.side_effects.clone());
     open.set(Some(facts.clone()));
     let call_id = row.call_id;
     leptos::task::spawn_local(async move {
-        if let Ok(records) = api::run_invocations(&run_id).await {
+        if let Ok(records) = api::list_invocations(&[("run_id", &run_id)], 1000).await {
             if let Some(record) = records.iter().find(|i| i.call_id == call_id) {
                 open.update(|o| {
                     if let Some(f) = o.as_mut().filter(|f| f.call_id == call_id) {

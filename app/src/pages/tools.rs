@@ -13,6 +13,7 @@ use crate::call_view::CallFacts;
 use crate::editor::tools;
 use crate::live::Approval;
 use crate::pages::call_drawer::CallDrawer;
+use crate::pages::timeline::with_tool;
 use crate::widgets::{approval_form, refresh_while, tool_badges, ToolFilters};
 
 #[component]
@@ -121,22 +122,16 @@ fn InvocationsTab() -> impl IntoView {
     let since = RwSignal::new(String::new());
     let list = LocalResource::new(move || {
         let (s, t, d) = (status.get(), tool.get(), since.get());
-        async move { api::list_invocations(&s, &t, &d).await }
+        async move { api::list_invocations(&[("status", &s), ("tool", &t), ("since", &d)], 200).await }
     });
     let registry = LocalResource::new(api::list_tools);
     let open = RwSignal::new(None::<api::Invocation>);
-    let effects = move |name: &str, version: &str| {
-        registry.with(|r| {
-            r.as_ref()
-                .and_then(|r| r.as_ref().ok())
-                .and_then(|l| l.iter().find(|t| t.name == name && t.version == version))
-                .map(|t| t.side_effects.clone())
-        })
-    };
     let drawer = move || {
         open.get().map(|i| {
+            // Drawn again once the registry has loaded.
+            registry.track();
             let mut facts = CallFacts::from_invocation(&i);
-            facts.side_effects = effects(&i.tool_name, &i.tool_version);
+            facts.side_effects = with_tool(registry, &facts.tool, |t| t.side_effects.clone());
             view! { <CallDrawer facts=facts close=move |()| open.set(None) /> }
         })
     };
@@ -170,7 +165,7 @@ fn InvocationsTab() -> impl IntoView {
                                         <td><span class=format!("badge run-status status-{}", i.status)>{i.status.clone()}</span></td>
                                         <td>{i.approval_status.clone().unwrap_or_default()}</td>
                                         <td class="muted">{crate::runs_view::short_time(&i.created_at)}</td>
-                                        <td><code>{i.run_id.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect::<String>()}</code></td>
+                                        <td><code>{crate::runs_view::short_id(&i.run_id).to_string()}</code></td>
                                     </tr>
                                 }
                             }).collect_view()}
