@@ -6,32 +6,54 @@
 
 use std::time::Duration;
 
-use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
+use glassbox_tests::harness::{app_and_browser_with, wait_for_text, Browser, Server};
 use glassbox_tests::ui::{appear, click, count, find, text_or_empty, wait_until};
-use serde_json::json;
+use serde_json::{json, Value};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_runs_page_lists_filters_and_opens_a_run() {
-    let Some((server, browser)) = app_and_browser().await else {
-        return;
-    };
-    // The one-time sign-in link is the browser's; its session token drives
-    // the API too.
-    let Ok(token) = browser.sign_in(&server).await else {
-        browser.close().await;
-        panic!("sign in");
-    };
-    let workflow = json!({
-        "format_version": 1, "id": "listed", "name": "Listed run", "revision": 0,
+/// A server (started with `env`) and a browser signed in to it, with the
+/// session token; None when browser tests are off.
+async fn signed_in(env: &[(&str, &str)]) -> Option<(Server, Browser, String)> {
+    let (server, browser) = app_and_browser_with(env).await?;
+    match browser.sign_in(&server).await {
+        Ok(token) => Some((server, browser, token)),
+        Err(e) => {
+            browser.close().await;
+            panic!("sign in: {e}");
+        }
+    }
+}
+
+/// A workflow whose Agent node calls `tool` (`name@version`) once with
+/// `arguments`, then answers `answer`, wired to the Output field `answer`.
+fn one_call_workflow(id: &str, name: &str, tool: &str, arguments: Value, answer: &str) -> Value {
+    let tool_name = tool.split('@').next().unwrap_or(tool);
+    json!({
+        "format_version": 1, "id": id, "name": name, "revision": 0,
         "nodes": [
-            {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go", "tools": [{"tool": "calculator@1.0.0"}],
+            {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go", "tools": [{"tool": tool}],
                 "provider": {"kind": "scripted", "script": {"turns": [
-                    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
-                    {"text": "42"}]}}}},
+                    {"tool_calls": [{"name": tool_name, "arguments": arguments}]},
+                    {"text": answer}]}}}},
             {"id": "out", "kind": "output", "position": {"x": 320, "y": 0}, "config": {"fields": ["answer"]}}
         ],
         "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
-    });
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runs_page_lists_filters_and_opens_a_run() {
+    // The one-time sign-in link is the browser's; its session token drives
+    // the API too.
+    let Some((server, browser, token)) = signed_in(&[]).await else {
+        return;
+    };
+    let workflow = one_call_workflow(
+        "listed",
+        "Listed run",
+        "calculator@1.0.0",
+        json!({"expression": "6*7"}),
+        "42",
+    );
     let wf = server.create_workflow(&token, &workflow);
     let run_id = server.start_run(&token, &wf);
     let run = server.finished_run(&token, &run_id);
@@ -195,24 +217,16 @@ async fn the_tools_page_lists_the_registry_with_badges_and_schemas() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
-    let Some((server, browser)) = app_and_browser().await else {
+    let Some((server, browser, token)) = signed_in(&[]).await else {
         return;
     };
-    let Ok(token) = browser.sign_in(&server).await else {
-        browser.close().await;
-        panic!("sign in");
-    };
-    let workflow = json!({
-        "format_version": 1, "id": "replayed", "name": "Replayed", "revision": 0,
-        "nodes": [
-            {"id": "agent", "kind": "agent", "config": {"prompt": "go", "tools": [{"tool": "calculator@1.0.0"}],
-                "provider": {"kind": "scripted", "script": {"turns": [
-                    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
-                    {"text": "42"}]}}}},
-            {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
-        ],
-        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
-    });
+    let workflow = one_call_workflow(
+        "replayed",
+        "Replayed",
+        "calculator@1.0.0",
+        json!({"expression": "6*7"}),
+        "42",
+    );
     let wf = server.create_workflow(&token, &workflow);
     let run_id = server.start_run(&token, &wf);
     server.finished_run(&token, &run_id);
@@ -282,24 +296,16 @@ async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_are_approved_from_the_tools_page_and_their_invocations_open_a_drawer() {
-    let Some((server, browser)) = app_and_browser().await else {
+    let Some((server, browser, token)) = signed_in(&[]).await else {
         return;
     };
-    let Ok(token) = browser.sign_in(&server).await else {
-        browser.close().await;
-        panic!("sign in");
-    };
-    let workflow = json!({
-        "format_version": 1, "id": "approve", "name": "Approve here", "revision": 0,
-        "nodes": [
-            {"id": "agent", "kind": "agent", "config": {"prompt": "write", "tools": [{"tool": "write_file@1.0.0"}],
-                "provider": {"kind": "scripted", "script": {"turns": [
-                    {"tool_calls": [{"name": "write_file", "arguments": {"path": "tab.txt", "content": "ok"}}]},
-                    {"text": "Written."}]}}}},
-            {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
-        ],
-        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
-    });
+    let workflow = one_call_workflow(
+        "approve",
+        "Approve here",
+        "write_file@1.0.0",
+        json!({"path": "tab.txt", "content": "ok"}),
+        "Written.",
+    );
     let wf = server.create_workflow(&token, &workflow);
     let run_id = server.start_run(&token, &wf);
     let c = browser.client.clone();
@@ -366,27 +372,18 @@ async fn writes_are_approved_from_the_tools_page_and_their_invocations_open_a_dr
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_truncated_output_opens_in_the_drawer_with_its_full_payload_a_click_away() {
-    let Some((server, browser)) =
-        app_and_browser_with(&[("GLASSBOX_MAX_OUTPUT_BYTES", "1024")]).await
+    let Some((server, browser, token)) = signed_in(&[("GLASSBOX_MAX_OUTPUT_BYTES", "1024")]).await
     else {
         return;
     };
-    let Ok(token) = browser.sign_in(&server).await else {
-        browser.close().await;
-        panic!("sign in");
-    };
     // 400 numbers: well over the 1 KiB cap.
-    let workflow = json!({
-        "format_version": 1, "id": "big", "name": "Big output", "revision": 0,
-        "nodes": [
-            {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go", "tools": [{"tool": "json_query@1.0.0"}],
-                "provider": {"kind": "scripted", "script": {"turns": [
-                    {"tool_calls": [{"name": "json_query", "arguments": {"program": "[range(0;400)]", "data": null}}]},
-                    {"text": "done"}]}}}},
-            {"id": "out", "kind": "output", "position": {"x": 320, "y": 0}, "config": {"fields": ["answer"]}}
-        ],
-        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
-    });
+    let workflow = one_call_workflow(
+        "big",
+        "Big output",
+        "json_query@1.0.0",
+        json!({"program": "[range(0;400)]", "data": null}),
+        "done",
+    );
     let wf = server.create_workflow(&token, &workflow);
     let run_id = server.start_run(&token, &wf);
     let run = server.finished_run(&token, &run_id);

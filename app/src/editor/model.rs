@@ -615,13 +615,19 @@ mod tests {
     fn input_template_output() -> Editor {
         let mut ed = Editor::new(empty());
         for (kind, x) in [("input", 0.0), ("template", 300.0), ("output", 600.0)] {
-            ed.apply(Edit::AddNode {
-                kind: kind.into(),
-                at: at(x, 0.0),
-            })
-            .unwrap();
+            add(&mut ed, kind, at(x, 0.0));
         }
         ed
+    }
+
+    /// Adds a node of `kind` at `position`; its new id.
+    fn add(ed: &mut Editor, kind: &str, position: Position) -> String {
+        ed.apply(Edit::AddNode {
+            kind: kind.into(),
+            at: position,
+        })
+        .unwrap()
+        .unwrap()
     }
 
     fn connect(ed: &mut Editor, source: HandleRef, target: HandleRef) {
@@ -638,13 +644,7 @@ mod tests {
     #[test]
     fn renaming_a_pin_moves_its_edges_and_undoes_as_one_edit() {
         let mut ed = input_template_output();
-        let agent = ed
-            .apply(Edit::AddNode {
-                kind: "agent".into(),
-                at: at(0.0, 300.0),
-            })
-            .unwrap()
-            .unwrap();
+        let agent = add(&mut ed, "agent", at(0.0, 300.0));
         let Some(NodeKind::Agent(mut config)) = ed.node(&agent).map(|n| n.kind.clone()) else {
             panic!("agent")
         };
@@ -711,13 +711,7 @@ mod tests {
     #[test]
     fn materializing_a_call_adds_a_selected_tool_node_undone_in_one_step() {
         let mut ed = Editor::new(empty());
-        let agent = ed
-            .apply(Edit::AddNode {
-                kind: "agent".into(),
-                at: at(0.0, 0.0),
-            })
-            .unwrap()
-            .unwrap();
+        let agent = add(&mut ed, "agent", at(0.0, 0.0));
         let before = ed.doc.clone();
         let envelope: ToolEnvelope = serde_json::from_value(json!({
             "call_id": "abcdef0123", "name": "calculator", "version": "1.0.0",
@@ -760,27 +754,9 @@ mod tests {
     #[test]
     fn add_connect_and_the_document_round_trips() {
         let mut ed = Editor::new(empty());
-        let input = ed
-            .apply(Edit::AddNode {
-                kind: "input".into(),
-                at: at(0.0, 0.0),
-            })
-            .unwrap()
-            .unwrap();
-        let agent = ed
-            .apply(Edit::AddNode {
-                kind: "agent".into(),
-                at: at(300.0, 0.0),
-            })
-            .unwrap()
-            .unwrap();
-        let output = ed
-            .apply(Edit::AddNode {
-                kind: "output".into(),
-                at: at(600.0, 0.0),
-            })
-            .unwrap()
-            .unwrap();
+        let input = add(&mut ed, "input", at(0.0, 0.0));
+        let agent = add(&mut ed, "agent", at(300.0, 0.0));
+        let output = add(&mut ed, "output", at(600.0, 0.0));
         assert_eq!(
             (input.as_str(), agent.as_str(), output.as_str()),
             ("input1", "agent1", "output1")
@@ -833,11 +809,7 @@ mod tests {
         }
         assert_eq!(ed.doc, before);
         // A cycle.
-        ed.apply(Edit::AddNode {
-            kind: "template".into(),
-            at: at(0.0, 200.0),
-        })
-        .unwrap();
+        add(&mut ed, "template", at(0.0, 200.0));
         connect(&mut ed, h("template1", "text"), h("template2", "value"));
         let mut cyc = ed.doc.clone();
         if let NodeKind::Template(t) = &mut cyc
@@ -860,17 +832,9 @@ mod tests {
     fn undo_and_redo_restore_each_state_exactly() {
         let mut ed = Editor::new(empty());
         let mut states = vec![ed.doc.clone()];
-        ed.apply(Edit::AddNode {
-            kind: "input".into(),
-            at: at(10.0, 20.0),
-        })
-        .unwrap();
+        add(&mut ed, "input", at(10.0, 20.0));
         states.push(ed.doc.clone());
-        ed.apply(Edit::AddNode {
-            kind: "output".into(),
-            at: at(400.0, 20.0),
-        })
-        .unwrap();
+        add(&mut ed, "output", at(400.0, 20.0));
         states.push(ed.doc.clone());
         // A drag of many small moves is one step.
         ed.begin_gesture();
@@ -951,11 +915,7 @@ mod tests {
     fn moves_keep_the_epoch_and_structure_changes_bump_it() {
         let mut ed = Editor::new(empty());
         let e0 = ed.epoch();
-        ed.apply(Edit::AddNode {
-            kind: "input".into(),
-            at: at(0.0, 0.0),
-        })
-        .unwrap();
+        add(&mut ed, "input", at(0.0, 0.0));
         let e1 = ed.epoch();
         assert!(e1 > e0);
         ed.apply(Edit::Move {
@@ -987,11 +947,7 @@ mod tests {
         ed.end_gesture();
         assert!(!ed.can_undo());
         assert!(!ed.is_dirty());
-        ed.apply(Edit::AddNode {
-            kind: "branch".into(),
-            at: at(0.0, 0.0),
-        })
-        .unwrap();
+        add(&mut ed, "branch", at(0.0, 0.0));
         ed.mark_saved(4);
         assert!(!ed.is_dirty());
         assert_eq!((ed.doc.revision, ed.saved_revision), (4, 4));
