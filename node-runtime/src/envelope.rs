@@ -125,6 +125,13 @@ impl AgentOutputs {
         self.tool_order.push(envelope.call_id.clone());
         self.tools_by_id.insert(envelope.call_id.clone(), envelope);
     }
+
+    /// The calls in `tool_order`.
+    pub fn calls(&self) -> impl DoubleEndedIterator<Item = &ToolEnvelope> {
+        self.tool_order
+            .iter()
+            .filter_map(|id| self.tools_by_id.get(id))
+    }
 }
 
 #[cfg(test)]

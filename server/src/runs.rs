@@ -549,18 +549,13 @@ fn replay_timelines(
 ) -> BTreeMap<String, ReplayTimeline> {
     let mut timelines: BTreeMap<String, ReplayTimeline> = BTreeMap::new();
     for (id, node) in &recorded.nodes {
-        let (Some(order), Some(by_id)) = (
-            node.outputs.get("tool_order").and_then(Value::as_array),
-            node.outputs.get("tools_by_id").and_then(Value::as_object),
-        ) else {
+        // Agent nodes' handles hold their AgentOutputs (pins beside them).
+        let Ok(outputs) =
+            serde_json::from_value::<node_runtime::envelope::AgentOutputs>(json!(node.outputs))
+        else {
             continue;
         };
-        let calls = order
-            .iter()
-            .filter_map(|call| by_id.get(call.as_str()?))
-            .filter_map(|e| serde_json::from_value::<ToolEnvelope>(e.clone()).ok())
-            .collect();
-        timelines.entry(id.clone()).or_default().recorded = calls;
+        timelines.entry(id.clone()).or_default().recorded = outputs.calls().cloned().collect();
     }
     for event in events {
         if let WorkflowEvent::Agent { node_id, event } = event {

@@ -95,9 +95,7 @@ fn never_ran_because_disabled(envelope: &ToolEnvelope) -> bool {
 pub fn select<'a>(pin: &PinnedHandle, outputs: &'a AgentOutputs) -> Option<&'a ToolEnvelope> {
     let calls = || {
         outputs
-            .tool_order
-            .iter()
-            .filter_map(|id| outputs.tools_by_id.get(id))
+            .calls()
             .filter(|e| e.name == pin.selector.tool && !never_ran_because_disabled(e))
     };
     match pin.selector.strategy {
