@@ -174,7 +174,9 @@ pub fn RunPanel(
             }
         });
     };
-    let selected_agent = move || {
+    // A memo: the timelines below are rebuilt when the selected Agent
+    // changes, not on every edit (a drag changes the editor each frame).
+    let selected_agent = Memo::new(move |_| {
         editor.with(|e| {
             (e.selection.len() == 1)
                 .then(|| e.selection.iter().next())
@@ -182,7 +184,7 @@ pub fn RunPanel(
                 .filter(|id| matches!(e.node(id).map(|n| &n.kind), Some(NodeKind::Agent(_))))
                 .cloned()
         })
-    };
+    });
     let head = move || {
         let (run_id, live) = watched.get()?;
         let state = live.finished.clone().unwrap_or_else(|| "running".into());
@@ -209,7 +211,7 @@ pub fn RunPanel(
         })
     });
     let timelines = move || {
-        match selected_agent() {
+        match selected_agent.get() {
         Some(agent) => view! {
             <p class="muted" data-testid="timeline-in-inspector">"The tool calls of " <strong>{agent}</strong> " are in the inspector."</p>
         }
