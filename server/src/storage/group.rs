@@ -237,6 +237,11 @@ pub(super) const BLOBS: Values = Values {
     head: "INSERT INTO blobs (hash, workspace_id, content_type, bytes, created_at)",
     tail: "ON CONFLICT (hash, workspace_id) DO NOTHING",
 };
+/// A run that ended needs no checkpoints: they only serve to resume it.
+pub(super) const CLEAR_CHECKPOINTS: Values = Values {
+    head: "DELETE FROM run_checkpoints WHERE run_id IN (",
+    tail: ")",
+};
 pub(super) const CHECKPOINTS: Values = Values {
     head: "INSERT INTO run_checkpoints (run_id, node_id, kind, state, updated_at)",
     tail: "ON CONFLICT (run_id, node_id, kind) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
@@ -444,6 +449,7 @@ async fn apply_all<'a>(
     let mut invocation_at: HashMap<&str, usize> = HashMap::new();
     let mut blobs: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
     let mut cleared = Vec::new();
+    let mut ended_ids: Vec<&String> = Vec::new();
     let mut finished = Vec::new();
     let mut nodes = Vec::new();
     let mut bundles = Vec::new();
@@ -550,6 +556,7 @@ async fn apply_all<'a>(
                     );
                 }
                 cleared.push(vec![(&end.run_id).into()]);
+                ended_ids.push(&end.run_id);
                 finished.push(vec![
                     (&end.run_id).into(),
                     (&end.status).into(),
@@ -561,12 +568,20 @@ async fn apply_all<'a>(
             }
         }
     }
+    // A run that ends in this batch skips its last checkpoints and drops
+    // the stored ones.
+    let ended: std::collections::HashSet<&str> = ended_ids.iter().map(|id| id.as_str()).collect();
+    checkpoints.retain(|(run_id, _), _| !ended.contains(run_id));
     // In this order: a run's status before its end, its node rows cleared
     // before they are written.
     let statements = vec![
         (&RUN_STATUS, statuses),
         (&EVENTS, events),
         (&CHECKPOINTS, checkpoints.into_values().collect()),
+        (
+            &CLEAR_CHECKPOINTS,
+            ended_ids.iter().map(|id| vec![(*id).into()]).collect(),
+        ),
         (
             &INVOCATIONS,
             invocations.iter().map(invocation_args).collect(),
