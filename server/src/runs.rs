@@ -43,6 +43,17 @@ struct LiveRun {
     events: broadcast::Sender<(i64, Value)>,
 }
 
+/// What `execute` needs of one spawned run.
+struct Run<'a> {
+    ws: &'a str,
+    id: &'a str,
+    live: Arc<LiveRun>,
+    /// The run span; it closes when the engine is done.
+    span: tracing::Span,
+    /// Where the run's closed spans wait for its next write.
+    spans: crate::trace::SpanBuffer,
+}
+
 /// Shared by every run of the server.
 pub struct Runs {
     store: Store,
@@ -221,9 +232,14 @@ impl Runs {
         tokio::spawn(async move {
             // Everything the run does is inside its span (see `trace`).
             let (span, route) = crate::trace::run_span(&id, &this.writer);
-            this.execute(&ws, &id, workflow, inputs, live, resume, last_seq)
-                .instrument(span)
-                .await;
+            let run = Run {
+                ws: &ws,
+                id: &id,
+                live,
+                span,
+                spans: route.spans(),
+            };
+            this.execute(run, workflow, inputs, resume, last_seq).await;
             drop(route);
             this.live
                 .lock()
@@ -334,33 +350,62 @@ impl Runs {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn execute(
         self: &Arc<Self>,
-        ws: &str,
-        run_id: &str,
+        run: Run<'_>,
         workflow: Workflow,
         inputs: Map<String, Value>,
-        live: Arc<LiveRun>,
         resume: ResumeState,
         last_seq: i64,
     ) {
-        // Queued, not awaited: the group writer keeps the order of a run's writes.
-        drop(self.writer.submit(RunWrite::Status {
-            run_id: run_id.into(),
-            status: "running".into(),
-        }));
+        let Run {
+            ws,
+            id: run_id,
+            live,
+            span,
+            spans,
+        } = run;
         let (tx, rx) = mpsc::unbounded_channel::<WorkflowEvent>();
         let (end_tx, end_rx) = oneshot::channel::<RunEnd>();
-        let writer = tokio::spawn(write_events(
-            self.writer.clone(),
-            ws.to_string(),
-            run_id.to_string(),
-            rx,
-            end_rx,
-            live.events.clone(),
+        // Its first write marks the run running.
+        let out = EventOut {
+            writer: self.writer.clone(),
+            ws: ws.to_string(),
+            run_id: run_id.to_string(),
+            tx: live.events.clone(),
             last_seq,
-        ));
+            spans,
+        };
+        let writer = tokio::spawn(write_events(out, rx, end_rx));
+        let result = self
+            .run_engine(ws, run_id, &workflow, inputs, &live, resume, tx)
+            .instrument(span)
+            .await;
+        // The run span has closed by now: its row goes with the end.
+        let end = self.end_of(run_id, &workflow, result);
+        let _ = end_tx.send(end);
+        match writer.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(run_id, error = %e, "cannot record the end of a run"),
+            Err(e) => tracing::error!(run_id, error = %e, "the event writer of a run failed"),
+        }
+    }
+
+    /// The engine part of a run, inside the run span.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_engine(
+        self: &Arc<Self>,
+        ws: &str,
+        run_id: &str,
+        workflow: &Workflow,
+        inputs: Map<String, Value>,
+        live: &LiveRun,
+        resume: ResumeState,
+        tx: mpsc::UnboundedSender<WorkflowEvent>,
+    ) -> (
+        Result<node_runtime::graph::engine::WorkflowRun, node_runtime::graph::engine::EngineError>,
+        Arc<MemoryPinHistory>,
+    ) {
         // Pins: the history of this workflow, loaded before and saved after.
         let pins = Arc::new(MemoryPinHistory::default());
         for node in &workflow.nodes {
@@ -413,7 +458,7 @@ impl Runs {
         let sink = ChannelSink(tx);
         let result = resume_workflow(
             &services,
-            &workflow,
+            workflow,
             run_id,
             inputs,
             &sink,
@@ -421,8 +466,23 @@ impl Runs {
             resume,
         )
         .await;
-        drop(sink);
-        let end = match result {
+        (result, pins)
+    }
+
+    /// The end of a run to store, from what the engine returned.
+    fn end_of(
+        &self,
+        run_id: &str,
+        workflow: &Workflow,
+        (result, pins): (
+            Result<
+                node_runtime::graph::engine::WorkflowRun,
+                node_runtime::graph::engine::EngineError,
+            >,
+            Arc<MemoryPinHistory>,
+        ),
+    ) -> RunEnd {
+        match result {
             Ok(run) => {
                 let trace_id = crate::trace::trace_id(run_id);
                 let nodes = run
@@ -484,6 +544,7 @@ impl Runs {
                     nodes,
                     bundles,
                     pins: pin_values,
+                    spans: Vec::new(),
                 }
             }
             Err(e) => RunEnd {
@@ -492,12 +553,6 @@ impl Runs {
                 error: Some(e.to_string()),
                 ..RunEnd::default()
             },
-        };
-        let _ = end_tx.send(end);
-        match writer.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(run_id, error = %e, "cannot record the end of a run"),
-            Err(e) => tracing::error!(run_id, error = %e, "the event writer of a run failed"),
         }
     }
 
@@ -790,16 +845,34 @@ fn invocation_id(run_id: &str, node_id: &str, call_id: &str) -> String {
 /// waiting for the previous commit; each batch is broadcast once it is
 /// committed, in order, so a subscriber never sees an event the store does
 /// not have. The run's end goes right behind its last events.
-async fn write_events(
+/// Where one run's event task writes and broadcasts.
+struct EventOut {
     writer: GroupWriter,
     ws: String,
     run_id: String,
+    /// The live broadcast.
+    tx: broadcast::Sender<(i64, Value)>,
+    /// The last stored sequence number (0, or more on resume).
+    last_seq: i64,
+    /// The run's closed spans, taken along with each write.
+    spans: crate::trace::SpanBuffer,
+}
+
+async fn write_events(
+    out: EventOut,
     mut rx: mpsc::UnboundedReceiver<WorkflowEvent>,
     end: oneshot::Receiver<RunEnd>,
-    tx: broadcast::Sender<(i64, Value)>,
-    last_seq: i64,
 ) -> Result<(), StoreError> {
     use futures::stream::{FuturesOrdered, StreamExt};
+    let EventOut {
+        writer,
+        ws,
+        run_id,
+        tx,
+        last_seq,
+        spans,
+    } = out;
+    let mut started = true;
     let mut seq = last_seq;
     let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
     let trace_id = crate::trace::trace_id(&run_id);
@@ -837,16 +910,21 @@ async fn write_events(
                 let committed = writer.submit(RunWrite::Events {
                     run_id: run_id.clone(),
                     workspace_id: ws.clone(),
+                    started: std::mem::take(&mut started),
                     events,
                     invocations,
                     blobs,
+                    spans: spans.take(),
                 });
                 in_flight.push_back(async move { (committed.await, numbered) });
             }
         }
     }
     let ended = match end.await {
-        Ok(end) => Some(writer.submit(RunWrite::End(Box::new(end)))),
+        Ok(mut end) => {
+            end.spans = spans.take();
+            Some(writer.submit(RunWrite::End(Box::new(end))))
+        }
         Err(_) => None,
     };
     while let Some(done) = in_flight.next().await {

@@ -5,8 +5,12 @@
 //! `tool_call` (the agent loop, the executor). Two consumers read them:
 //!
 //! - [`SpanStore`], a `tracing_subscriber` layer, times every span inside a
-//!   `run` span and, when it closes, queues it for the run's store through
-//!   the group writer (`run_spans`). The trace page (`traces_url`, by default
+//!   `run` span and, when it closes, puts it in the run's [`SpanBuffer`].
+//!   The run's event writer takes the buffer along with each batch of events
+//!   and with the run's end, so spans cost no commit of their own; what is
+//!   left when the run's [`RouteGuard`] drops (or a buffer past
+//!   [`MAX_BUFFERED`]) goes to the group writer on its own (`run_spans`).
+//!   The trace page (`traces_url`, by default
 //!   the app's `/runs/{run_id}/trace`) is served from these rows, so a trace
 //!   is viewable without any external system.
 //! - With `GLASSBOX_OTLP_ENDPOINT` set, `tracing-opentelemetry` exports the
@@ -19,7 +23,7 @@
 //! names and error codes, never tool inputs, outputs or secrets.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::Instant;
 
 use serde_json::{Map, Value};
@@ -41,19 +45,52 @@ pub fn trace_id(run_id: &str) -> String {
     }
 }
 
-/// Where the closed spans of each live run go (run id -> its writer).
-static ROUTES: LazyLock<RwLock<HashMap<String, GroupWriter>>> = LazyLock::new(Default::default);
+/// Where the closed spans of each live run go.
+static ROUTES: LazyLock<RwLock<HashMap<String, Route>>> = LazyLock::new(Default::default);
+
+/// The closed spans of one run, not yet handed to the writer.
+#[derive(Clone, Default)]
+pub struct SpanBuffer(Arc<Mutex<Vec<SpanRow>>>);
+
+impl SpanBuffer {
+    /// Everything buffered so far, leaving the buffer empty.
+    pub fn take(&self) -> Vec<SpanRow> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Adds a span; past [`MAX_BUFFERED`] returns the whole buffer to write.
+    fn push(&self, row: SpanRow) -> Option<Vec<SpanRow>> {
+        let mut rows = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        rows.push(row);
+        (rows.len() >= MAX_BUFFERED).then(|| std::mem::take(&mut *rows))
+    }
+}
+
+/// The most spans a run buffers before they are written on their own (a
+/// long stretch of spans without events).
+pub const MAX_BUFFERED: usize = 256;
+
+#[derive(Clone)]
+struct Route {
+    writer: GroupWriter,
+    spans: SpanBuffer,
+}
 
 /// Whether spans are also exported over OTLP (set once by [`otlp_layer`]).
 static OTLP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// The span of one run; its spans are stored by `writer` until the returned
-/// guard is dropped. Everything the run does must run inside the span.
+/// The span of one run; its spans are collected in the guard's buffer
+/// until the guard is dropped. Everything the run does must run inside the
+/// span.
 pub fn run_span(run_id: &str, writer: &GroupWriter) -> (tracing::Span, RouteGuard) {
-    ROUTES
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(run_id.to_string(), writer.clone());
+    let spans = SpanBuffer::default();
+    ROUTES.write().unwrap_or_else(|e| e.into_inner()).insert(
+        run_id.to_string(),
+        Route {
+            writer: writer.clone(),
+            spans: spans.clone(),
+        },
+    );
     let trace = trace_id(run_id);
     let span = tracing::info_span!("run", run_id = %run_id, trace_id = %trace);
     if OTLP.load(std::sync::atomic::Ordering::Relaxed) {
@@ -78,21 +115,35 @@ pub fn run_span(run_id: &str, writer: &GroupWriter) -> (tracing::Span, RouteGuar
         span,
         RouteGuard {
             run_id: run_id.to_string(),
+            spans,
         },
     )
 }
 
-/// Stops routing a run's spans when dropped (after its run span closed).
+/// Stops routing a run's spans when dropped (after its run span closed)
+/// and writes what is still buffered.
 pub struct RouteGuard {
     run_id: String,
+    spans: SpanBuffer,
+}
+
+impl RouteGuard {
+    /// The run's buffer, for its event writer to take spans from.
+    pub fn spans(&self) -> SpanBuffer {
+        self.spans.clone()
+    }
 }
 
 impl Drop for RouteGuard {
     fn drop(&mut self) {
-        ROUTES
+        let route = ROUTES
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&self.run_id);
+        let rest = self.spans.take();
+        if let (Some(route), false) = (route, rest.is_empty()) {
+            drop(route.writer.submit(RunWrite::Spans(rest)));
+        }
     }
 }
 
@@ -175,12 +226,12 @@ where
         let Some(timing) = span.extensions_mut().remove::<Timing>() else {
             return;
         };
-        let writer = ROUTES
+        let route = ROUTES
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(&*timing.scope.run_id)
             .cloned();
-        let Some(writer) = writer else { return };
+        let Some(route) = route else { return };
         let row = SpanRow {
             run_id: timing.scope.run_id.to_string(),
             span_id: timing.span_id,
@@ -193,9 +244,11 @@ where
             duration_us: i64::try_from(timing.start.elapsed().as_micros()).unwrap_or(i64::MAX),
             fields: Value::Object(timing.fields).to_string(),
         };
-        // Queued, not awaited: the group writer stores it with the run's
-        // other writes.
-        drop(writer.submit(RunWrite::Spans(vec![row])));
+        // Written with the run's next events (or its end); a full buffer
+        // is queued at once, not awaited.
+        if let Some(full) = route.spans.push(row) {
+            drop(route.writer.submit(RunWrite::Spans(full)));
+        }
     }
 }
 

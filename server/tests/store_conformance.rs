@@ -457,6 +457,7 @@ async fn conformance(store: Store) {
     );
 
     group_writer(&store).await;
+    run_lifecycle_writes(&store).await;
 
     // Deleting a workflow removes its revisions.
     store.delete_workflow("a", "w1").await.expect("delete");
@@ -465,6 +466,95 @@ async fn conformance(store: Store) {
         Err(StoreError::NotFound(_))
     ));
     store.close().await;
+}
+
+/// A run's first events mark it running (only from `queued`); spans ride
+/// along with events and with the end; the end drops the run's checkpoints.
+async fn run_lifecycle_writes(store: &Store) {
+    for (id, status) in [("l1", "queued"), ("l2", "waiting_for_approval")] {
+        store
+            .create_run(&run_row(id, "a", None, status))
+            .await
+            .expect("run");
+    }
+    let writer = GroupWriter::start(store.clone());
+    let span = |run: &str, id: &str| SpanRow {
+        run_id: run.into(),
+        span_id: id.into(),
+        parent_id: None,
+        trace_id: "0".repeat(31) + "2",
+        name: "node".into(),
+        started_at: format!("2026-01-01T00:00:00.0000{}Z", id.len()),
+        duration_us: 10,
+        fields: "{}".into(),
+    };
+    let first = |run: &str, seq: i64, spans: Vec<SpanRow>| RunWrite::Events {
+        run_id: run.into(),
+        workspace_id: "a".into(),
+        started: true,
+        events: vec![(seq, "{}".into())],
+        invocations: vec![],
+        blobs: vec![],
+        spans,
+    };
+    writer
+        .write(first("l1", 1, vec![span("l1", "s1")]))
+        .await
+        .expect("l1 starts");
+    writer
+        .write(first("l2", 1, vec![]))
+        .await
+        .expect("l2 resumes");
+    assert_eq!(
+        store.get_run("a", "l1").await.expect("l1").status,
+        "running"
+    );
+    assert_eq!(
+        store.get_run("a", "l2").await.expect("l2").status,
+        "waiting_for_approval",
+        "a status other than queued stays"
+    );
+    writer
+        .write(RunWrite::NodeCheckpoint {
+            run_id: "l1".into(),
+            node_id: "agent".into(),
+            record: "{}".into(),
+        })
+        .await
+        .expect("checkpoint");
+    store
+        .put_agent_checkpoint("l1", "agent2", "{}")
+        .await
+        .expect("agent checkpoint");
+    assert_eq!(store.checkpoints("l1").await.expect("q").len(), 2);
+    writer
+        .write(RunWrite::End(Box::new(RunEnd {
+            run_id: "l1".into(),
+            status: "succeeded".into(),
+            spans: vec![span("l1", "s22")],
+            ..RunEnd::default()
+        })))
+        .await
+        .expect("end");
+    assert_eq!(
+        store.get_run("a", "l1").await.expect("l1").status,
+        "succeeded"
+    );
+    assert_eq!(
+        store
+            .spans("a", "l1")
+            .await
+            .expect("spans")
+            .iter()
+            .map(|s| s.span_id.as_str())
+            .collect::<Vec<_>>(),
+        ["s1", "s22"]
+    );
+    assert_eq!(
+        store.checkpoints("l1").await.expect("q"),
+        [],
+        "the end drops the run's checkpoints"
+    );
 }
 
 fn invocation(id: &str, status: &str) -> InvocationRow {
@@ -507,12 +597,14 @@ async fn group_writer(store: &Store) {
         RunWrite::Events {
             run_id: run.into(),
             workspace_id: "a".into(),
+            started: false,
             events: seqs
                 .iter()
                 .map(|s| (*s, format!("{{\"n\":{s}}}")))
                 .collect(),
             invocations,
             blobs,
+            spans: vec![],
         }
     };
     let events = |run: &str, seqs: &[i64]| with(run, seqs, vec![], vec![]);

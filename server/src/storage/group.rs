@@ -52,6 +52,8 @@ pub struct RunEnd {
     pub bundles: Vec<(String, String)>,
     /// `(workflow_id, node_id, pin, value JSON)`.
     pub pins: Vec<(String, String, String, String)>,
+    /// The run's spans that closed since its last write.
+    pub spans: Vec<SpanRow>,
 }
 
 /// One write of a running workflow.
@@ -61,14 +63,19 @@ pub enum RunWrite {
         run_id: String,
         status: String,
     },
-    /// A batch of events with the invocation records and blobs they touch.
+    /// A batch of events with the invocation records and blobs they touch,
+    /// and the run's spans that closed meanwhile (see `trace`).
     Events {
         run_id: String,
         workspace_id: String,
+        /// The run's first write since it started: a `queued` run becomes
+        /// `running` (any other status stays; it was set on purpose).
+        started: bool,
         /// `(seq, event JSON)`.
         events: Vec<(i64, String)>,
         invocations: Vec<InvocationRow>,
         blobs: Vec<BlobRef>,
+        spans: Vec<SpanRow>,
     },
     End(Box<RunEnd>),
     /// An ended node's record, for resuming the run after a crash.
@@ -204,6 +211,11 @@ pub(super) struct Values {
     pub tail: &'static str,
 }
 
+/// A started run: `queued` becomes `running`, nothing else changes.
+pub(super) const RUN_STARTED: Values = Values {
+    head: "WITH v(id) AS (",
+    tail: ") UPDATE runs SET status = 'running' FROM v WHERE runs.id = v.id AND runs.status = 'queued'",
+};
 pub(super) const RUN_STATUS: Values = Values {
     head: "WITH v(id, status) AS (",
     tail: ") UPDATE runs SET status = v.status FROM v WHERE runs.id = v.id",
@@ -437,6 +449,25 @@ fn merge_invocation(into: &mut InvocationRow, later: &InvocationRow) {
 /// thread, which dominates under load. A run's status writes come before
 /// its end (a run is never both started and ended in one batch the other
 /// way round).
+/// Spans by `(run_id, span_id)`: a span arrives once, a repeat is ignored.
+fn add_spans<'a>(into: &mut HashMap<(&'a str, &'a str), Vec<Arg>>, rows: &'a [SpanRow]) {
+    for r in rows {
+        into.insert(
+            (&r.run_id, &r.span_id),
+            vec![
+                (&r.run_id).into(),
+                (&r.span_id).into(),
+                (&r.parent_id).into(),
+                (&r.trace_id).into(),
+                (&r.name).into(),
+                (&r.started_at).into(),
+                r.duration_us.into(),
+                (&r.fields).into(),
+            ],
+        );
+    }
+}
+
 async fn apply_all<'a>(
     store: &Store,
     writes: impl Iterator<Item = &'a RunWrite>,
@@ -456,6 +487,7 @@ async fn apply_all<'a>(
     let mut pins: HashMap<(&str, &str, &str), Vec<Arg>> = HashMap::new();
     let mut checkpoints: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
     let mut spans: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
+    let mut started = Vec::new();
     for w in writes {
         match w {
             // The last status of a run wins (one statement touches a row once).
@@ -469,10 +501,16 @@ async fn apply_all<'a>(
             RunWrite::Events {
                 run_id,
                 workspace_id,
+                started: first,
                 events: evs,
                 invocations: invs,
                 blobs: bls,
+                spans: sps,
             } => {
+                if *first {
+                    started.push(vec![run_id.into()]);
+                }
+                add_spans(&mut spans, sps);
                 for (seq, event) in evs {
                     events.push(vec![
                         run_id.into(),
@@ -519,24 +557,9 @@ async fn apply_all<'a>(
                     ],
                 );
             }
-            RunWrite::Spans(rows) => {
-                for r in rows {
-                    spans.insert(
-                        (&r.run_id, &r.span_id),
-                        vec![
-                            (&r.run_id).into(),
-                            (&r.span_id).into(),
-                            (&r.parent_id).into(),
-                            (&r.trace_id).into(),
-                            (&r.name).into(),
-                            (&r.started_at).into(),
-                            r.duration_us.into(),
-                            (&r.fields).into(),
-                        ],
-                    );
-                }
-            }
+            RunWrite::Spans(rows) => add_spans(&mut spans, rows),
             RunWrite::End(end) => {
+                add_spans(&mut spans, &end.spans);
                 for n in &end.nodes {
                     nodes.push(node_run_args(&end.run_id, n));
                 }
@@ -575,6 +598,7 @@ async fn apply_all<'a>(
     // In this order: a run's status before its end, its node rows cleared
     // before they are written.
     let statements = vec![
+        (&RUN_STARTED, started),
         (&RUN_STATUS, statuses),
         (&EVENTS, events),
         (&CHECKPOINTS, checkpoints.into_values().collect()),
