@@ -26,7 +26,10 @@ use axum::Router;
 /// mimalloc for every binary that links the server (the `glassbox` binary,
 /// its benches and tests): a run allocates many small short-lived values
 /// (events, JSON, rows) across threads, where glibc's allocator spent about
-/// a sixth of the bench's CPU time.
+/// a sixth of the bench's CPU time. Built with `no_thp`: with transparent
+/// huge pages mimalloc's fresh pages fault in 2 MiB at a time, and zeroing
+/// them on a runtime worker took 7-10% of the bench's CPU in stalls that
+/// showed up as p99 latency spikes.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
