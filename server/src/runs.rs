@@ -37,10 +37,13 @@ use crate::storage::{
     RunWrite, Store, StoreError,
 };
 
+/// A stored run event as broadcast live: its sequence number and JSON text.
+pub type LiveEvent = (i64, Arc<str>);
+
 /// A run in progress.
 struct LiveRun {
     cancel: CancellationToken,
-    events: broadcast::Sender<(i64, Value)>,
+    events: broadcast::Sender<LiveEvent>,
 }
 
 /// What `execute` needs of one spawned run.
@@ -557,7 +560,7 @@ impl Runs {
     }
 
     /// Subscribes to a live run's events (None when it is not running here).
-    pub fn subscribe(&self, run_id: &str) -> Option<broadcast::Receiver<(i64, Value)>> {
+    pub fn subscribe(&self, run_id: &str) -> Option<broadcast::Receiver<LiveEvent>> {
         self.live
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -851,7 +854,7 @@ struct EventOut {
     ws: String,
     run_id: String,
     /// The live broadcast.
-    tx: broadcast::Sender<(i64, Value)>,
+    tx: broadcast::Sender<LiveEvent>,
     /// The last stored sequence number (0, or more on resume).
     last_seq: i64,
     /// The run's closed spans, taken along with each write.
@@ -877,7 +880,7 @@ async fn write_events(
     let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
     let trace_id = crate::trace::trace_id(&run_id);
     let mut in_flight = FuturesOrdered::new();
-    let broadcast = |(committed, events): (Result<(), StoreError>, Vec<(i64, Value)>)| {
+    let broadcast = |(committed, events): (Result<(), StoreError>, Vec<LiveEvent>)| {
         if let Err(e) = committed {
             tracing::error!(run_id, error = %e, "cannot store run events");
         }
@@ -901,9 +904,9 @@ async fn write_events(
                 let mut blobs = Vec::new();
                 for event in &batch {
                     seq += 1;
-                    let value = serde_json::to_value(event).unwrap_or(Value::Null);
-                    events.push((seq, value.to_string()));
-                    numbered.push((seq, value));
+                    let text = serde_json::to_string(event).unwrap_or_else(|_| "null".into());
+                    numbered.push((seq, Arc::from(text.as_str())));
+                    events.push((seq, text));
                     invocations.extend(index_event(&ws, &run_id, &trace_id, &mut tools, event));
                     blobs.extend(event_blobs(event));
                 }

@@ -172,16 +172,17 @@ struct EventsQuery {
 /// and without repeats. Events are stored before they are broadcast, so a
 /// subscriber that falls more than the channel's capacity behind refills
 /// the gap from the store (`fetch(after)`) instead of losing events.
-pub fn follow<F, Fut>(
-    rx: broadcast::Receiver<(i64, Value)>,
+pub fn follow<T, F, Fut>(
+    rx: broadcast::Receiver<(i64, T)>,
     last: i64,
     fetch: F,
-) -> impl Stream<Item = (i64, Value)>
+) -> impl Stream<Item = (i64, T)>
 where
+    T: Clone,
     F: Fn(i64) -> Fut,
-    Fut: std::future::Future<Output = Vec<(i64, Value)>>,
+    Fut: std::future::Future<Output = Vec<(i64, T)>>,
 {
-    let state = (rx, last, VecDeque::<(i64, Value)>::new(), fetch);
+    let state = (rx, last, VecDeque::<(i64, T)>::new(), fetch);
     stream::unfold(state, |(mut rx, mut last, mut pending, fetch)| async move {
         loop {
             if let Some((seq, value)) = pending.pop_front() {
@@ -204,20 +205,34 @@ where
     })
 }
 
-fn sse_event(seq: i64, value: &Value) -> Event {
-    let kind = value.get("type").and_then(Value::as_str).unwrap_or("event");
-    let kind = if kind == "Agent" {
-        value
-            .pointer("/event/type")
-            .and_then(Value::as_str)
-            .unwrap_or("Agent")
-    } else {
-        kind
+/// The SSE event of a stored or live run event (its JSON text): named by
+/// the event's `type`, or for an agent event by the inner event's.
+fn sse_event(seq: i64, text: &str) -> Event {
+    #[derive(Deserialize)]
+    struct Tagged<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow)]
+        event: Option<Inner<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Inner<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+    }
+    let tagged = serde_json::from_str::<Tagged>(text).ok();
+    let kind = match &tagged {
+        Some(Tagged {
+            kind: Some(k),
+            event,
+        }) if k == "Agent" => event
+            .as_ref()
+            .and_then(|e| e.kind.as_deref())
+            .unwrap_or("Agent"),
+        Some(Tagged { kind: Some(k), .. }) => k,
+        _ => "event",
     };
-    Event::default()
-        .id(seq.to_string())
-        .event(kind)
-        .data(value.to_string())
+    Event::default().id(seq.to_string()).event(kind).data(text)
 }
 
 #[utoipa::path(get, path = "/runs/{id}/events", tag = "runs", params(("id" = String, Path, description = "run id"), ("after" = Option<i64>, Query)), responses((status = 200, description = "Server-Sent Events; resume with Last-Event-ID", content_type = "text/event-stream")))]
@@ -241,10 +256,7 @@ async fn events(
         .events_after(&caller.workspace_id, &id, after)
         .await?;
     let last_stored = stored.last().map_or(after, |e| e.seq);
-    let stored = stream::iter(stored.into_iter().map(|e| {
-        let value: Value = serde_json::from_str(&e.event).unwrap_or(Value::Null);
-        Ok(sse_event(e.seq, &value))
-    }));
+    let stored = stream::iter(stored.into_iter().map(|e| Ok(sse_event(e.seq, &e.event))));
     let live = match live {
         Some(rx) => {
             let store = state.db().clone();
@@ -258,11 +270,11 @@ async fn events(
                         .await
                         .unwrap_or_default()
                         .into_iter()
-                        .map(|e| (e.seq, serde_json::from_str(&e.event).unwrap_or(Value::Null)))
+                        .map(|e| (e.seq, std::sync::Arc::<str>::from(e.event)))
                         .collect()
                 }
             })
-            .map(|(seq, value)| Ok(sse_event(seq, &value)))
+            .map(|(seq, text)| Ok(sse_event(seq, &text)))
             .boxed()
         }
         None => stream::empty().boxed(),
