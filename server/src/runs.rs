@@ -385,7 +385,8 @@ impl Runs {
             .instrument(span)
             .await;
         // The run span has closed by now: its row goes with the end.
-        let end = self.end_of(run_id, &workflow, result);
+        let (result, pins) = result;
+        let end = end_of(run_id, &workflow, result, &pins);
         let _ = end_tx.send(end);
         match writer.await {
             Ok(Ok(())) => {}
@@ -471,94 +472,6 @@ impl Runs {
         .await;
         (result, pins)
     }
-
-    /// The end of a run to store, from what the engine returned.
-    fn end_of(
-        &self,
-        run_id: &str,
-        workflow: &Workflow,
-        (result, pins): (
-            Result<
-                node_runtime::graph::engine::WorkflowRun,
-                node_runtime::graph::engine::EngineError,
-            >,
-            Arc<MemoryPinHistory>,
-        ),
-    ) -> RunEnd {
-        match result {
-            Ok(run) => {
-                let trace_id = crate::trace::trace_id(run_id);
-                let nodes = run
-                    .nodes
-                    .values()
-                    .map(|n| NodeRunRow {
-                        run_id: run_id.to_string(),
-                        node_id: n.node_id.clone(),
-                        status: word(n.status),
-                        error: n.error.clone(),
-                        outputs: json!(n.outputs).to_string(),
-                        started_at: n.started_at.clone(),
-                        finished_at: n.finished_at.clone(),
-                        trace_id: Some(trace_id.clone()),
-                    })
-                    .collect();
-                let bundles = run
-                    .nodes
-                    .iter()
-                    .filter_map(|(id, r)| r.bundle.as_ref().map(|b| (id.clone(), b.to_json())))
-                    .collect();
-                let mut pin_values = Vec::new();
-                for node in &workflow.nodes {
-                    if let NodeKind::Agent(c) = &node.kind {
-                        for pin in &c.pins {
-                            if let Some(v) = pins.last_resolved(&workflow.id, &node.id, &pin.name) {
-                                pin_values.push((
-                                    workflow.id.clone(),
-                                    node.id.clone(),
-                                    pin.name.clone(),
-                                    v.to_string(),
-                                ));
-                            }
-                        }
-                    }
-                }
-                let status = match run.outcome {
-                    RunOutcome::Succeeded => "succeeded",
-                    RunOutcome::Failed => "failed",
-                    RunOutcome::Cancelled => "cancelled",
-                };
-                let outputs = json!(run.outputs);
-                // The record carries the workflow it ran, so a replay needs nothing else.
-                let mut record = serde_json::to_value(&run).unwrap_or(Value::Null);
-                if let Some(obj) = record.as_object_mut() {
-                    obj.insert("workflow".into(), json!(workflow));
-                }
-                let error = run.nodes.values().find_map(|n| {
-                    n.error
-                        .clone()
-                        .filter(|_| n.status == node_runtime::graph::engine::NodeStatus::Failed)
-                });
-                RunEnd {
-                    run_id: run_id.into(),
-                    status: status.into(),
-                    outputs: Some(outputs.to_string()),
-                    error,
-                    record: Some(record.to_string()),
-                    nodes,
-                    bundles,
-                    pins: pin_values,
-                    spans: Vec::new(),
-                }
-            }
-            Err(e) => RunEnd {
-                run_id: run_id.into(),
-                status: "failed".into(),
-                error: Some(e.to_string()),
-                ..RunEnd::default()
-            },
-        }
-    }
-
     /// Subscribes to a live run's events (None when it is not running here).
     pub fn subscribe(&self, run_id: &str) -> Option<broadcast::Receiver<LiveEvent>> {
         self.live
@@ -838,16 +751,94 @@ pub fn stored_decision(row: &ApprovalRow) -> Option<Decision> {
     }
 }
 
+/// The end of a run to store, from what the engine returned.
+fn end_of(
+    run_id: &str,
+    workflow: &Workflow,
+    result: Result<
+        node_runtime::graph::engine::WorkflowRun,
+        node_runtime::graph::engine::EngineError,
+    >,
+    pins: &MemoryPinHistory,
+) -> RunEnd {
+    match result {
+        Ok(run) => {
+            let trace_id = crate::trace::trace_id(run_id);
+            let nodes = run
+                .nodes
+                .values()
+                .map(|n| NodeRunRow {
+                    run_id: run_id.to_string(),
+                    node_id: n.node_id.clone(),
+                    status: word(n.status),
+                    error: n.error.clone(),
+                    outputs: json!(n.outputs).to_string(),
+                    started_at: n.started_at.clone(),
+                    finished_at: n.finished_at.clone(),
+                    trace_id: Some(trace_id.clone()),
+                })
+                .collect();
+            let bundles = run
+                .nodes
+                .iter()
+                .filter_map(|(id, r)| r.bundle.as_ref().map(|b| (id.clone(), b.to_json())))
+                .collect();
+            let mut pin_values = Vec::new();
+            for node in &workflow.nodes {
+                if let NodeKind::Agent(c) = &node.kind {
+                    for pin in &c.pins {
+                        if let Some(v) = pins.last_resolved(&workflow.id, &node.id, &pin.name) {
+                            pin_values.push((
+                                workflow.id.clone(),
+                                node.id.clone(),
+                                pin.name.clone(),
+                                v.to_string(),
+                            ));
+                        }
+                    }
+                }
+            }
+            let status = match run.outcome {
+                RunOutcome::Succeeded => "succeeded",
+                RunOutcome::Failed => "failed",
+                RunOutcome::Cancelled => "cancelled",
+            };
+            let outputs = json!(run.outputs);
+            // The record carries the workflow it ran, so a replay needs nothing else.
+            let mut record = serde_json::to_value(&run).unwrap_or(Value::Null);
+            if let Some(obj) = record.as_object_mut() {
+                obj.insert("workflow".into(), json!(workflow));
+            }
+            let error = run.nodes.values().find_map(|n| {
+                n.error
+                    .clone()
+                    .filter(|_| n.status == node_runtime::graph::engine::NodeStatus::Failed)
+            });
+            RunEnd {
+                run_id: run_id.into(),
+                status: status.into(),
+                outputs: Some(outputs.to_string()),
+                error,
+                record: Some(record.to_string()),
+                nodes,
+                bundles,
+                pins: pin_values,
+                spans: Vec::new(),
+            }
+        }
+        Err(e) => RunEnd {
+            run_id: run_id.into(),
+            status: "failed".into(),
+            error: Some(e.to_string()),
+            ..RunEnd::default()
+        },
+    }
+}
+
 fn invocation_id(run_id: &str, node_id: &str, call_id: &str) -> String {
     format!("{run_id}/{node_id}/{call_id}")
 }
 
-/// Persists, indexes and broadcasts a run's events, in order, then its end.
-///
-/// Batches are handed to the group writer as soon as they arrive, without
-/// waiting for the previous commit; each batch is broadcast once it is
-/// committed, in order, so a subscriber never sees an event the store does
-/// not have. The run's end goes right behind its last events.
 /// Where one run's event task writes and broadcasts.
 struct EventOut {
     writer: GroupWriter,
@@ -861,6 +852,12 @@ struct EventOut {
     spans: crate::trace::SpanBuffer,
 }
 
+/// Persists, indexes and broadcasts a run's events, in order, then its end.
+///
+/// Batches are handed to the group writer as soon as they arrive, without
+/// waiting for the previous commit; each batch is broadcast once it is
+/// committed, in order, so a subscriber never sees an event the store does
+/// not have. The run's end goes right behind its last events.
 async fn write_events(
     out: EventOut,
     mut rx: mpsc::UnboundedReceiver<WorkflowEvent>,

@@ -444,11 +444,6 @@ fn merge_invocation(into: &mut InvocationRow, later: &InvocationRow) {
     into.completed_at = later.completed_at.clone();
 }
 
-/// Applies writes in one transaction, with one multi-row statement per
-/// table and kind: a statement costs a round trip to SQLite's worker
-/// thread, which dominates under load. A run's status writes come before
-/// its end (a run is never both started and ended in one batch the other
-/// way round).
 /// Spans by `(run_id, span_id)`: a span arrives once, a repeat is ignored.
 fn add_spans<'a>(into: &mut HashMap<(&'a str, &'a str), Vec<Arg>>, rows: &'a [SpanRow]) {
     for r in rows {
@@ -468,6 +463,11 @@ fn add_spans<'a>(into: &mut HashMap<(&'a str, &'a str), Vec<Arg>>, rows: &'a [Sp
     }
 }
 
+/// Applies writes in one transaction, with one multi-row statement per
+/// table and kind: a statement costs a round trip to SQLite's worker
+/// thread, which dominates under load. A run's status writes come before
+/// its end (a run is never both started and ended in one batch the other
+/// way round).
 async fn apply_all<'a>(
     store: &Store,
     writes: impl Iterator<Item = &'a RunWrite>,
@@ -479,8 +479,8 @@ async fn apply_all<'a>(
     let mut invocations: Vec<InvocationRow> = Vec::new();
     let mut invocation_at: HashMap<&str, usize> = HashMap::new();
     let mut blobs: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
-    let mut cleared = Vec::new();
-    let mut ended_ids: Vec<&String> = Vec::new();
+    // Runs that end in this batch.
+    let mut ended: Vec<&str> = Vec::new();
     let mut finished = Vec::new();
     let mut nodes = Vec::new();
     let mut bundles = Vec::new();
@@ -578,8 +578,7 @@ async fn apply_all<'a>(
                         ],
                     );
                 }
-                cleared.push(vec![(&end.run_id).into()]);
-                ended_ids.push(&end.run_id);
+                ended.push(&end.run_id);
                 finished.push(vec![
                     (&end.run_id).into(),
                     (&end.status).into(),
@@ -593,8 +592,8 @@ async fn apply_all<'a>(
     }
     // A run that ends in this batch skips its last checkpoints and drops
     // the stored ones.
-    let ended: std::collections::HashSet<&str> = ended_ids.iter().map(|id| id.as_str()).collect();
     checkpoints.retain(|(run_id, _), _| !ended.contains(run_id));
+    let ended_rows = || ended.iter().map(|id| vec![(*id).into()]).collect();
     // In this order: a run's status before its end, its node rows cleared
     // before they are written.
     let statements = vec![
@@ -602,16 +601,13 @@ async fn apply_all<'a>(
         (&RUN_STATUS, statuses),
         (&EVENTS, events),
         (&CHECKPOINTS, checkpoints.into_values().collect()),
-        (
-            &CLEAR_CHECKPOINTS,
-            ended_ids.iter().map(|id| vec![(*id).into()]).collect(),
-        ),
+        (&CLEAR_CHECKPOINTS, ended_rows()),
         (
             &INVOCATIONS,
             invocations.iter().map(invocation_args).collect(),
         ),
         (&BLOBS, blobs.into_values().collect()),
-        (&CLEAR_NODE_RUNS, cleared),
+        (&CLEAR_NODE_RUNS, ended_rows()),
         (&NODE_RUNS, nodes),
         (&BUNDLES, bundles),
         (&PINS, pins.into_values().collect()),
