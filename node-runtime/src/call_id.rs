@@ -38,10 +38,32 @@ pub fn canonical_json(value: &Value) -> String {
         Fast::Plain => {
             serde_json::to_string(value).unwrap_or_else(|_| canonical_json_general(value))
         }
-        // RFC 8785 writes an integral float as an integer (2.0 -> "2").
-        Fast::IntegralFloats => serde_json::to_string(&integral_floats_as_integers(value))
-            .unwrap_or_else(|_| canonical_json_general(value)),
+        // RFC 8785 writes an integral float as an integer (2.0 -> "2"); the
+        // formatter does so as it writes, without a converted copy.
+        Fast::IntegralFloats => {
+            let mut out = Vec::with_capacity(256);
+            let mut ser = serde_json::Serializer::with_formatter(&mut out, IntegralFloats);
+            match value.serialize(&mut ser) {
+                Ok(()) => String::from_utf8(out).unwrap_or_else(|_| canonical_json_general(value)),
+                Err(_) => canonical_json_general(value),
+            }
+        }
         Fast::No => canonical_json_general(value),
+    }
+}
+
+/// serde_json's compact output, except that a float is written as an
+/// integer. Used only where [`fast_path`] found every float integral and
+/// within +-2^53 (`-0.0` is written `0`, as RFC 8785 says).
+struct IntegralFloats;
+
+impl serde_json::ser::Formatter for IntegralFloats {
+    fn write_f64<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        value: f64,
+    ) -> std::io::Result<()> {
+        serde_json::ser::CompactFormatter.write_i64(writer, value as i64)
     }
 }
 
@@ -95,25 +117,6 @@ fn fast_path(value: &Value) -> Fast {
             .map(|(k, v)| if k.is_ascii() { fast_path(v) } else { Fast::No })
             .max()
             .unwrap_or(Fast::Plain),
-    }
-}
-
-/// A copy with every integral float as an integer (`-0.0` becomes `0`).
-fn integral_floats_as_integers(value: &Value) -> Value {
-    match value {
-        Value::Number(n) if n.is_f64() => n
-            .as_f64()
-            .map(|f| Value::from(f as i64))
-            .unwrap_or_else(|| value.clone()),
-        Value::Array(items) => {
-            Value::Array(items.iter().map(integral_floats_as_integers).collect())
-        }
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), integral_floats_as_integers(v)))
-                .collect(),
-        ),
-        other => other.clone(),
     }
 }
 

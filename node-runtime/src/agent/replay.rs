@@ -68,12 +68,12 @@ pub enum BundleError {
     NotFinished,
 }
 
-fn integrity_of(value: &Value) -> String {
-    let mut v = value.clone();
-    if let Value::Object(map) = &mut v {
+/// BLAKE3 of a bundle's canonical JSON without its `integrity` key.
+fn integrity_of(mut value: Value) -> String {
+    if let Value::Object(map) = &mut value {
         map.remove("integrity");
     }
-    blake3::hash(canonical_json(&v).as_bytes())
+    blake3::hash(canonical_json(&value).as_bytes())
         .to_hex()
         .to_string()
 }
@@ -103,7 +103,7 @@ impl ReplayBundle {
             path: String::new(),
             message: e.to_string(),
         })?;
-        bundle.integrity = integrity_of(&value);
+        bundle.integrity = integrity_of(value);
         Ok(bundle)
     }
 
@@ -129,7 +129,7 @@ impl ReplayBundle {
                 path: e.path().to_string(),
                 message: e.inner().to_string(),
             })?;
-        if integrity_of(&value) != bundle.integrity {
+        if integrity_of(value) != bundle.integrity {
             return Err(BundleError::Tampered);
         }
         Ok(bundle)
