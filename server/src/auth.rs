@@ -106,6 +106,18 @@ pub struct Caller {
     pub org_id: Option<String>,
 }
 
+impl Caller {
+    /// The caller's workspace and organization as the owner of a run: a run
+    /// reads workspace and organization secrets, never the user's own.
+    pub fn secret_owner(&self) -> node_runtime::secrets::SecretOwner {
+        node_runtime::secrets::SecretOwner {
+            user_id: None,
+            workspace_id: self.workspace_id.clone(),
+            org_id: self.org_id.clone(),
+        }
+    }
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -123,14 +135,10 @@ impl FromRequestParts<AppState> for Caller {
             })?;
         let hash = hash_token(token.trim());
         let store = state.db();
-        let user = match store.token_user(&hash, "session").await? {
-            Some(u) => u,
-            None => store
-                .token_user(&hash, "api")
-                .await?
-                .ok_or_else(|| ApiError::unauthorized("the token is invalid or expired"))?,
-        };
-        let memberships = store.memberships(&user).await?;
+        let (user, memberships) = store
+            .token_caller(&hash)
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("the token is invalid or expired"))?;
         let wanted = parts
             .headers
             .get("x-glassbox-workspace")

@@ -48,7 +48,8 @@ struct LiveRun {
 
 /// What `execute` needs of one spawned run.
 struct Run<'a> {
-    ws: &'a str,
+    /// The run's workspace and organization: the secret scopes it reads.
+    owner: &'a SecretOwner,
     id: &'a str,
     live: Arc<LiveRun>,
     /// The run span; it closes when the engine is done.
@@ -172,10 +173,13 @@ impl Runs {
         &self.agents
     }
 
-    /// Creates the run record and starts it in the background.
+    /// Creates the run record and starts it in the background. `owner` is
+    /// the run's workspace with its organization, the secret scopes its
+    /// tools read (the API caller carries both, so a run reads nothing to
+    /// learn them; see [`crate::auth::Caller::secret_owner`]).
     pub async fn start(
         self: &Arc<Self>,
-        workspace_id: &str,
+        owner: SecretOwner,
         workflow: Workflow,
         inputs: Map<String, Value>,
         trigger: &str,
@@ -184,7 +188,7 @@ impl Runs {
         self.store
             .create_run(&RunRow {
                 id: run_id.clone(),
-                workspace_id: workspace_id.into(),
+                workspace_id: owner.workspace_id.clone(),
                 workflow_id: Some(workflow.id.clone()),
                 workflow_revision: Some(workflow.revision as i64),
                 kind: "run".into(),
@@ -200,20 +204,13 @@ impl Runs {
                 trace_id: Some(crate::trace::trace_id(&run_id)),
             })
             .await?;
-        self.spawn(
-            workspace_id,
-            &run_id,
-            workflow,
-            inputs,
-            ResumeState::default(),
-            0,
-        );
+        self.spawn(owner, &run_id, workflow, inputs, ResumeState::default(), 0);
         Ok(run_id)
     }
 
     fn spawn(
         self: &Arc<Self>,
-        workspace_id: &str,
+        owner: SecretOwner,
         run_id: &str,
         workflow: Workflow,
         inputs: Map<String, Value>,
@@ -230,13 +227,12 @@ impl Runs {
             .unwrap_or_else(|e| e.into_inner())
             .insert(run_id.to_string(), live.clone());
         let this = self.clone();
-        let ws = workspace_id.to_string();
         let id = run_id.to_string();
         tokio::spawn(async move {
             // Everything the run does is inside its span (see `trace`).
             let (span, route) = crate::trace::run_span(&id, &this.writer);
             let run = Run {
-                ws: &ws,
+                owner: &owner,
                 id: &id,
                 live,
                 span,
@@ -262,15 +258,13 @@ impl Runs {
             match self.resume_state(&run).await {
                 Ok((workflow, inputs, state)) => {
                     let last_seq = self.store.last_event_seq(&run.id).await?;
+                    let owner = SecretOwner {
+                        user_id: None,
+                        workspace_id: run.workspace_id.clone(),
+                        org_id: self.store.workspace_org(&run.workspace_id).await?,
+                    };
                     tracing::info!(run_id = %run.id, nodes_done = state.records.len(), agents_waiting = state.agents.len(), "resuming an interrupted run");
-                    self.spawn(
-                        &run.workspace_id,
-                        &run.id,
-                        workflow,
-                        inputs,
-                        state,
-                        last_seq,
-                    );
+                    self.spawn(owner, &run.id, workflow, inputs, state, last_seq);
                     resumed += 1;
                 }
                 Err(reason) => {
@@ -339,7 +333,12 @@ impl Runs {
         inputs: Map<String, Value>,
         trigger: &str,
     ) -> Result<RunRow, StoreError> {
-        let run_id = self.start(workspace_id, workflow, inputs, trigger).await?;
+        let owner = SecretOwner {
+            user_id: None,
+            workspace_id: workspace_id.into(),
+            org_id: self.store.workspace_org(workspace_id).await?,
+        };
+        let run_id = self.start(owner, workflow, inputs, trigger).await?;
         loop {
             if !self
                 .live
@@ -362,7 +361,7 @@ impl Runs {
         last_seq: i64,
     ) {
         let Run {
-            ws,
+            owner,
             id: run_id,
             live,
             span,
@@ -373,7 +372,7 @@ impl Runs {
         // Its first write marks the run running.
         let out = EventOut {
             writer: self.writer.clone(),
-            ws: ws.to_string(),
+            ws: owner.workspace_id.clone(),
             run_id: run_id.to_string(),
             tx: live.events.clone(),
             last_seq,
@@ -381,7 +380,7 @@ impl Runs {
         };
         let writer = tokio::spawn(write_events(out, rx, end_rx));
         let result = self
-            .run_engine(ws, run_id, &workflow, inputs, &live, resume, tx)
+            .run_engine(owner, run_id, &workflow, inputs, &live, resume, tx)
             .instrument(span)
             .await;
         // The run span has closed by now: its row goes with the end.
@@ -399,7 +398,7 @@ impl Runs {
     #[allow(clippy::too_many_arguments)]
     async fn run_engine(
         self: &Arc<Self>,
-        ws: &str,
+        owner: &SecretOwner,
         run_id: &str,
         workflow: &Workflow,
         inputs: Map<String, Value>,
@@ -425,6 +424,7 @@ impl Runs {
                 }
             }
         }
+        let ws = owner.workspace_id.as_str();
         let files = self.data_dir.join("files").join(ws);
         let services = EngineServices {
             registry: self.registry.clone(),
@@ -437,11 +437,7 @@ impl Runs {
                 run_id: run_id.into(),
             }),
             pin_history: pins.clone(),
-            owner: SecretOwner {
-                user_id: None,
-                workspace_id: ws.into(),
-                org_id: self.store.workspace_org(ws).await.ok().flatten(),
-            },
+            owner: owner.clone(),
             env: Arc::new(ToolEnv {
                 files_root: Some(files),
                 http_allow_hosts: self.http_allow_hosts.clone(),
@@ -751,6 +747,15 @@ pub fn stored_decision(row: &ApprovalRow) -> Option<Decision> {
     }
 }
 
+/// A run's stored record: the engine's account of the run and the
+/// workflow it ran.
+#[derive(serde::Serialize)]
+struct RunRecord<'a> {
+    #[serde(flatten)]
+    run: &'a node_runtime::graph::engine::WorkflowRun,
+    workflow: &'a Workflow,
+}
+
 /// The end of a run to store, from what the engine returned.
 fn end_of(
     run_id: &str,
@@ -772,7 +777,7 @@ fn end_of(
                     node_id: n.node_id.clone(),
                     status: word(n.status),
                     error: n.error.clone(),
-                    outputs: json!(n.outputs).to_string(),
+                    outputs: serde_json::to_string(&n.outputs).unwrap_or_default(),
                     started_at: n.started_at.clone(),
                     finished_at: n.finished_at.clone(),
                     trace_id: Some(trace_id.clone()),
@@ -803,12 +808,13 @@ fn end_of(
                 RunOutcome::Failed => "failed",
                 RunOutcome::Cancelled => "cancelled",
             };
-            let outputs = json!(run.outputs);
-            // The record carries the workflow it ran, so a replay needs nothing else.
-            let mut record = serde_json::to_value(&run).unwrap_or(Value::Null);
-            if let Some(obj) = record.as_object_mut() {
-                obj.insert("workflow".into(), json!(workflow));
-            }
+            // The record carries the workflow it ran, so a replay needs
+            // nothing else; written straight to text, with no `Value` tree.
+            let record = serde_json::to_string(&RunRecord {
+                run: &run,
+                workflow,
+            })
+            .ok();
             let error = run.nodes.values().find_map(|n| {
                 n.error
                     .clone()
@@ -817,9 +823,9 @@ fn end_of(
             RunEnd {
                 run_id: run_id.into(),
                 status: status.into(),
-                outputs: Some(outputs.to_string()),
+                outputs: serde_json::to_string(&run.outputs).ok(),
                 error,
-                record: Some(record.to_string()),
+                record,
                 nodes,
                 bundles,
                 pins: pin_values,

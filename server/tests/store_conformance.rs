@@ -87,6 +87,60 @@ async fn conformance(store: Store) {
         "expired"
     );
 
+    // A request's caller in one read: session and API tokens only, with
+    // the user's memberships in workspace order.
+    assert_eq!(
+        store.token_caller("h-session").await.expect("q"),
+        Some((
+            "u1".to_string(),
+            vec![("a".to_string(), "admin".to_string(), None)]
+        ))
+    );
+    assert_eq!(
+        store.token_caller("h-signin").await.expect("q"),
+        None,
+        "sign-in tokens are not callers"
+    );
+    assert_eq!(
+        store.token_caller("h-old").await.expect("q"),
+        None,
+        "expired"
+    );
+    assert_eq!(
+        store.token_caller("nope").await.expect("q"),
+        None,
+        "unknown"
+    );
+    store.ensure_user("u3", "Grace").await.expect("user");
+    store
+        .insert_token("h-api3", "u3", "api", None)
+        .await
+        .expect("token");
+    assert_eq!(
+        store.token_caller("h-api3").await.expect("q"),
+        Some(("u3".to_string(), Vec::new())),
+        "a user without memberships"
+    );
+    store
+        .add_membership("b", "u3", "viewer")
+        .await
+        .expect("member");
+    store
+        .add_membership("a", "u3", "editor")
+        .await
+        .expect("member");
+    assert_eq!(
+        store
+            .token_caller("h-api3")
+            .await
+            .expect("q")
+            .map(|(_, m)| m),
+        Some(vec![
+            ("a".to_string(), "editor".to_string(), None),
+            ("b".to_string(), "viewer".to_string(), None)
+        ])
+    );
+
     // Workflows with revisions and the stale-revision refusal.
     let created = store
         .create_workflow("a", &workflow("w1", "First"))

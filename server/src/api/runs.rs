@@ -60,7 +60,7 @@ async fn start(
     let workflow = row.workflow()?;
     let run_id = state
         .runs()
-        .start(&caller.workspace_id, workflow, body.inputs, "api")
+        .start(caller.secret_owner(), workflow, body.inputs, "api")
         .await?;
     Ok((
         StatusCode::ACCEPTED,

@@ -361,6 +361,35 @@ impl Store {
             .await?)
     }
 
+    /// The user of a valid session or API token with their memberships
+    /// `(workspace_id, role, org_id)`, in one query: this runs before every
+    /// API request. A user with no membership comes with an empty list.
+    pub async fn token_caller(
+        &self,
+        token_hash: &str,
+    ) -> Result<Option<(String, Vec<(String, String, Option<String>)>)>, StoreError> {
+        type Row = (String, Option<String>, Option<String>, Option<String>);
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT t.user_id, m.workspace_id, m.role, w.org_id FROM api_tokens t \
+             LEFT JOIN memberships m ON m.user_id = t.user_id \
+             LEFT JOIN workspaces w ON w.id = m.workspace_id \
+             WHERE t.token_hash = $1 AND t.kind IN ('session', 'api') \
+             AND (t.expires_at IS NULL OR t.expires_at > $2) ORDER BY m.workspace_id",
+        )
+        .bind(token_hash)
+        .bind(now())
+        .fetch_all(self.pool())
+        .await?;
+        let Some(user) = rows.first().map(|r| r.0.clone()) else {
+            return Ok(None);
+        };
+        let memberships = rows
+            .into_iter()
+            .filter_map(|(_, ws, role, org)| Some((ws?, role?, org)))
+            .collect();
+        Ok(Some((user, memberships)))
+    }
+
     /// Stores a named, long-lived API token (by hash) for a user.
     pub async fn insert_api_token(
         &self,
