@@ -446,7 +446,11 @@ async fn run_file(args: RunArgs) -> Result<(), Failure> {
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
             .unwrap_or(serde_json::Value::Null)
     };
-    let record = parse(&row.record);
+    let record = db
+        .run_record(&row)
+        .await
+        .map_err(Failure::runtime)?
+        .unwrap_or(serde_json::Value::Null);
     let mut agents = serde_json::Map::new();
     if let Some(nodes) = record.get("nodes").and_then(serde_json::Value::as_object) {
         for (id, node) in nodes {
@@ -489,10 +493,10 @@ async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
         .get_run(glassbox_server::auth::DEFAULT_WORKSPACE, &args.run_id)
         .await
         .map_err(|e| Failure::config(format!("run {}: {e}", args.run_id)))?;
-    let record: serde_json::Value = row
-        .record
-        .as_deref()
-        .and_then(|t| serde_json::from_str(t).ok())
+    let record = db
+        .run_record(&row)
+        .await
+        .map_err(Failure::runtime)?
         .ok_or_else(|| {
             Failure::runtime(format!(
                 "run {} has no record to replay (it did not finish)",

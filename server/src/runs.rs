@@ -767,7 +767,7 @@ fn end_of(
     pins: &MemoryPinHistory,
 ) -> RunEnd {
     match result {
-        Ok(run) => {
+        Ok(mut run) => {
             let trace_id = crate::trace::trace_id(run_id);
             let nodes = run
                 .nodes
@@ -783,10 +783,12 @@ fn end_of(
                     trace_id: Some(trace_id.clone()),
                 })
                 .collect();
+            // Each agent bundle is stored once, in `replay_bundles`; the
+            // record goes without them (`Store::run_record` puts them back).
             let bundles = run
                 .nodes
-                .iter()
-                .filter_map(|(id, r)| r.bundle.as_ref().map(|b| (id.clone(), b.to_json())))
+                .iter_mut()
+                .filter_map(|(id, r)| r.bundle.take().map(|b| (id.clone(), b.to_json())))
                 .collect();
             let mut pin_values = Vec::new();
             for node in &workflow.nodes {

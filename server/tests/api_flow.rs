@@ -356,6 +356,28 @@ async fn sign_in_workflows_runs_approvals_and_events() {
     let bundle: Value =
         serde_json::from_slice(&res.into_body().collect().await.expect("body").to_bytes())
             .expect("bundle json");
+    // Each agent bundle is stored once: the stored record goes without it,
+    // the downloaded one has it back, equal to the stored bundle.
+    let stored = api
+        .state
+        .db()
+        .get_run("default", &run_id)
+        .await
+        .expect("run");
+    let stored: Value =
+        serde_json::from_str(stored.record.as_deref().expect("record")).expect("json");
+    assert_eq!(stored["nodes"]["agent"]["bundle"], Value::Null);
+    let agent_bundle = api
+        .state
+        .db()
+        .get_bundle("default", &run_id, "agent")
+        .await
+        .expect("bundle");
+    assert_eq!(
+        bundle["nodes"]["agent"]["bundle"],
+        serde_json::from_str::<Value>(&agent_bundle).expect("json")
+    );
+    assert!(bundle["nodes"]["agent"]["bundle"]["exchanges"].is_array());
     let (s, replayed) = api
         .call("POST", &format!("/api/v1/runs/{run_id}/replay"), t, None)
         .await;

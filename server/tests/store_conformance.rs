@@ -693,6 +693,9 @@ async fn group_writer(store: &Store) {
             run_id: "g1".into(),
             status: "succeeded".into(),
             outputs: Some("{\"answer\":4}".into()),
+            record: Some(
+                json!({"nodes": {"agent": {"bundle": null}, "tool": {"bundle": null}}}).to_string(),
+            ),
             nodes: vec![NodeRunRow {
                 run_id: "g1".into(),
                 node_id: "agent".into(),
@@ -760,6 +763,14 @@ async fn group_writer(store: &Store) {
         store.get_bundle("a", "g1", "agent").await.expect("bundle"),
         "{\"turns\":[]}"
     );
+    // A record is stored without its bundles; reading it puts them back.
+    let g1 = store.get_run("a", "g1").await.expect("g1");
+    assert_eq!(
+        store.run_record(&g1).await.expect("record"),
+        Some(json!({"nodes": {"agent": {"bundle": {"turns": []}}, "tool": {"bundle": null}}}))
+    );
+    let g2 = store.get_run("a", "g2").await.expect("g2");
+    assert_eq!(store.run_record(&g2).await.expect("record"), None);
     assert_eq!(
         store.pin_value("w9", "agent", "p").await.expect("pin"),
         Some(json!(7))

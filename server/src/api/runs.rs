@@ -75,13 +75,14 @@ fn duration_ms(created_at: &str, finished_at: Option<&str>) -> Option<f64> {
     Some((end - start).num_microseconds()? as f64 / 1000.0)
 }
 
-fn view(run: &RunRow) -> Value {
+/// A run as the API shows it; `record` is `Store::run_record` (null while
+/// the run has not finished).
+fn view(run: &RunRow, record: Value) -> Value {
     let parse = |s: &Option<String>| {
         s.as_deref()
             .and_then(|t| serde_json::from_str::<Value>(t).ok())
             .unwrap_or(Value::Null)
     };
-    let record = parse(&run.record);
     // Every Agent node's outputs, for convenience.
     let agents: Map<String, Value> = record
         .get("nodes")
@@ -113,9 +114,9 @@ async fn get_one(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(view(
-        &state.db().get_run(&caller.workspace_id, &id).await?,
-    )))
+    let run = state.db().get_run(&caller.workspace_id, &id).await?;
+    let record = state.db().run_record(&run).await?.unwrap_or(Value::Null);
+    Ok(Json(view(&run, record)))
 }
 
 #[derive(Deserialize)]
@@ -291,10 +292,11 @@ fn replay_error(e: crate::runs::ReplayError) -> ApiError {
     }
 }
 
-fn stored_record(run: &RunRow) -> Result<Value, ApiError> {
-    run.record
-        .as_deref()
-        .and_then(|t| serde_json::from_str(t).ok())
+async fn stored_record(state: &AppState, run: &RunRow) -> Result<Value, ApiError> {
+    state
+        .db()
+        .run_record(run)
+        .await?
         .ok_or_else(|| ApiError::Conflict {
             message: format!("run {} has no record yet (it has not finished)", run.id),
             details: Value::Null,
@@ -338,7 +340,7 @@ async fn bundle(
 ) -> Result<axum::response::Response, ApiError> {
     use axum::response::IntoResponse;
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
-    let record = stored_record(&run)?;
+    let record = stored_record(&state, &run).await?;
     let disposition = format!("attachment; filename=\"glassbox-run-{id}.json\"");
     Ok((
         [(axum::http::header::CONTENT_DISPOSITION, disposition)],
@@ -354,7 +356,7 @@ async fn replay_run(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
-    let record = stored_record(&run)?;
+    let record = stored_record(&state, &run).await?;
     let outcome = state
         .runs()
         .replay_record(&caller.workspace_id, &record, Some(&id))

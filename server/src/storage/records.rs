@@ -980,6 +980,42 @@ impl Store {
         self.write_values(&BUNDLES, vec![row]).await
     }
 
+    /// A finished run's record as served, downloaded and replayed: the
+    /// stored record with each agent node's replay bundle put back from
+    /// `replay_bundles`. A run's end stores the record without its bundles,
+    /// so each bundle is stored once; records from before that carry them
+    /// inline and are returned as they are. None while the run has no
+    /// record (it has not finished).
+    pub async fn run_record(&self, run: &RunRow) -> Result<Option<Value>, StoreError> {
+        let Some(mut record) = run
+            .record
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        else {
+            return Ok(None);
+        };
+        let Some(nodes) = record.get_mut("nodes").and_then(Value::as_object_mut) else {
+            return Ok(Some(record));
+        };
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT node_id, bundle FROM replay_bundles WHERE run_id = $1")
+                .bind(&run.id)
+                .fetch_all(self.pool())
+                .await?;
+        for (node_id, text) in rows {
+            let Some(node) = nodes.get_mut(&node_id).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            if node.get("bundle").is_none_or(Value::is_null) {
+                let bundle = serde_json::from_str(&text).map_err(|e| {
+                    StoreError::Corrupt(format!("the bundle of run {} node {node_id}: {e}", run.id))
+                })?;
+                node.insert("bundle".into(), bundle);
+            }
+        }
+        Ok(Some(record))
+    }
+
     pub async fn get_bundle(
         &self,
         workspace_id: &str,
