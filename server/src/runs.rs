@@ -208,6 +208,16 @@ impl Runs {
         Ok(run_id)
     }
 
+    /// A workspace as the owner of a run, its organization read from the
+    /// store (for callers that do not carry it: the CLI, recovery).
+    async fn workspace_owner(&self, workspace_id: &str) -> Result<SecretOwner, StoreError> {
+        Ok(SecretOwner {
+            user_id: None,
+            workspace_id: workspace_id.into(),
+            org_id: self.store.workspace_org(workspace_id).await?,
+        })
+    }
+
     fn spawn(
         self: &Arc<Self>,
         owner: SecretOwner,
@@ -258,11 +268,7 @@ impl Runs {
             match self.resume_state(&run).await {
                 Ok((workflow, inputs, state)) => {
                     let last_seq = self.store.last_event_seq(&run.id).await?;
-                    let owner = SecretOwner {
-                        user_id: None,
-                        workspace_id: run.workspace_id.clone(),
-                        org_id: self.store.workspace_org(&run.workspace_id).await?,
-                    };
+                    let owner = self.workspace_owner(&run.workspace_id).await?;
                     tracing::info!(run_id = %run.id, nodes_done = state.records.len(), agents_waiting = state.agents.len(), "resuming an interrupted run");
                     self.spawn(owner, &run.id, workflow, inputs, state, last_seq);
                     resumed += 1;
@@ -333,11 +339,7 @@ impl Runs {
         inputs: Map<String, Value>,
         trigger: &str,
     ) -> Result<RunRow, StoreError> {
-        let owner = SecretOwner {
-            user_id: None,
-            workspace_id: workspace_id.into(),
-            org_id: self.store.workspace_org(workspace_id).await?,
-        };
+        let owner = self.workspace_owner(workspace_id).await?;
         let run_id = self.start(owner, workflow, inputs, trigger).await?;
         loop {
             if !self
