@@ -381,12 +381,11 @@ impl Runs {
             spans,
         };
         let writer = tokio::spawn(write_events(out, rx, end_rx));
-        let result = self
+        let (result, pins) = self
             .run_engine(owner, run_id, &workflow, inputs, &live, resume, tx)
             .instrument(span)
             .await;
         // The run span has closed by now: its row goes with the end.
-        let (result, pins) = result;
         let end = end_of(run_id, &workflow, result, &pins);
         let _ = end_tx.send(end);
         match writer.await {
@@ -470,6 +469,7 @@ impl Runs {
         .await;
         (result, pins)
     }
+
     /// Subscribes to a live run's events (None when it is not running here).
     pub fn subscribe(&self, run_id: &str) -> Option<broadcast::Receiver<LiveEvent>> {
         self.live

@@ -280,6 +280,19 @@ pub(super) fn node_run_args(run_id: &str, n: &NodeRunRow) -> Vec<Arg> {
     ]
 }
 
+fn span_args(r: &SpanRow) -> Vec<Arg> {
+    vec![
+        (&r.run_id).into(),
+        (&r.span_id).into(),
+        (&r.parent_id).into(),
+        (&r.trace_id).into(),
+        (&r.name).into(),
+        (&r.started_at).into(),
+        r.duration_us.into(),
+        (&r.fields).into(),
+    ]
+}
+
 /// Bound parameters per statement, under both SQLite's and Postgres's limits.
 const MAX_PARAMS: usize = 8_000;
 
@@ -447,19 +460,7 @@ fn merge_invocation(into: &mut InvocationRow, later: &InvocationRow) {
 /// Spans by `(run_id, span_id)`: a span arrives once, a repeat is ignored.
 fn add_spans<'a>(into: &mut HashMap<(&'a str, &'a str), Vec<Arg>>, rows: &'a [SpanRow]) {
     for r in rows {
-        into.insert(
-            (&r.run_id, &r.span_id),
-            vec![
-                (&r.run_id).into(),
-                (&r.span_id).into(),
-                (&r.parent_id).into(),
-                (&r.trace_id).into(),
-                (&r.name).into(),
-                (&r.started_at).into(),
-                r.duration_us.into(),
-                (&r.fields).into(),
-            ],
-        );
+        into.insert((&r.run_id, &r.span_id), span_args(r));
     }
 }
 
