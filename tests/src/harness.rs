@@ -338,6 +338,11 @@ pub struct Browser {
 
 impl Browser {
     pub async fn start() -> Result<Self, String> {
+        Self::start_with(&[]).await
+    }
+
+    /// [`Browser::start`] with extra Chromium flags.
+    pub async fn start_with(extra_flags: &[&str]) -> Result<Self, String> {
         let chromedriver = find_program("CHROMEDRIVER", &["/usr/bin/chromedriver"])?;
         let chromium = find_program(
             "CHROMIUM",
@@ -359,7 +364,11 @@ impl Browser {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let user_data = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|s| s.to_string()).collect();
+        let mut args: Vec<String> = CHROMIUM_FLAGS
+            .iter()
+            .chain(extra_flags)
+            .map(|s| s.to_string())
+            .collect();
         args.push(format!("--user-data-dir={}", user_data.path().display()));
         let mut caps = serde_json::Map::new();
         caps.insert(
@@ -485,13 +494,21 @@ pub async fn app_and_browser() -> Option<(Server, Browser)> {
 
 /// [`app_and_browser`] with extra environment variables for the server.
 pub async fn app_and_browser_with(env: &[(&str, &str)]) -> Option<(Server, Browser)> {
+    app_and_browser_flags(env, &[]).await
+}
+
+/// [`app_and_browser_with`] with extra Chromium flags.
+pub async fn app_and_browser_flags(
+    env: &[(&str, &str)],
+    flags: &[&str],
+) -> Option<(Server, Browser)> {
     if !browser_tests_enabled() {
         return None;
     }
     let dist = built_app_dir().expect("built app");
     let data_dir = tempfile::tempdir().expect("tmp");
     let server = Server::start_in(data_dir, Some(&dist), env).expect("server starts");
-    let browser = Browser::start().await.expect("browser starts");
+    let browser = Browser::start_with(flags).await.expect("browser starts");
     Some((server, browser))
 }
 

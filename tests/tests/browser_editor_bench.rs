@@ -2,12 +2,21 @@
 //! targets live in benchmarks): a graph of 1,000 nodes and 1,200 edges,
 //! time from navigation to every node and edge drawn (target <= 1 s), and
 //! the frame times while dragging a node (target median <= 16 ms).
+//!
+//! Chromium runs here without its frame-rate limit (`UNCAPPED`): a frame
+//! starts as soon as the one before is done, so the interval between two
+//! animation frames is the time the browser takes to produce one (the
+//! pointermove handling, style, layout and paint). Under the 60 Hz limit
+//! every interval would read 16.7 ms, whatever the work.
 
 use fantoccini::Locator;
-use glassbox_tests::harness::{app_and_browser, http, json};
+use glassbox_tests::harness::{app_and_browser_flags, http, json};
 use serde_json::{json, Value};
 
 const NODES: usize = 1000;
+
+/// Chromium flags that lift the frame-rate limit (see the module docs).
+const UNCAPPED: &[&str] = &["--disable-frame-rate-limit", "--disable-gpu-vsync"];
 
 /// Resolves, one frame after the whole graph is loaded and every node in
 /// view drawn, with the time since navigation.
@@ -82,7 +91,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editor_with_1000_nodes_renders_and_drags() {
-    let Some((server, browser)) = app_and_browser().await else {
+    let Some((server, browser)) = app_and_browser_flags(&[], UNCAPPED).await else {
         return;
     };
     let c = browser.client.clone();
@@ -173,13 +182,13 @@ async fn editor_with_1000_nodes_renders_and_drags() {
     assert_eq!(fit_frames.len(), 60, "{fit_drag}");
     assert_ne!(before, after, "the drag moved the node");
     println!(
-        "editor/1000_nodes_1200_edges: loaded and drawn {rendered:.0} ms after navigation ({drawn_nodes} nodes in view; target <= 1000 ms); drag: median frame {:.1} ms (target <= 16 ms), median pointermove handling {:.2} ms, max frame {:.1} ms",
+        "editor/1000_nodes_1200_edges: loaded and drawn {rendered:.0} ms after navigation ({drawn_nodes} nodes in view; target <= 1000 ms); drag: median frame {:.1} ms, uncapped (target <= 16 ms), median pointermove handling {:.2} ms, max frame {:.1} ms",
         median(frames.clone()),
         median(work),
         frames.iter().copied().fold(0.0, f64::max)
     );
     println!(
-        "editor/1000_nodes_1200_edges fit to view (all 1,000 drawn): drawn {fit_drawn:.0} ms after Fit; drag: median frame {:.1} ms, median pointermove handling {:.2} ms",
+        "editor/1000_nodes_1200_edges fit to view (all 1,000 drawn): drawn {fit_drawn:.0} ms after Fit; drag: median frame {:.1} ms, uncapped, median pointermove handling {:.2} ms",
         median(fit_frames),
         median(fit_work),
     );

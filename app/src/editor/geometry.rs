@@ -17,9 +17,14 @@ pub fn node_height(node: &Node) -> f64 {
 
 /// Where the `i`th input (left edge) or output (right edge) handle sits.
 pub fn handle_pos(node: &Node, output: bool, i: usize) -> Position {
+    handle_at(node.position, output, i)
+}
+
+/// [`handle_pos`] for a node whose box starts at `at`.
+pub fn handle_at(at: Position, output: bool, i: usize) -> Position {
     Position {
-        x: node.position.x + if output { NODE_WIDTH } else { 0.0 },
-        y: node.position.y + HEADER + ROW * (i as f64 + 0.5),
+        x: at.x + if output { NODE_WIDTH } else { 0.0 },
+        y: at.y + HEADER + ROW * (i as f64 + 0.5),
     }
 }
 

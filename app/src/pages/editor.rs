@@ -4,6 +4,8 @@
 //! Delete, undo/redo, and Save as a new revision. The document logic lives
 //! in `editor::model`; this module draws it and forwards input.
 
+use std::collections::HashMap;
+
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 use node_runtime::graph::{HandleRef, NodeKind, Position};
@@ -14,6 +16,54 @@ use crate::editor::model::{can_connect, Edit, Editor, PALETTE};
 use crate::pages::inspector::Inspector;
 use crate::pages::run_panel::RunPanel;
 use node_runtime::graph::validate::{Diagnostic, Severity};
+
+/// A drawn node's position and selection, each its own signal: a drag
+/// wakes the moved nodes and their edges only. (A memo per node and edge
+/// over the whole editor woke all of them on every pointer move: with
+/// 1,000 nodes in view, about 100 ms a frame.)
+#[derive(Clone)]
+struct NodeLive {
+    position: ArcRwSignal<Position>,
+    selected: ArcRwSignal<bool>,
+}
+
+impl NodeLive {
+    fn new(position: Position, selected: bool) -> Self {
+        Self {
+            position: ArcRwSignal::new(position),
+            selected: ArcRwSignal::new(selected),
+        }
+    }
+}
+
+/// Brings `live` in step with the editor: new nodes get signals, gone
+/// ones lose them, and only the values that differ are set (after the
+/// map is released, by the caller), so only their readers wake.
+fn sync_live(
+    live: &mut HashMap<String, NodeLive>,
+    editor: &Editor,
+) -> Vec<(NodeLive, Position, bool)> {
+    let mut changed = Vec::new();
+    for n in &editor.doc.nodes {
+        let selected = editor.selection.contains(&n.id);
+        match live.get(&n.id) {
+            Some(l) => {
+                if l.position.get_untracked() != n.position
+                    || l.selected.get_untracked() != selected
+                {
+                    changed.push((l.clone(), n.position, selected));
+                }
+            }
+            None => {
+                live.insert(n.id.clone(), NodeLive::new(n.position, selected));
+            }
+        }
+    }
+    if live.len() != editor.doc.nodes.len() {
+        live.retain(|id, _| editor.node(id).is_some());
+    }
+    changed
+}
 
 /// What the pointer is doing.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +126,31 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     // needed: a memo of it, read only by other memos, did not always wake
     // its readers.)
     let epoch = move || editor.with(Editor::epoch);
+    // Per-node signals for drawing, kept in step with the editor by one
+    // effect; the structure epoch is mirrored the same way, so what is
+    // keyed by it (the views in view) does not wake on a move.
+    let live = StoredValue::new(editor.with_untracked(|e| {
+        let mut m = HashMap::new();
+        sync_live(&mut m, e);
+        m
+    }));
+    let structure = RwSignal::new(editor.with_untracked(Editor::epoch));
+    Effect::new(move |_| {
+        let (changed, now) =
+            editor.with(|e| (live.try_update_value(|m| sync_live(m, e)), e.epoch()));
+        for (l, position, selected) in changed.into_iter().flatten() {
+            if l.position.get_untracked() != position {
+                l.position.set(position);
+            }
+            if l.selected.get_untracked() != selected {
+                l.selected.set(selected);
+            }
+        }
+        if structure.get_untracked() != now {
+            structure.set(now);
+        }
+    });
+    let node_live = move |id: &str| live.with_value(|m| m.get(id).cloned());
     let asked = StoredValue::new(0u64);
     let validated = StoredValue::new(u64::MAX);
     Effect::new(move |_| {
@@ -335,7 +410,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     });
     on_cleanup(move || resize.remove());
     let shown = Memo::new(move |_| {
-        let _ = epoch();
+        let _ = structure.get();
         let (w, h) = viewport.get();
         let rect = geometry::visible_world(&cam.get(), w, h, 200.0);
         editor.with_untracked(|e| {
@@ -360,9 +435,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let node_keys = move || {
         let shown = shown.get();
         // A structure change rebuilds the views even when the set in view is the same.
-        let _ = epoch();
+        let epoch = structure.get();
         editor.with_untracked(|e| {
-            let epoch = e.epoch();
             e.doc
                 .nodes
                 .iter()
@@ -516,16 +590,10 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 }
             })
             .collect_view();
-        // Memos: recomputed on every change (O(1)), but they wake the DOM
-        // updates below only when this node's position or selection did
-        // change, so a drag touches one node's attributes, not a thousand.
-        let position = {
-            let id = id.clone();
-            Memo::new(move |_| editor.with(|e| e.node(&id).map(|n| n.position).unwrap_or_default()))
-        };
-        let selected = {
-            let id = id.clone();
-            Memo::new(move |_| editor.with(|e| e.selection.contains(&id)))
+        // This node's own signals: a drag touches one node's attributes,
+        // not a thousand.
+        let Some(NodeLive { position, selected }) = node_live(&id) else {
+            return ().into_any();
         };
         // The node's state in the run being watched, if any.
         let run_state = {
@@ -537,14 +605,15 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 })
             })
         };
-        let p1 = move || position.get().x.to_string();
-        let p2 = move || position.get().y.to_string();
+        let (p1, p2) = (position.clone(), position.clone());
+        let p1 = move || p1.get().x.to_string();
+        let p2 = move || p2.get().y.to_string();
         let p3 = move || {
             let p = position.get();
             format!("translate({:.2} {:.2})", p.x, p.y)
         };
         view! {
-            <g class="node" class:selected=selected data-node=id.clone() data-kind=n.kind_name()
+            <g class="node" class:selected=move || selected.get() data-node=id.clone() data-kind=n.kind_name()
                 data-x=p1 data-y=p2 transform=p3
                 tabindex="0" role="button" aria-label=format!("{} ({}) node", n.label, n.kind_name())
                 data-run-state=run_state
@@ -562,9 +631,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let edge_keys = move || {
         let shown = shown.get();
         // A structure change rebuilds the views even when the set in view is the same.
-        let _ = epoch();
+        let epoch = structure.get();
         editor.with_untracked(|e| {
-            let epoch = e.epoch();
             e.doc
                 .edges
                 .iter()
@@ -596,21 +664,18 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         let Some((i, j)) = rows else {
             return ().into_any();
         };
-        let (from, to) = (edge.source.node.clone(), edge.target.node.clone());
-        // The ends' positions as a memo: the path is rebuilt only when an end moved.
-        let ends = Memo::new(move |_| {
-            editor.with(|e| match (e.node(&from), e.node(&to)) {
-                (Some(a), Some(b)) => Some((
-                    geometry::handle_pos(a, true, i),
-                    geometry::handle_pos(b, false, j),
-                )),
-                _ => None,
-            })
-        });
+        // The ends' own position signals: the path is rebuilt only when an
+        // end moved.
+        let (Some(from), Some(to)) = (node_live(&edge.source.node), node_live(&edge.target.node))
+        else {
+            return ().into_any();
+        };
+        let (from, to) = (from.position, to.position);
         let d = move || {
-            ends.get()
-                .map(|(a, b)| geometry::edge_path(a, b))
-                .unwrap_or_default()
+            geometry::edge_path(
+                geometry::handle_at(from.get(), true, i),
+                geometry::handle_at(to.get(), false, j),
+            )
         };
         view! { <path class="edge" d=d data-edge=edge.id.clone()
         data-source=format!("{}.{}", edge.source.node, edge.source.handle)
@@ -708,5 +773,89 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 }).collect_view()}
             </ul>
         </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> node_runtime::graph::Workflow {
+        node_runtime::graph::Workflow {
+            format_version: node_runtime::graph::WORKFLOW_FORMAT_VERSION,
+            id: "w".into(),
+            name: "w".into(),
+            revision: 0,
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        }
+    }
+
+    fn add(ed: &mut Editor, kind: &str, x: f64) -> String {
+        ed.apply(Edit::AddNode {
+            kind: kind.into(),
+            at: Position { x, y: 0.0 },
+        })
+        .unwrap()
+        .unwrap()
+    }
+
+    #[test]
+    fn sync_live_reports_only_what_changed() {
+        let mut ed = Editor::new(doc());
+        let a = add(&mut ed, "input", 0.0);
+        let b = add(&mut ed, "output", 300.0);
+        let mut live = HashMap::new();
+        assert!(
+            sync_live(&mut live, &ed).is_empty(),
+            "new nodes get signals"
+        );
+        assert_eq!(live.len(), 2);
+        assert_eq!(
+            live[&a].position.get_untracked(),
+            Position { x: 0.0, y: 0.0 }
+        );
+
+        // A move of `a` changes `a` only; a selection of `b`, `b` only.
+        ed.apply(Edit::Move {
+            ids: vec![a.clone()],
+            dx: 5.0,
+            dy: 7.0,
+        })
+        .unwrap();
+        ed.selection.insert(b.clone());
+        let changed = sync_live(&mut live, &ed);
+        let mut seen: Vec<_> = changed
+            .iter()
+            .map(|(l, p, s)| (l.position.get_untracked(), *p, *s))
+            .collect();
+        seen.sort_by(|x, y| x.1.x.total_cmp(&y.1.x));
+        assert_eq!(
+            seen,
+            vec![
+                (
+                    Position { x: 0.0, y: 0.0 },
+                    Position { x: 5.0, y: 7.0 },
+                    false
+                ),
+                (
+                    Position { x: 300.0, y: 0.0 },
+                    Position { x: 300.0, y: 0.0 },
+                    true
+                ),
+            ]
+        );
+        for (l, p, s) in changed {
+            l.position.set(p);
+            l.selected.set(s);
+        }
+        assert!(sync_live(&mut live, &ed).is_empty(), "nothing left to set");
+
+        // A deleted node loses its signals.
+        ed.selection.clear();
+        ed.selection.insert(a.clone());
+        ed.delete_selection().unwrap();
+        sync_live(&mut live, &ed);
+        assert_eq!(live.keys().collect::<Vec<_>>(), vec![&b]);
     }
 }
