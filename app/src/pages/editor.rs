@@ -121,14 +121,10 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     // The server's diagnostics for the document as it is now (positions do
     // not matter, so a drag does not ask); a stale answer is dropped.
     let diagnostics = RwSignal::new(Vec::<Diagnostic>::new());
-    // Moves do not bump the epoch: a drag never clones the document here.
-    // (The epoch is read straight from the editor signal wherever it is
-    // needed: a memo of it, read only by other memos, did not always wake
-    // its readers.)
-    let epoch = move || editor.with(Editor::epoch);
     // Per-node signals for drawing, kept in step with the editor by one
-    // effect; the structure epoch is mirrored the same way, so what is
-    // keyed by it (the views in view) does not wake on a move.
+    // effect; the structure epoch (moves do not bump it) is mirrored the
+    // same way, so what is keyed by it (the views in view, validation)
+    // does not wake on a move.
     let live = StoredValue::new(editor.with_untracked(|e| {
         let mut m = HashMap::new();
         sync_live(&mut m, e);
@@ -151,14 +147,10 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         }
     });
     let node_live = move |id: &str| live.with_value(|m| m.get(id).cloned());
+    // Asked on the first draw and on each structure change.
     let asked = StoredValue::new(0u64);
-    let validated = StoredValue::new(u64::MAX);
     Effect::new(move |_| {
-        let now = epoch();
-        if validated.get_value() == now {
-            return;
-        }
-        validated.set_value(now);
+        structure.track();
         let doc = editor.with_untracked(|e| e.doc.clone());
         let n = asked.get_value() + 1;
         asked.set_value(n);
