@@ -109,11 +109,12 @@ impl GroupWriter {
     /// sockets of the runtime that opened them, so there it is a task.
     pub fn start(store: Store) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        if store.is_sqlite() {
-            if let Err((store, rx)) = start_thread(store, rx) {
-                tokio::spawn(run(store, rx));
-            }
+        let as_task = if store.is_sqlite() {
+            start_thread(store, rx).err()
         } else {
+            Some((store, rx))
+        };
+        if let Some((store, rx)) = as_task {
             tokio::spawn(run(store, rx));
         }
         Self { tx }
