@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, FutureExt, Shared};
 use node_runtime::agent::approval::{ApprovalRequest, Decision};
 use node_runtime::agent::{AgentEvent, AgentRuntime};
 use node_runtime::agent::{AgentRun, JournalEntry, WriteJournal};
@@ -44,6 +44,45 @@ pub type LiveEvent = (i64, Arc<str>);
 struct LiveRun {
     cancel: CancellationToken,
     events: broadcast::Sender<LiveEvent>,
+    created: Created,
+}
+
+/// Where a spawned run starts: from scratch, or from a stopped server's
+/// checkpoints with the events it stored.
+struct StartFrom {
+    resume: ResumeState,
+    last_seq: i64,
+    created: Created,
+}
+
+/// Whether a run's record is committed. A new run starts while its record
+/// is still queued on the group writer (its own writes queue behind it);
+/// the writes that bypass the writer (the write journal, an agent's
+/// checkpoint) wait for this first.
+#[derive(Clone)]
+struct Created(Shared<BoxFuture<'static, Result<(), String>>>);
+
+impl Created {
+    /// A run whose record is already stored (a resumed run).
+    fn stored() -> Self {
+        Created(futures::future::ready(Ok(())).boxed().shared())
+    }
+
+    /// The queued creation, as the group writer reports it.
+    fn queued(
+        commit: impl std::future::Future<Output = Result<(), StoreError>> + Send + 'static,
+    ) -> Self {
+        Created(
+            commit
+                .map(|r| r.map_err(|e| e.to_string()))
+                .boxed()
+                .shared(),
+        )
+    }
+
+    async fn wait(&self) -> Result<(), String> {
+        self.0.clone().await
+    }
 }
 
 /// What `execute` needs of one spawned run.
@@ -173,10 +212,16 @@ impl Runs {
         &self.agents
     }
 
-    /// Creates the run record and starts it in the background. `owner` is
-    /// the run's workspace with its organization, the secret scopes its
-    /// tools read (the API caller carries both, so a run reads nothing to
-    /// learn them; see [`crate::auth::Caller::secret_owner`]).
+    /// Creates the run record and starts it in the background.
+    ///
+    /// The record is queued on the group writer and the run starts at
+    /// once, so its first model call overlaps the commit (the run's own
+    /// writes queue behind its record). The id is returned once the record
+    /// is committed; a run whose record cannot be stored is cancelled.
+    ///
+    /// `owner` is the run's workspace with its organization, the secret
+    /// scopes its tools read (the API caller carries both, so a run reads
+    /// nothing to learn them; see [`crate::auth::Caller::secret_owner`]).
     pub async fn start(
         self: &Arc<Self>,
         owner: SecretOwner,
@@ -185,26 +230,33 @@ impl Runs {
         trigger: &str,
     ) -> Result<String, StoreError> {
         let run_id = new_id();
-        self.store
-            .create_run(&RunRow {
-                id: run_id.clone(),
-                workspace_id: owner.workspace_id.clone(),
-                workflow_id: Some(workflow.id.clone()),
-                workflow_revision: Some(workflow.revision as i64),
-                kind: "run".into(),
-                replay_of: None,
-                status: "queued".into(),
-                trigger_kind: trigger.into(),
-                inputs: Value::Object(inputs.clone()).to_string(),
-                outputs: None,
-                error: None,
-                record: None,
-                created_at: now(),
-                finished_at: None,
-                trace_id: Some(crate::trace::trace_id(&run_id)),
-            })
-            .await?;
-        self.spawn(owner, &run_id, workflow, inputs, ResumeState::default(), 0);
+        let created = Created::queued(self.writer.submit(RunWrite::Create(Box::new(RunRow {
+            id: run_id.clone(),
+            workspace_id: owner.workspace_id.clone(),
+            workflow_id: Some(workflow.id.clone()),
+            workflow_revision: Some(workflow.revision as i64),
+            kind: "run".into(),
+            replay_of: None,
+            status: "queued".into(),
+            trigger_kind: trigger.into(),
+            inputs: Value::Object(inputs.clone()).to_string(),
+            outputs: None,
+            error: None,
+            record: None,
+            created_at: now(),
+            finished_at: None,
+            trace_id: Some(crate::trace::trace_id(&run_id)),
+        }))));
+        let from = StartFrom {
+            resume: ResumeState::default(),
+            last_seq: 0,
+            created: created.clone(),
+        };
+        self.spawn(owner, &run_id, workflow, inputs, from);
+        if let Err(e) = created.wait().await {
+            self.cancel(&run_id);
+            return Err(StoreError::Unavailable(e));
+        }
         Ok(run_id)
     }
 
@@ -224,13 +276,18 @@ impl Runs {
         run_id: &str,
         workflow: Workflow,
         inputs: Map<String, Value>,
-        resume: ResumeState,
-        last_seq: i64,
+        from: StartFrom,
     ) {
+        let StartFrom {
+            resume,
+            last_seq,
+            created,
+        } = from;
         let (events, _) = broadcast::channel(1024);
         let live = Arc::new(LiveRun {
             cancel: CancellationToken::new(),
             events,
+            created,
         });
         self.live
             .lock()
@@ -270,7 +327,12 @@ impl Runs {
                     let last_seq = self.store.last_event_seq(&run.id).await?;
                     let owner = self.workspace_owner(&run.workspace_id).await?;
                     tracing::info!(run_id = %run.id, nodes_done = state.records.len(), agents_waiting = state.agents.len(), "resuming an interrupted run");
-                    self.spawn(owner, &run.id, workflow, inputs, state, last_seq);
+                    let from = StartFrom {
+                        resume: state,
+                        last_seq,
+                        created: Created::stored(),
+                    };
+                    self.spawn(owner, &run.id, workflow, inputs, from);
                     resumed += 1;
                 }
                 Err(reason) => {
@@ -449,10 +511,12 @@ impl Runs {
                 store: self.store.clone(),
                 writer: self.writer.clone(),
                 run_id: run_id.into(),
+                created: live.created.clone(),
             })),
             journal: Some(Arc::new(StoreJournal {
                 store: self.store.clone(),
                 run_id: run_id.into(),
+                created: live.created.clone(),
                 crash_at: self.crash_at.clone(),
             })),
         };
@@ -1094,6 +1158,7 @@ struct StoreCheckpoints {
     store: Store,
     writer: GroupWriter,
     run_id: String,
+    created: Created,
 }
 
 impl Checkpoints for StoreCheckpoints {
@@ -1115,11 +1180,15 @@ impl Checkpoints for StoreCheckpoints {
     fn agent_suspended<'a>(&'a self, node_id: &'a str, run: &'a AgentRun) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let state = serde_json::to_string(run).unwrap_or_default();
-            if let Err(e) = self
-                .store
-                .put_agent_checkpoint(&self.run_id, node_id, &state)
-                .await
-            {
+            let stored = match self.created.wait().await {
+                Ok(()) => {
+                    self.store
+                        .put_agent_checkpoint(&self.run_id, node_id, &state)
+                        .await
+                }
+                Err(e) => Err(StoreError::Unavailable(e)),
+            };
+            if let Err(e) = stored {
                 tracing::error!(run_id = %self.run_id, error = %e, "cannot store an agent checkpoint");
             }
         })
@@ -1130,6 +1199,7 @@ impl Checkpoints for StoreCheckpoints {
 struct StoreJournal {
     store: Store,
     run_id: String,
+    created: Created,
     crash_at: Option<String>,
 }
 
@@ -1147,11 +1217,15 @@ impl WriteJournal for StoreJournal {
     fn begin<'a>(&'a self, agent_run: &'a str, call: &'a ToolCall) -> BoxFuture<'a, JournalEntry> {
         Box::pin(async move {
             let tool = format!("{}@{}", call.tool.spec.name, call.tool.spec.version);
-            let entry = match self
-                .store
-                .journal_begin(agent_run, &call.call_id, &self.run_id, &tool)
-                .await
-            {
+            let begun = match self.created.wait().await {
+                Ok(()) => {
+                    self.store
+                        .journal_begin(agent_run, &call.call_id, &self.run_id, &tool)
+                        .await
+                }
+                Err(e) => Err(StoreError::Unavailable(e)),
+            };
+            let entry = match begun {
                 Ok(None) => JournalEntry::Fresh,
                 Ok(Some(Some(text))) => match serde_json::from_str::<ToolEnvelope>(&text) {
                     Ok(envelope) => JournalEntry::Done(Box::new(envelope)),

@@ -553,3 +553,50 @@ async fn oversized_bodies_get_413() {
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
     assert_eq!(body["error"]["code"], "PAYLOAD_TOO_LARGE");
 }
+
+/// A run starts while its record is still queued on the group writer. A
+/// record that cannot be stored (here its workspace does not exist) refuses
+/// the start and cancels the run: nothing of it is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_record_cannot_be_stored_does_not_start() {
+    use sqlx::Connection;
+    let (api, _) = Api::new().await;
+    let workflow = node_runtime::graph::Workflow::from_value(&json!({
+        "format_version": 1, "id": "wf", "name": "wf", "revision": 1,
+        "nodes": [
+            {"id": "agent", "kind": "agent", "config": {
+                "prompt": "go",
+                "provider": {"kind": "scripted", "script": {"turns": [
+                    {"latency_ms": 50, "text": "done"}]}}}},
+            {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    }))
+    .expect("workflow");
+    let owner = node_runtime::secrets::SecretOwner {
+        user_id: None,
+        workspace_id: "nowhere".into(),
+        org_id: None,
+    };
+    let err = api
+        .state
+        .runs()
+        .start(owner, workflow, serde_json::Map::new(), "api")
+        .await
+        .expect_err("the run's workspace does not exist");
+    assert!(
+        matches!(err, glassbox_server::storage::StoreError::Unavailable(_)),
+        "{err}"
+    );
+    // Past the scripted turn: a run that went on would have written by now.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let url = Config::default_database_url(api._dir.path());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("db");
+    for table in ["runs", "run_events", "node_runs", "run_spans"] {
+        let (n,): (i64,) = sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(&mut conn)
+            .await
+            .expect("count");
+        assert_eq!(n, 0, "{table} holds rows of a run that did not start");
+    }
+}

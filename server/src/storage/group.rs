@@ -18,7 +18,7 @@ use sqlx::AnyConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::records::{
-    invocation_args, InvocationRow, NodeRunRow, SpanRow, INVOCATION_INSERT_HEAD,
+    invocation_args, InvocationRow, NodeRunRow, RunRow, SpanRow, INVOCATION_INSERT_HEAD,
     INVOCATION_UPSERT_TAIL,
 };
 use super::{now, Store, StoreError};
@@ -60,6 +60,9 @@ pub struct RunEnd {
 /// One write of a running workflow.
 #[derive(Debug, Clone)]
 pub enum RunWrite {
+    /// A new run's record. Queued ahead of the run's own writes, so the
+    /// run can start before it is committed (see `Runs::start`).
+    Create(Box<RunRow>),
     Status {
         run_id: String,
         status: String,
@@ -216,6 +219,7 @@ async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>) {
 pub(super) enum Arg {
     Text(Option<String>),
     Int(i64),
+    MaybeInt(Option<i64>),
     Real(f64),
 }
 
@@ -249,6 +253,11 @@ impl From<i64> for Arg {
         Arg::Int(v)
     }
 }
+impl From<Option<i64>> for Arg {
+    fn from(v: Option<i64>) -> Self {
+        Arg::MaybeInt(v)
+    }
+}
 impl From<f64> for Arg {
     fn from(v: f64) -> Self {
         Arg::Real(v)
@@ -263,6 +272,10 @@ pub(super) struct Values {
     pub tail: &'static str,
 }
 
+pub(super) const RUNS: Values = Values {
+    head: "INSERT INTO runs (id, workspace_id, workflow_id, workflow_revision, kind, replay_of, status, trigger_kind, inputs, outputs, error, record, created_at, finished_at, trace_id)",
+    tail: "",
+};
 /// A started run: `queued` becomes `running`, nothing else changes.
 pub(super) const RUN_STARTED: Values = Values {
     head: "WITH v(id) AS (",
@@ -318,6 +331,26 @@ pub(super) const INVOCATIONS: Values = Values {
     head: INVOCATION_INSERT_HEAD,
     tail: INVOCATION_UPSERT_TAIL,
 };
+
+pub(super) fn run_args(r: &RunRow) -> Vec<Arg> {
+    vec![
+        (&r.id).into(),
+        (&r.workspace_id).into(),
+        (&r.workflow_id).into(),
+        r.workflow_revision.into(),
+        (&r.kind).into(),
+        (&r.replay_of).into(),
+        (&r.status).into(),
+        (&r.trigger_kind).into(),
+        (&r.inputs).into(),
+        (&r.outputs).into(),
+        (&r.error).into(),
+        (&r.record).into(),
+        (&r.created_at).into(),
+        (&r.finished_at).into(),
+        (&r.trace_id).into(),
+    ]
+}
 
 pub(super) fn node_run_args(run_id: &str, n: &NodeRunRow) -> Vec<Arg> {
     vec![
@@ -408,6 +441,7 @@ impl Script {
             query = match arg {
                 Arg::Text(v) => query.bind(v),
                 Arg::Int(v) => query.bind(v),
+                Arg::MaybeInt(v) => query.bind(v),
                 Arg::Real(v) => query.bind(v),
             };
         }
@@ -541,8 +575,10 @@ async fn apply_all<'a>(
     let mut checkpoints: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
     let mut spans: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
     let mut started = Vec::new();
+    let mut created = Vec::new();
     for w in writes {
         match w {
+            RunWrite::Create(run) => created.push(run_args(run)),
             // The last status of a run wins (one statement touches a row once).
             RunWrite::Status { run_id, status } => match status_at.get(run_id.as_str()) {
                 Some(&k) => statuses[k] = vec![run_id.into(), status.into()],
@@ -647,9 +683,10 @@ async fn apply_all<'a>(
     // the stored ones.
     checkpoints.retain(|(run_id, _), _| !ended.contains(run_id));
     let ended_rows = || ended.iter().map(|id| vec![(*id).into()]).collect();
-    // In this order: a run's status before its end, its node rows cleared
-    // before they are written.
+    // In this order: a run's record before anything of it, its status
+    // before its end, its node rows cleared before they are written.
     let statements = vec![
+        (&RUNS, created),
         (&RUN_STARTED, started),
         (&RUN_STATUS, statuses),
         (&EVENTS, events),

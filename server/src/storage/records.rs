@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::group::{
-    execute_values, node_run_args, Arg, Values, BLOBS, BUNDLES, CHECKPOINTS, CLEAR_NODE_RUNS,
-    EVENTS, INVOCATIONS, NODE_RUNS, PINS, RUN_END,
+    execute_values, node_run_args, run_args, Arg, Values, BLOBS, BUNDLES, CHECKPOINTS,
+    CLEAR_NODE_RUNS, EVENTS, INVOCATIONS, NODE_RUNS, PINS, RUNS, RUN_END,
 };
 use super::{Store, StoreError};
 use node_runtime::graph::Workflow;
@@ -563,25 +563,7 @@ impl Store {
     // ---- runs and events ---------------------------------------------------
 
     pub async fn create_run(&self, run: &RunRow) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO runs (id, workspace_id, workflow_id, workflow_revision, kind, replay_of, status, trigger_kind, inputs, outputs, error, record, created_at, finished_at, trace_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)")
-            .bind(&run.id)
-            .bind(&run.workspace_id)
-            .bind(&run.workflow_id)
-            .bind(run.workflow_revision)
-            .bind(&run.kind)
-            .bind(&run.replay_of)
-            .bind(&run.status)
-            .bind(&run.trigger_kind)
-            .bind(&run.inputs)
-            .bind(&run.outputs)
-            .bind(&run.error)
-            .bind(&run.record)
-            .bind(&run.created_at)
-            .bind(&run.finished_at)
-            .bind(&run.trace_id)
-            .execute(self.writer())
-            .await?;
-        Ok(())
+        self.write_values(&RUNS, vec![run_args(run)]).await
     }
 
     pub async fn finish_run(
