@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
-use node_runtime::graph::{HandleRef, NodeKind, Position};
+use node_runtime::graph::{Edge, HandleRef, NodeKind, Position};
 
 use crate::api;
 use crate::editor::geometry::{self, View, HEADER, NODE_WIDTH, ROW};
@@ -437,6 +437,16 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     };
+    // The diagnostics by node, so each node's badge reads its own.
+    let by_node = Memo::new(move |_| {
+        diagnostics.with(|ds| {
+            let mut by: HashMap<String, Vec<Diagnostic>> = HashMap::new();
+            for d in ds {
+                by.entry(d.node.clone()).or_default().push(d.clone());
+            }
+            by
+        })
+    });
     let node_view = move |(id, _epoch): (String, u64)| {
         let Some(n) = editor.with_untracked(|e| e.node(&id).cloned()) else {
             return ().into_any();
@@ -445,8 +455,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         let badge = {
             let id = id.clone();
             move || {
-                let (errors, warnings, notes) = diagnostics.with(|ds| {
-                    let mine: Vec<&Diagnostic> = ds.iter().filter(|d| d.node == id).collect();
+                let (errors, warnings, notes) = by_node.with(|by| {
+                    let mine: &[Diagnostic] = by.get(&id).map_or(&[], Vec::as_slice);
                     (
                         mine.iter()
                             .filter(|d| d.severity == Severity::Error)
@@ -629,16 +639,13 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 .edges
                 .iter()
                 .filter(|x| shown.contains(&x.source.node) || shown.contains(&x.target.node))
-                .map(|x| (x.id.clone(), epoch))
+                .map(|x| (x.clone(), epoch))
                 .collect::<Vec<_>>()
         })
     };
-    let edge_view = move |(id, _epoch): (String, u64)| {
-        let Some(edge) =
-            editor.with_untracked(|e| e.doc.edges.iter().find(|x| x.id == id).cloned())
-        else {
-            return ().into_any();
-        };
+    // The edge comes with its key: finding it by id would scan the edges
+    // once per edge drawn.
+    let edge_view = move |(edge, _epoch): (Edge, u64)| {
         // Handle rows are fixed until the next structure change.
         let rows = editor.with_untracked(|e| {
             let i = e
@@ -740,7 +747,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                         </defs>
                         <g transform=move || cam.get().transform()>
                             <rect x="-5000" y="-5000" width="10000" height="10000" fill="url(#grid)" />
-                            <g class="edges"><For each=edge_keys key=|k| k.clone() children=edge_view /></g>
+                            <g class="edges"><For each=edge_keys key=|(e, epoch)| (e.id.clone(), *epoch) children=edge_view /></g>
                             <g class="nodes"><For each=node_keys key=|k| k.clone() children=node_view /></g>
                             {overlay}
                         </g>

@@ -245,10 +245,30 @@ pub struct Edge {
 }
 
 /// Variables a minijinja template reads (its input handles), sorted.
+///
+/// A node's handles are asked for often (the editor draws, culls and wires
+/// by them), and a parse costs microseconds each time, so the answers for
+/// the most recent templates are kept, per thread.
 pub fn template_variables(template: &str) -> Result<BTreeSet<String>, String> {
+    const KEPT: std::num::NonZeroUsize = match std::num::NonZeroUsize::new(256) {
+        Some(n) => n,
+        None => unreachable!(),
+    };
+    type Answer = Result<BTreeSet<String>, String>;
+    thread_local! {
+        static SEEN: std::cell::RefCell<lru::LruCache<String, Answer>> =
+            std::cell::RefCell::new(lru::LruCache::new(KEPT));
+    }
+    if let Some(hit) = SEEN.with_borrow_mut(|seen| seen.get(template).cloned()) {
+        return hit;
+    }
     let env = minijinja::Environment::new();
-    let tmpl = env.template_from_str(template).map_err(|e| e.to_string())?;
-    Ok(tmpl.undeclared_variables(false).into_iter().collect())
+    let found = env
+        .template_from_str(template)
+        .map(|tmpl| tmpl.undeclared_variables(false).into_iter().collect())
+        .map_err(|e| e.to_string());
+    SEEN.with_borrow_mut(|seen| seen.put(template.to_string(), found.clone()));
+    found
 }
 
 impl Node {
@@ -378,5 +398,28 @@ impl Workflow {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a workflow is plain data and always serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_variables;
+
+    #[test]
+    fn template_variables_answer_the_same_when_kept() {
+        for _ in 0..2 {
+            let vars =
+                template_variables("{{ b }} {% for x in items %}{{ x.name }}{% endfor %} {{ a }}")
+                    .expect("valid");
+            assert_eq!(vars.into_iter().collect::<Vec<_>>(), ["a", "b", "items"]);
+            let err = template_variables("{{ a ").expect_err("unclosed");
+            assert!(err.contains("syntax error"), "{err}");
+        }
+        // Past what is kept, older templates are parsed again.
+        for i in 0..300 {
+            let vars = template_variables(&format!("{{{{ v{i} }}}}")).expect("valid");
+            assert_eq!(vars.into_iter().collect::<Vec<_>>(), [format!("v{i}")]);
+        }
+        assert!(template_variables("{{ b }}").expect("valid").contains("b"));
     }
 }
