@@ -47,6 +47,28 @@ struct LiveRun {
     created: Created,
 }
 
+/// A new run of `workflow`: queued, from the API, no inputs, nothing
+/// recorded yet.
+fn new_run_row(run_id: &str, workspace_id: &str, workflow: &Workflow) -> RunRow {
+    RunRow {
+        id: run_id.into(),
+        workspace_id: workspace_id.into(),
+        workflow_id: Some(workflow.id.clone()),
+        workflow_revision: Some(workflow.revision as i64),
+        kind: "run".into(),
+        replay_of: None,
+        status: "queued".into(),
+        trigger_kind: "api".into(),
+        inputs: "{}".into(),
+        outputs: None,
+        error: None,
+        record: None,
+        created_at: now(),
+        finished_at: None,
+        trace_id: Some(crate::trace::trace_id(run_id)),
+    }
+}
+
 /// Where a spawned run starts: from scratch, or from a stopped server's
 /// checkpoints with the events it stored.
 struct StartFrom {
@@ -231,21 +253,9 @@ impl Runs {
     ) -> Result<String, StoreError> {
         let run_id = new_id();
         let created = Created::queued(self.writer.submit(RunWrite::Create(Box::new(RunRow {
-            id: run_id.clone(),
-            workspace_id: owner.workspace_id.clone(),
-            workflow_id: Some(workflow.id.clone()),
-            workflow_revision: Some(workflow.revision as i64),
-            kind: "run".into(),
-            replay_of: None,
-            status: "queued".into(),
             trigger_kind: trigger.into(),
             inputs: Value::Object(inputs.clone()).to_string(),
-            outputs: None,
-            error: None,
-            record: None,
-            created_at: now(),
-            finished_at: None,
-            trace_id: Some(crate::trace::trace_id(&run_id)),
+            ..new_run_row(&run_id, &owner.workspace_id, &workflow)
         }))));
         let from = StartFrom {
             resume: ResumeState::default(),
@@ -657,21 +667,11 @@ impl Runs {
         let run_id = new_id();
         self.store
             .create_run(&RunRow {
-                id: run_id.clone(),
-                workspace_id: workspace_id.into(),
-                workflow_id: Some(workflow.id.clone()),
-                workflow_revision: Some(workflow.revision as i64),
                 kind: "replay".into(),
                 replay_of: replay_of.map(str::to_string),
                 status: "running".into(),
                 trigger_kind: "replay".into(),
-                inputs: "{}".into(),
-                outputs: None,
-                error: None,
-                record: None,
-                created_at: now(),
-                finished_at: None,
-                trace_id: Some(crate::trace::trace_id(&run_id)),
+                ..new_run_row(&run_id, workspace_id, &workflow)
             })
             .await?;
         let status = if matches { "succeeded" } else { "failed" };
