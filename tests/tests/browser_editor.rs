@@ -237,6 +237,44 @@ async fn build_wire_save_and_reload_a_workflow() {
             Ok(graph(&c).await? == wired)
         })
         .await?;
+        // While a wire is held, every input says whether it takes it;
+        // once dropped, none does.
+        let from = find(&c, "[data-node=input1] [data-handle='out:text']").await?;
+        let hold = MouseActions::new("mouse".into())
+            .then(PointerAction::MoveToElement {
+                element: from,
+                duration: None,
+                x: 0.0,
+                y: 0.0,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::MoveBy {
+                duration: Some(Duration::from_millis(100)),
+                x: 40.0,
+                y: 40.0,
+            });
+        c.perform_actions(hold).await.map_err(|e| e.to_string())?;
+        let inputs = count(&c, ".handle.in").await?;
+        assert!(inputs > 0, "no input handles drawn");
+        wait_until("every input's verdict on the held wire", || async {
+            Ok(
+                count(&c, ".handle.in.accepts").await? + count(&c, ".handle.in.refused").await?
+                    == inputs,
+            )
+        })
+        .await?;
+        let release = MouseActions::new("mouse".into()).then(PointerAction::Up {
+            button: MOUSE_BUTTON_LEFT,
+        });
+        c.perform_actions(release)
+            .await
+            .map_err(|e| e.to_string())?;
+        wait_until("the verdicts gone with the wire", || async {
+            Ok(count(&c, ".handle.in.accepts, .handle.in.refused").await? == 0)
+        })
+        .await?;
         // An incompatible wire (output to output) is refused.
         drag(
             &c,

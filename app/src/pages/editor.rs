@@ -538,7 +538,6 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                         wiring.get().map(|from| editor.with_untracked(|e| can_connect(&e.doc, &from, &target).is_ok()))
                     }
                 };
-                let verdict2 = verdict.clone();
                 let up = move |ev: leptos::ev::PointerEvent| {
                     if let Some(Drag::Wire { from, .. }) = drag.get_untracked() {
                         ev.stop_propagation();
@@ -547,7 +546,12 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                     }
                 };
                 view! {
-                    <g class="handle in" class:accepts=move || verdict() == Some(true) class:refused=move || verdict2() == Some(false)>
+                    // One class for the three states: one effect per handle, one check per wire.
+                    <g class=move || match verdict() {
+                        Some(true) => "handle in accepts",
+                        Some(false) => "handle in refused",
+                        None => "handle in",
+                    }>
                         <circle cx="0" cy=y r="6" data-handle=format!("in:{name}") on:pointerup=up />
                         <text x="10" y=y + 4.0 class="handle-label">{name.clone()}</text>
                     </g>
