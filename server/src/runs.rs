@@ -96,7 +96,13 @@ impl Created {
     ) -> Self {
         Created(
             commit
-                .map(|r| r.map_err(|e| e.to_string()))
+                .map(|r| {
+                    r.map_err(|e| match e {
+                        // Kept bare: it becomes an `Unavailable` again.
+                        StoreError::Unavailable(why) => why,
+                        other => other.to_string(),
+                    })
+                })
                 .boxed()
                 .shared(),
         )

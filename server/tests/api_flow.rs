@@ -588,6 +588,11 @@ async fn a_run_whose_record_cannot_be_stored_does_not_start() {
         matches!(err, glassbox_server::storage::StoreError::Unavailable(_)),
         "{err}"
     );
+    assert_eq!(
+        err.to_string().matches("storage unavailable").count(),
+        1,
+        "{err}"
+    );
     // Past the scripted turn: a run that went on would have written by now.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let url = Config::default_database_url(api._dir.path());
