@@ -74,21 +74,7 @@ async fn drag(c: &Client, from: &str, to: &str, offset: (f64, f64)) -> Result<()
         .find(Locator::Css(to))
         .await
         .map_err(|e| format!("{to}: {e}"))?;
-    let mouse = MouseActions::new("mouse".into())
-        .then(PointerAction::MoveToElement {
-            element: a,
-            duration: None,
-            x: 0.0,
-            y: 0.0,
-        })
-        .then(PointerAction::Down {
-            button: MOUSE_BUTTON_LEFT,
-        })
-        .then(PointerAction::MoveBy {
-            duration: Some(Duration::from_millis(100)),
-            x: 5.0,
-            y: 5.0,
-        })
+    let mouse = grab(a, (5.0, 5.0))
         .then(PointerAction::MoveToElement {
             element: b,
             duration: Some(Duration::from_millis(200)),
@@ -99,6 +85,25 @@ async fn drag(c: &Client, from: &str, to: &str, offset: (f64, f64)) -> Result<()
             button: MOUSE_BUTTON_LEFT,
         });
     c.perform_actions(mouse).await.map_err(|e| e.to_string())
+}
+
+/// Presses the mouse on `element` and moves it by `by`, still pressed.
+fn grab(element: fantoccini::elements::Element, by: (f64, f64)) -> MouseActions {
+    MouseActions::new("mouse".into())
+        .then(PointerAction::MoveToElement {
+            element,
+            duration: None,
+            x: 0.0,
+            y: 0.0,
+        })
+        .then(PointerAction::Down {
+            button: MOUSE_BUTTON_LEFT,
+        })
+        .then(PointerAction::MoveBy {
+            duration: Some(Duration::from_millis(100)),
+            x: by.0,
+            y: by.1,
+        })
 }
 
 /// Signs in, creates a workflow named `name` from the workflows page and
@@ -240,22 +245,9 @@ async fn build_wire_save_and_reload_a_workflow() {
         // While a wire is held, every input says whether it takes it;
         // once dropped, none does.
         let from = find(&c, "[data-node=input1] [data-handle='out:text']").await?;
-        let hold = MouseActions::new("mouse".into())
-            .then(PointerAction::MoveToElement {
-                element: from,
-                duration: None,
-                x: 0.0,
-                y: 0.0,
-            })
-            .then(PointerAction::Down {
-                button: MOUSE_BUTTON_LEFT,
-            })
-            .then(PointerAction::MoveBy {
-                duration: Some(Duration::from_millis(100)),
-                x: 40.0,
-                y: 40.0,
-            });
-        c.perform_actions(hold).await.map_err(|e| e.to_string())?;
+        c.perform_actions(grab(from, (40.0, 40.0)))
+            .await
+            .map_err(|e| e.to_string())?;
         let inputs = count(&c, ".handle.in").await?;
         assert!(inputs > 0, "no input handles drawn");
         wait_until("every input's verdict on the held wire", || async {
