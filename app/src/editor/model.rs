@@ -592,11 +592,13 @@ fn apply_to(
     }
 }
 
+/// Helpers for the editor's native tests (here and in `pages::editor`).
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
 
-    fn empty() -> Workflow {
+    /// An empty workflow at revision 3.
+    pub fn empty() -> Workflow {
         Workflow {
             format_version: node_runtime::graph::WORKFLOW_FORMAT_VERSION,
             id: "w".into(),
@@ -606,6 +608,22 @@ mod tests {
             edges: Vec::new(),
         }
     }
+
+    /// Adds a node of `kind` at `position`; its new id.
+    pub fn add(ed: &mut Editor, kind: &str, position: Position) -> String {
+        ed.apply(Edit::AddNode {
+            kind: kind.into(),
+            at: position,
+        })
+        .unwrap()
+        .unwrap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{add, empty};
+    use super::*;
 
     fn at(x: f64, y: f64) -> Position {
         Position { x, y }
@@ -618,16 +636,6 @@ mod tests {
             add(&mut ed, kind, at(x, 0.0));
         }
         ed
-    }
-
-    /// Adds a node of `kind` at `position`; its new id.
-    fn add(ed: &mut Editor, kind: &str, position: Position) -> String {
-        ed.apply(Edit::AddNode {
-            kind: kind.into(),
-            at: position,
-        })
-        .unwrap()
-        .unwrap()
     }
 
     fn connect(ed: &mut Editor, source: HandleRef, target: HandleRef) {

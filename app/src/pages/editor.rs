@@ -782,32 +782,13 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn doc() -> node_runtime::graph::Workflow {
-        node_runtime::graph::Workflow {
-            format_version: node_runtime::graph::WORKFLOW_FORMAT_VERSION,
-            id: "w".into(),
-            name: "w".into(),
-            revision: 0,
-            nodes: Vec::new(),
-            edges: Vec::new(),
-        }
-    }
-
-    fn add(ed: &mut Editor, kind: &str, x: f64) -> String {
-        ed.apply(Edit::AddNode {
-            kind: kind.into(),
-            at: Position { x, y: 0.0 },
-        })
-        .unwrap()
-        .unwrap()
-    }
+    use crate::editor::model::testing::{add, empty};
 
     #[test]
     fn sync_live_reports_only_what_changed() {
-        let mut ed = Editor::new(doc());
-        let a = add(&mut ed, "input", 0.0);
-        let b = add(&mut ed, "output", 300.0);
+        let mut ed = Editor::new(empty());
+        let a = add(&mut ed, "input", Position { x: 0.0, y: 0.0 });
+        let b = add(&mut ed, "output", Position { x: 300.0, y: 0.0 });
         let mut live = HashMap::new();
         assert!(
             sync_live(&mut live, &ed).is_empty(),
