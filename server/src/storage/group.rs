@@ -218,8 +218,7 @@ async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>) {
 /// A bound value of a multi-row statement.
 pub(super) enum Arg {
     Text(Option<String>),
-    Int(i64),
-    MaybeInt(Option<i64>),
+    Int(Option<i64>),
     Real(f64),
 }
 
@@ -250,12 +249,12 @@ impl From<&Option<String>> for Arg {
 }
 impl From<i64> for Arg {
     fn from(v: i64) -> Self {
-        Arg::Int(v)
+        Arg::Int(Some(v))
     }
 }
 impl From<Option<i64>> for Arg {
     fn from(v: Option<i64>) -> Self {
-        Arg::MaybeInt(v)
+        Arg::Int(v)
     }
 }
 impl From<f64> for Arg {
@@ -441,7 +440,6 @@ impl Script {
             query = match arg {
                 Arg::Text(v) => query.bind(v),
                 Arg::Int(v) => query.bind(v),
-                Arg::MaybeInt(v) => query.bind(v),
                 Arg::Real(v) => query.bind(v),
             };
         }
