@@ -437,12 +437,18 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     };
-    // The diagnostics by node, so each node's badge reads its own.
+    // Each node's diagnostics summed up once (errors, warnings, the
+    // messages as one tooltip), so each node's badge reads its own.
     let by_node = Memo::new(move |_| {
         diagnostics.with(|ds| {
-            let mut by: HashMap<String, Vec<Diagnostic>> = HashMap::new();
+            let mut by: HashMap<String, (usize, usize, Vec<String>)> = HashMap::new();
             for d in ds {
-                by.entry(d.node.clone()).or_default().push(d.clone());
+                let (errors, warnings, notes) = by.entry(d.node.clone()).or_default();
+                match d.severity {
+                    Severity::Error => *errors += 1,
+                    Severity::Warning => *warnings += 1,
+                }
+                notes.push(d.message.clone());
             }
             by
         })
@@ -456,19 +462,9 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             let id = id.clone();
             move || {
                 let (errors, warnings, notes) = by_node.with(|by| {
-                    let mine: &[Diagnostic] = by.get(&id).map_or(&[], Vec::as_slice);
-                    (
-                        mine.iter()
-                            .filter(|d| d.severity == Severity::Error)
-                            .count(),
-                        mine.iter()
-                            .filter(|d| d.severity == Severity::Warning)
-                            .count(),
-                        mine.iter()
-                            .map(|d| d.message.clone())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                    )
+                    by.get(&id)
+                        .map(|(e, w, notes)| (*e, *w, notes.join("\n")))
+                        .unwrap_or_default()
                 });
                 (errors + warnings > 0).then(|| {
                     let (class, text, severity) = if errors > 0 {
