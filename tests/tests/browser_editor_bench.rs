@@ -32,11 +32,12 @@ const DRAWN_JS: &str = "const done = arguments[arguments.length - 1];
 /// the frame intervals and the time each pointermove took to handle.
 const DRAG_JS: &str = "const done = arguments[arguments.length - 1];
                  const canvas = document.querySelector('[data-testid=canvas]');
-                 const label = document.querySelector('[data-node=\"n41\"] .node-label');
-                 label.scrollIntoView();
-                 const r = label.getBoundingClientRect();
-                 let x = r.left + 5, y = r.top + 5;
-                 label.dispatchEvent(new PointerEvent('pointerdown', {bubbles: true, clientX: x, clientY: y, pointerId: 1}));
+                 const box = document.querySelector('[data-node=\"n41\"] > rect');
+                 if (!box) { done({error: 'node n41 is not drawn'}); return; }
+                 box.scrollIntoView();
+                 const r = box.getBoundingClientRect();
+                 let x = r.left + 2, y = r.top + 2;
+                 box.dispatchEvent(new PointerEvent('pointerdown', {bubbles: true, clientX: x, clientY: y, pointerId: 1}));
                  const frames = [], work = [];
                  let last = null, i = 0;
                  function step(ts) {
@@ -149,25 +150,57 @@ async fn editor_with_1000_nodes_renders_and_drags() {
             .map_err(|e| e.to_string())?
             .as_f64()
             .ok_or("fit time")?;
+        // Zoomed out that far, nodes are compact boxes (no labels, no handles).
+        let fit_detail = attr(&c, "[data-testid=canvas]", "data-detail").await?;
+        let fit_labels = c
+            .find_all(Locator::Css("[data-node] .node-label, [data-node] .handle"))
+            .await
+            .map_err(|e| e.to_string())?
+            .len();
+        let mid = attr(&c, "[data-node=n41]", "data-x").await?;
         let fit_drag = c
             .execute_async(DRAG_JS, vec![])
             .await
             .map_err(|e| e.to_string())?;
         let after = attr(&c, "[data-node=n41]", "data-x").await?;
+        // Zooming back in draws labels and handles again.
+        let zoom_in = c
+            .find(Locator::XPath("//button[text()='Zoom in']"))
+            .await
+            .map_err(|e| e.to_string())?;
+        for _ in 0..8 {
+            zoom_in.click().await.map_err(|e| e.to_string())?;
+        }
+        let near_detail = attr(&c, "[data-testid=canvas]", "data-detail").await?;
+        let near_labels = c
+            .find_all(Locator::Css("[data-node] .node-label"))
+            .await
+            .map_err(|e| e.to_string())?
+            .len();
+        let near_drawn: usize = attr(&c, "[data-testid=canvas]", "data-drawn")
+            .await?
+            .parse()
+            .map_err(|e| format!("data-drawn: {e}"))?;
         browser.screenshot("editor-1000-nodes").await?;
+        // Checked here, so a failure still closes the browser.
+        if fit_detail != "compact" || fit_labels != 0 {
+            return Err(format!("at Fit, 1,000 nodes are drawn compact, with no labels or handles: data-detail={fit_detail}, {fit_labels} labels and handles"));
+        }
+        if near_detail != "full" || near_drawn == 0 || near_labels != near_drawn {
+            return Err(format!("zoomed back in, every node drawn has its label: data-detail={near_detail}, {near_labels} labels for {near_drawn} nodes"));
+        }
         Ok::<_, String>((
             rendered,
             drawn_nodes,
             drag,
-            before,
-            after,
+            [before, mid, after],
             fit_drawn,
             fit_drag,
         ))
     }
     .await;
     browser.close().await;
-    let (rendered, drawn_nodes, drag, before, after, fit_drawn, fit_drag) =
+    let (rendered, drawn_nodes, drag, [before, mid, after], fit_drawn, fit_drag) =
         outcome.expect("the big graph renders");
     let list = |d: &Value, k: &str| -> Vec<f64> {
         d[k].as_array()
@@ -180,7 +213,8 @@ async fn editor_with_1000_nodes_renders_and_drags() {
     let (fit_frames, fit_work) = (list(&fit_drag, "frames"), list(&fit_drag, "work"));
     assert_eq!(frames.len(), 60, "{drag}");
     assert_eq!(fit_frames.len(), 60, "{fit_drag}");
-    assert_ne!(before, after, "the drag moved the node");
+    assert_ne!(before, mid, "the drag moved the node");
+    assert_ne!(mid, after, "the drag at Fit moved the node");
     println!(
         "editor/1000_nodes_1200_edges: loaded and drawn {rendered:.0} ms after navigation ({drawn_nodes} nodes in view; target <= 1000 ms); drag: median frame {:.1} ms, uncapped (target <= 16 ms), median pointermove handling {:.2} ms, max frame {:.1} ms",
         median(frames.clone()),
@@ -188,7 +222,7 @@ async fn editor_with_1000_nodes_renders_and_drags() {
         frames.iter().copied().fold(0.0, f64::max)
     );
     println!(
-        "editor/1000_nodes_1200_edges fit to view (all 1,000 drawn): drawn {fit_drawn:.0} ms after Fit; drag: median frame {:.1} ms, uncapped, median pointermove handling {:.2} ms",
+        "editor/1000_nodes_1200_edges fit to view (all 1,000 drawn, compact): drawn {fit_drawn:.0} ms after Fit; drag: median frame {:.1} ms, uncapped, median pointermove handling {:.2} ms",
         median(fit_frames),
         median(fit_work),
     );

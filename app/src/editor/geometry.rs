@@ -8,6 +8,11 @@ pub const HEADER: f64 = 30.0;
 pub const ROW: f64 = 22.0;
 pub const MIN_ZOOM: f64 = 0.1;
 pub const MAX_ZOOM: f64 = 4.0;
+/// Below this zoom the canvas draws nodes compact: a box each, without
+/// label, kind or handles. A 13 px label would be under 5 px on screen and
+/// a handle under 5 px across, too small to read or hit; drawing them costs
+/// about ten times the elements (level of detail, as litegraph does).
+pub const DETAIL_ZOOM: f64 = 0.4;
 
 /// Height of a node's box: a header and one row per handle on its taller side.
 pub fn node_height(node: &Node) -> f64 {
@@ -80,6 +85,12 @@ impl View {
             pan_y: sy - w.y * zoom,
             zoom,
         }
+    }
+
+    /// Whether nodes are drawn in full (label, kind, handles) at this zoom;
+    /// see [`DETAIL_ZOOM`].
+    pub fn detailed(&self) -> bool {
+        self.zoom >= DETAIL_ZOOM
     }
 
     /// The SVG transform of the world group.
@@ -247,6 +258,30 @@ mod tests {
         let after = z.to_world(300.0, 200.0);
         assert!((before.x - after.x).abs() < 1e-9 && (before.y - after.y).abs() < 1e-9);
         assert_eq!(v.zoom_at(1000.0, 0.0, 0.0).zoom, MAX_ZOOM);
+    }
+
+    #[test]
+    fn nodes_are_drawn_compact_only_below_the_detail_zoom() {
+        let v = View::default();
+        assert!(v.detailed(), "the default view draws labels and handles");
+        assert!(View {
+            zoom: DETAIL_ZOOM,
+            ..v
+        }
+        .detailed());
+        assert!(!View {
+            zoom: DETAIL_ZOOM * 0.99,
+            ..v
+        }
+        .detailed());
+        // Five steps of the Zoom out button from 100% keep full detail; the
+        // sixth goes below it (1.2^-5 = 0.40, 1.2^-6 = 0.33).
+        let mut z = v;
+        for _ in 0..5 {
+            z = z.zoom_at(1.0 / 1.2, 300.0, 200.0);
+        }
+        assert!(z.detailed());
+        assert!(!z.zoom_at(1.0 / 1.2, 300.0, 200.0).detailed());
     }
 
     #[test]

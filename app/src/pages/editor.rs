@@ -424,16 +424,20 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     // One view per node, keyed by id and the editor's structure epoch: a
     // node's box and handles are built once per structure change, and a
     // drag only updates the transforms (and the paths of edges).
+    // Full detail or compact boxes (see `geometry::DETAIL_ZOOM`): changes
+    // only when the zoom crosses the threshold.
+    let detailed = Memo::new(move |_| cam.with(View::detailed));
     let node_keys = move || {
         let shown = shown.get();
         // A structure change rebuilds the views even when the set in view is the same.
         let epoch = structure.get();
+        let detailed = detailed.get();
         editor.with_untracked(|e| {
             e.doc
                 .nodes
                 .iter()
                 .filter(|n| shown.contains(&n.id))
-                .map(|n| (n.id.clone(), epoch))
+                .map(|n| (n.id.clone(), epoch, detailed))
                 .collect::<Vec<_>>()
         })
     };
@@ -453,7 +457,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             by
         })
     });
-    let node_view = move |(id, _epoch): (String, u64)| {
+    let node_view = move |(id, _epoch, detailed): (String, u64, bool)| {
         let Some(n) = editor.with_untracked(|e| e.node(&id).cloned()) else {
             return ().into_any();
         };
@@ -520,8 +524,14 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 }
             });
         };
-        let in_handles = n
-            .inputs()
+        // Compact nodes have no handles (a drawn wire still ends where
+        // they would be).
+        let (inputs, outputs) = if detailed {
+            (n.inputs(), n.outputs())
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let in_handles = inputs
             .into_iter()
             .enumerate()
             .map(|(i, name)| {
@@ -554,8 +564,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 }
             })
             .collect_view();
-        let out_handles = n
-            .outputs()
+        let out_handles = outputs
             .into_iter()
             .enumerate()
             .map(|(i, name)| {
@@ -615,14 +624,16 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             format!("translate({:.2} {:.2})", p.x, p.y)
         };
         view! {
-            <g class="node" class:selected=move || selected.get() data-node=id.clone() data-kind=n.kind_name()
+            <g class="node" class:compact=!detailed class:selected=move || selected.get() data-node=id.clone() data-kind=n.kind_name()
                 data-x=p1 data-y=p2 transform=p3
                 tabindex="0" role="button" aria-label=format!("{} ({}) node", n.label, n.kind_name())
                 data-run-state=run_state
                 on:pointerdown=down on:keydown=key_select>
                 <rect width=NODE_WIDTH height=height rx="6" />
-                <text x="10" y="19" class="node-label">{n.label.clone()}</text>
-                <text x=NODE_WIDTH - 10.0 y="19" text-anchor="end" class="node-kind">{n.kind_name()}</text>
+                {detailed.then(|| view! {
+                    <text x="10" y="19" class="node-label">{n.label.clone()}</text>
+                    <text x=NODE_WIDTH - 10.0 y="19" text-anchor="end" class="node-kind">{n.kind_name()}</text>
+                })}
                 {in_handles}
                 {out_handles}
                 {badge}
@@ -737,6 +748,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                     data-node-count=move || editor.with(|e| e.doc.nodes.len())
                     data-edge-count=move || editor.with(|e| e.doc.edges.len())
                     data-drawn=move || shown.with(|s| s.len())
+                    data-detail=move || if detailed.get() { "full" } else { "compact" }
                     on:pointerdown=on_down on:pointermove=on_move on:pointerup=on_up on:pointerleave=on_up
                     on:wheel=on_wheel on:keydown=on_key>
                     <svg width="100%" height="100%">
@@ -744,9 +756,15 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                             <pattern id="grid" width="20" height="20" patternUnits="userSpaceOnUse">
                                 <path d="M 20 0 L 0 0 0 20" class="grid-line" />
                             </pattern>
+                            // Zoomed out, a 20-unit grid would be a cell every few
+                            // pixels: ten times coarser, as many lines on screen.
+                            <pattern id="grid-coarse" width="200" height="200" patternUnits="userSpaceOnUse">
+                                <path d="M 200 0 L 0 0 0 200" class="grid-line coarse" />
+                            </pattern>
                         </defs>
                         <g transform=move || cam.get().transform()>
-                            <rect x="-5000" y="-5000" width="10000" height="10000" fill="url(#grid)" />
+                            <rect x="-5000" y="-5000" width="10000" height="10000"
+                                fill=move || if detailed.get() { "url(#grid)" } else { "url(#grid-coarse)" } />
                             <g class="edges"><For each=edge_keys key=|(e, epoch)| (e.id.clone(), *epoch) children=edge_view /></g>
                             <g class="nodes"><For each=node_keys key=|k| k.clone() children=node_view /></g>
                             {overlay}
