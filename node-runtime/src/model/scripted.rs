@@ -122,7 +122,7 @@ impl ChatModel for ScriptedModel {
                 ))
             })?;
             if turn.latency_ms > 0 {
-                tokio::time::sleep(Duration::from_millis(turn.latency_ms)).await;
+                wait(Duration::from_millis(turn.latency_ms)).await;
             }
             let tool_calls: Vec<ProviderToolCall> = turn
                 .tool_calls
@@ -150,5 +150,41 @@ impl ChatModel for ScriptedModel {
                 stop_reason,
             })
         })
+    }
+}
+
+/// Waits out a turn's `latency_ms`. On Linux the wait is a timerfd read
+/// through tokio's reactor, so the turn's reply wakes the run as a reply on
+/// a socket would, within microseconds of the deadline; tokio's own timer
+/// rounds every deadline up to its next 1 ms tick and wakes on 1 ms epoll
+/// timeouts, which adds 1-2 ms to every scripted turn. Elsewhere, or when
+/// no timerfd can be made (no file descriptors left), tokio's timer. (On
+/// Linux a paused tokio test clock does not shorten the wait.)
+async fn wait(latency: Duration) {
+    let deadline = std::time::Instant::now() + latency;
+    #[cfg(target_os = "linux")]
+    if let Ok(delay) = tokio_timerfd::Delay::new(deadline) {
+        if delay.await.is_ok() {
+            return;
+        }
+    }
+    tokio::time::sleep_until(deadline.into()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_turn_never_arrives_before_its_latency() {
+        for ms in [1, 7, 20] {
+            let t = std::time::Instant::now();
+            wait(Duration::from_millis(ms)).await;
+            assert!(
+                t.elapsed() >= Duration::from_millis(ms),
+                "{ms} ms: {:?}",
+                t.elapsed()
+            );
+        }
     }
 }
