@@ -18,7 +18,35 @@ pub mod widgets;
 
 use leptos::prelude::*;
 use leptos_router::components::{Route, Router, Routes, A};
-use leptos_router::path;
+use leptos_router::{lazy_route, path, Lazy, LazyRoute};
+
+/// A route whose page is loaded on its first visit, from a wasm module of
+/// its own (split from the app's by `cargo xtask split-wasm`, Trunk's
+/// post-build hook): the first load fetches only the shell and the pages
+/// every visit needs.
+macro_rules! lazy_page {
+    ($route:ident, $page:path) => {
+        #[derive(Debug)]
+        struct $route;
+
+        #[lazy_route]
+        impl LazyRoute for $route {
+            fn data() -> Self {
+                Self
+            }
+
+            fn view(_this: Self) -> AnyView {
+                view! { <$page /> }.into_any()
+            }
+        }
+    };
+}
+
+lazy_page!(EditorRoute, pages::EditorPage);
+lazy_page!(RunsRoute, pages::Runs);
+lazy_page!(RunRoute, pages::RunPage);
+lazy_page!(TraceRoute, pages::TracePage);
+lazy_page!(ToolsRoute, pages::Tools);
 
 /// The root component: navigation and the client-side routes.
 #[component]
@@ -39,13 +67,13 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=|| view! { <pages::NotFound /> }>
                     <Route path=path!("/") view=pages::Home />
                     <Route path=path!("/signin") view=pages::SignIn />
-                    <Route path=path!("/runs") view=pages::Runs />
-                    <Route path=path!("/runs/:id") view=pages::RunPage />
-                    <Route path=path!("/runs/:id/trace") view=pages::TracePage />
-                    <Route path=path!("/tools") view=pages::Tools />
+                    <Route path=path!("/runs") view={Lazy::<RunsRoute>::new()} />
+                    <Route path=path!("/runs/:id") view={Lazy::<RunRoute>::new()} />
+                    <Route path=path!("/runs/:id/trace") view={Lazy::<TraceRoute>::new()} />
+                    <Route path=path!("/tools") view={Lazy::<ToolsRoute>::new()} />
                     <Route path=path!("/workflows") view=pages::Workflows />
                     <Route path=path!("/settings") view=pages::Settings />
-                    <Route path=path!("/workflows/:id") view=pages::EditorPage />
+                    <Route path=path!("/workflows/:id") view={Lazy::<EditorRoute>::new()} />
                 </Routes>
             </main>
         </Router>

@@ -1,12 +1,15 @@
 //! Installs what a fresh machine lacks: the wasm32 target, the pinned
-//! wasm-bindgen CLI, Trunk and wasm-opt, and (for the browser tests) Debian's Chromium
+//! wasm-bindgen CLI, Trunk, wasm-opt and wasm-split-cli, and (for the browser tests) Debian's Chromium
 //! and ChromeDriver. Every check is cheap, so a second run reinstalls nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::phase::{capture, cargo, run_cmd};
-use crate::{TRUNK_VERSION, WASM_BINDGEN_VERSION, WASM_OPT_CRATE_VERSION, WASM_OPT_VERSION};
+use crate::{
+    TRUNK_VERSION, WASM_BINDGEN_VERSION, WASM_OPT_CRATE_VERSION, WASM_OPT_VERSION,
+    WASM_SPLIT_VERSION,
+};
 
 /// `$CARGO_HOME/bin`, where `cargo install` puts binaries.
 pub fn cargo_bin_dir() -> PathBuf {
@@ -100,9 +103,8 @@ pub fn ensure_trunk() -> Result<(), String> {
 }
 
 /// Binaryen's wasm-opt, built from source by the `wasm-opt` crate (Debian's
-/// binaryen is too old for current rustc output); Trunk runs it offline
-/// on the app's wasm (`data-wasm-opt` in app/index.html, the version in
-/// Trunk.toml).
+/// binaryen is too old for current rustc output); the split hook runs it on
+/// each of the app's wasm modules (`split.rs`).
 pub fn ensure_wasm_opt() -> Result<(), String> {
     ensure_cargo_tool(
         "wasm-opt",
@@ -112,6 +114,30 @@ pub fn ensure_wasm_opt() -> Result<(), String> {
         "about 7 minutes",
         true,
     )
+}
+
+/// `wasm-split-cli`, which splits the app's wasm at its lazy routes
+/// (`split.rs`). It prints no version, so `cargo install --list` tells.
+pub fn ensure_wasm_split() -> Result<(), String> {
+    let want = format!("wasm_split_cli_support v{WASM_SPLIT_VERSION}:");
+    let installed = capture(cargo().args(["install", "--list"])).unwrap_or_default();
+    if installed.lines().any(|l| l.trim() == want) {
+        println!("    wasm-split-cli {WASM_SPLIT_VERSION}: present");
+        return Ok(());
+    }
+    println!(
+        "    wasm_split_cli_support {WASM_SPLIT_VERSION}: installing (about 2 minutes on 2 cores)"
+    );
+    run_cmd(cargo().args([
+        "install",
+        "wasm_split_cli_support",
+        "--version",
+        WASM_SPLIT_VERSION,
+        "--features",
+        "build-binary",
+        "--locked",
+        "--force",
+    ]))
 }
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";
@@ -159,30 +185,58 @@ pub fn build_app(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Prints the size of the app's wasm, raw and gzipped.
+/// `(raw, gzipped)` bytes of a file (gzipped: 0 when gzip cannot run).
+fn sizes(path: &Path) -> (u64, u64) {
+    let raw = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let gz = capture(
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("gzip -9 -c '{}' | wc -c", path.display())),
+    )
+    .and_then(|s| s.trim().parse::<u64>().ok())
+    .unwrap_or(0);
+    (raw, gz)
+}
+
+/// Prints the size of the app's wasm, raw and gzipped: the main module
+/// (every first visit loads it), each lazily loaded route module, and the
+/// chunks the routes share (see `split.rs`).
 fn report_wasm_size(dist: &Path) {
     let Ok(entries) = std::fs::read_dir(dist) else {
         return;
     };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "wasm") {
-            let raw = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            let gz = capture(
-                Command::new("sh")
-                    .arg("-c")
-                    .arg(format!("gzip -9 -c '{}' | wc -c", path.display())),
-            )
-            .and_then(|s| s.trim().parse::<u64>().ok());
-            match gz {
-                Some(gz) => println!(
-                    "    app wasm: {} KiB ({} KiB gzipped)",
-                    raw / 1024,
-                    gz / 1024
-                ),
-                None => println!("    app wasm: {} KiB", raw / 1024),
-            }
+    let mut modules: Vec<(String, PathBuf)> = entries
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .filter(|(name, _)| name.ends_with(".wasm"))
+        .collect();
+    modules.sort();
+    let kib = |(raw, gz): (u64, u64)| format!("{} KiB ({} KiB gzipped)", raw / 1024, gz / 1024);
+    let (mut chunks, mut chunk_raw, mut chunk_gz) = (0, 0, 0);
+    for (name, path) in &modules {
+        if name.starts_with("glassbox-app") {
+            println!(
+                "    app wasm, main module (first load): {}",
+                kib(sizes(path))
+            );
+        } else if let Some(route) = name.strip_prefix("split___") {
+            let route = route.split("_view_").next().unwrap_or(route);
+            println!(
+                "    lazily loaded route module `{route}`: {}",
+                kib(sizes(path))
+            );
+        } else {
+            let (raw, gz) = sizes(path);
+            chunks += 1;
+            chunk_raw += raw;
+            chunk_gz += gz;
         }
+    }
+    if chunks > 0 {
+        println!(
+            "    {chunks} chunks shared by routes: {}",
+            kib((chunk_raw, chunk_gz))
+        );
     }
 }
 

@@ -85,6 +85,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     phases.run("install: wasm-bindgen-cli", install::ensure_wasm_bindgen)?;
     phases.run("install: trunk", install::ensure_trunk)?;
     phases.run("install: wasm-opt", install::ensure_wasm_opt)?;
+    phases.run("install: wasm-split-cli", install::ensure_wasm_split)?;
     phases.run("build app (trunk --release --offline)", || {
         install::build_app(&root)
     })?;

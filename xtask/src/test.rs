@@ -61,6 +61,7 @@ pub fn test(args: &[String]) -> Result<(), String> {
     phases.run("install: wasm-bindgen-cli", install::ensure_wasm_bindgen)?;
     phases.run("install: trunk", install::ensure_trunk)?;
     phases.run("install: wasm-opt", install::ensure_wasm_opt)?;
+    phases.run("install: wasm-split-cli", install::ensure_wasm_split)?;
     if browser {
         phases.run("install: chromium + chromedriver", install::ensure_chromium)?;
     }
