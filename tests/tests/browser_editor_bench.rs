@@ -11,6 +11,7 @@
 
 use fantoccini::Locator;
 use glassbox_tests::harness::{app_and_browser_flags, http, json};
+use glassbox_tests::ui::count;
 use serde_json::{json, Value};
 
 const NODES: usize = 1000;
@@ -152,11 +153,7 @@ async fn editor_with_1000_nodes_renders_and_drags() {
             .ok_or("fit time")?;
         // Zoomed out that far, nodes are compact boxes (no labels, no handles).
         let fit_detail = attr(&c, "[data-testid=canvas]", "data-detail").await?;
-        let fit_labels = c
-            .find_all(Locator::Css("[data-node] .node-label, [data-node] .handle"))
-            .await
-            .map_err(|e| e.to_string())?
-            .len();
+        let fit_labels = count(&c, "[data-node] .node-label, [data-node] .handle").await?;
         let mid = attr(&c, "[data-node=n41]", "data-x").await?;
         let fit_drag = c
             .execute_async(DRAG_JS, vec![])
@@ -172,11 +169,7 @@ async fn editor_with_1000_nodes_renders_and_drags() {
             zoom_in.click().await.map_err(|e| e.to_string())?;
         }
         let near_detail = attr(&c, "[data-testid=canvas]", "data-detail").await?;
-        let near_labels = c
-            .find_all(Locator::Css("[data-node] .node-label"))
-            .await
-            .map_err(|e| e.to_string())?
-            .len();
+        let near_labels = count(&c, "[data-node] .node-label").await?;
         let near_drawn: usize = attr(&c, "[data-testid=canvas]", "data-drawn")
             .await?
             .parse()
