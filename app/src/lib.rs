@@ -18,35 +18,52 @@ pub mod widgets;
 
 use leptos::prelude::*;
 use leptos_router::components::{Route, Router, Routes, A};
-use leptos_router::{lazy_route, path, Lazy, LazyRoute};
+use leptos_router::{path, Lazy, LazyRoute};
 
 /// A route whose page is loaded on its first visit, from a wasm module of
 /// its own (split from the app's by `cargo xtask split-wasm`, Trunk's
 /// post-build hook): the first load fetches only the shell and the pages
-/// every visit needs.
+/// every visit needs. `$module` names the split point and its file
+/// (`split_<module>.wasm`). A module that cannot be fetched shows as an
+/// error on the page; opening the page again tries again.
 macro_rules! lazy_page {
-    ($route:ident, $page:path) => {
+    ($route:ident, $module:ident, $page:path, $what:literal) => {
+        #[leptos::wasm_split::wasm_split($module, wasm_split_path = ::leptos::wasm_split, fallible)]
+        fn $module() -> Result<AnyView, leptos::wasm_split::SplitLoaderError> {
+            Ok(view! { <$page /> }.into_any())
+        }
+
         #[derive(Debug)]
         struct $route;
 
-        #[lazy_route]
         impl LazyRoute for $route {
             fn data() -> Self {
                 Self
             }
 
-            fn view(_this: Self) -> AnyView {
-                view! { <$page /> }.into_any()
+            async fn view(_this: Self) -> AnyView {
+                $module().await.unwrap_or_else(|_| page_unavailable($what))
             }
         }
     };
 }
 
-lazy_page!(EditorRoute, pages::EditorPage);
-lazy_page!(RunsRoute, pages::Runs);
-lazy_page!(RunRoute, pages::RunPage);
-lazy_page!(TraceRoute, pages::TracePage);
-lazy_page!(ToolsRoute, pages::Tools);
+/// What a lazy page shows when its module cannot be fetched.
+fn page_unavailable(what: &'static str) -> AnyView {
+    view! {
+        <p class="error" role="alert" data-testid="page-unavailable">
+            "The " {what} " page could not be loaded from the server. "
+            "Check the connection, then open the page again."
+        </p>
+    }
+    .into_any()
+}
+
+lazy_page!(EditorRoute, editor_page, pages::EditorPage, "editor");
+lazy_page!(RunsRoute, runs_page, pages::Runs, "runs");
+lazy_page!(RunRoute, run_page, pages::RunPage, "run");
+lazy_page!(TraceRoute, trace_page, pages::TracePage, "trace");
+lazy_page!(ToolsRoute, tools_page, pages::Tools, "tools");
 
 /// The root component: navigation and the client-side routes.
 #[component]

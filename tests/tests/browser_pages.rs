@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use glassbox_tests::harness::{app_and_browser_with, wait_for_text, Browser, Server};
+use glassbox_tests::harness::{
+    app_and_browser_with, browser_tests_enabled, built_app_dir, wait_for_text, Browser, Server,
+};
 use glassbox_tests::ui::{appear, click, count, find, text_or_empty, wait_until};
 use serde_json::{json, Value};
 
@@ -421,4 +423,61 @@ async fn a_truncated_output_opens_in_the_drawer_with_its_full_payload_a_click_aw
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     assert!(bytes > 1024, "{note}");
+}
+
+/// A lazily loaded page whose module the server cannot send says so on the
+/// page, and the rest of the app keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_whose_module_cannot_be_fetched_says_so() {
+    if !browser_tests_enabled() {
+        return;
+    }
+    // The built app without the editor's module.
+    let dist = built_app_dir().expect("built app");
+    let broken = tempfile::tempdir().expect("tmp");
+    let mut removed = 0;
+    for entry in std::fs::read_dir(&dist).expect("dist").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "split_editor_page.wasm" {
+            removed += 1;
+        } else if entry.path().is_file() {
+            std::fs::copy(entry.path(), broken.path().join(&name)).expect("copy");
+        }
+    }
+    assert_eq!(removed, 1, "the build has the editor's own module");
+    let data_dir = tempfile::tempdir().expect("tmp");
+    let server = Server::start_in(data_dir, Some(broken.path()), &[]).expect("server starts");
+    let browser = Browser::start_with(&[]).await.expect("browser starts");
+    let c = browser.client.clone();
+    let outcome = async {
+        let token = browser.sign_in(&server).await?;
+        let workflow = one_call_workflow(
+            "unreachable",
+            "Editor out of reach",
+            "calculator@1.0.0",
+            json!({"expression": "1+1"}),
+            "2",
+        );
+        let wf = server.create_workflow(&token, &workflow);
+        browser
+            .open(&format!("{}/workflows/{wf}", server.url))
+            .await?;
+        let message = wait_for_text(
+            &c,
+            "[data-testid=page-unavailable]",
+            Duration::from_secs(10),
+        )
+        .await?;
+        // Another lazy page still opens.
+        browser.open(&format!("{}/tools", server.url)).await?;
+        appear(&c, "[data-testid=registry] [data-tool='calculator@1.0.0']").await?;
+        Ok::<_, String>(message)
+    }
+    .await;
+    browser.close().await;
+    let message = outcome.expect("the app reports the missing page");
+    assert!(
+        message.contains("editor page could not be loaded"),
+        "{message}"
+    );
 }

@@ -219,8 +219,10 @@ fn report_wasm_size(dist: &Path) {
                 "    app wasm, main module (first load): {}",
                 kib(sizes(path))
             );
-        } else if let Some(route) = name.strip_prefix("split___") {
-            let route = route.split("_view_").next().unwrap_or(route);
+        } else if let Some(route) = name
+            .strip_prefix("split_")
+            .and_then(|n| n.strip_suffix(".wasm"))
+        {
             println!(
                 "    lazily loaded route module `{route}`: {}",
                 kib(sizes(path))
