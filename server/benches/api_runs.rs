@@ -68,18 +68,6 @@ async fn call(
 
 type Sleep = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
-/// A sleep on the timer the scripted provider uses (see
-/// `node_runtime::model::scripted`): a timerfd on Linux.
-async fn precise_sleep(d: Duration) {
-    #[cfg(target_os = "linux")]
-    if let Ok(delay) = tokio_timerfd::Delay::new(Instant::now() + d) {
-        if delay.await.is_ok() {
-            return;
-        }
-    }
-    tokio::time::sleep(d).await;
-}
-
 /// `RUNS` tasks of two `TURN_MS` sleeps each, `ROUNDS` times: each task's
 /// time beyond the ideal, sorted.
 async fn peer(sleep: fn(Duration) -> Sleep) -> Vec<f64> {
@@ -238,7 +226,7 @@ fn main() {
         // runtime, started as fast as a loop can, with the scripted
         // provider's timer (a timerfd on Linux) and with tokio's. Their added
         // latency is the timer's and scheduler's floor.
-        let peer_precise = peer(|d| Box::pin(precise_sleep(d))).await;
+        let peer_precise = peer(|d| Box::pin(node_runtime::model::scripted::wait(d))).await;
         let peer_tokio = peer(|d| Box::pin(tokio::time::sleep(d))).await;
         println!(
             "  peer (bare sleeps on the scripted provider's timer, no server): p50 {:.2} ms, p99 {:.2} ms; the server adds p50 {:.2} ms, p99 {:.2} ms over it",

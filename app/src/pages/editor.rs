@@ -421,12 +421,13 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         Some(Drag::Wire { from, .. }) => Some(from),
         _ => None,
     });
-    // One view per node, keyed by id and the editor's structure epoch: a
-    // node's box and handles are built once per structure change, and a
-    // drag only updates the transforms (and the paths of edges).
     // Full detail or compact boxes (see `geometry::DETAIL_ZOOM`): changes
     // only when the zoom crosses the threshold.
     let detailed = Memo::new(move |_| cam.with(View::detailed));
+    // One view per node, keyed by id, the editor's structure epoch and the
+    // detail level: a node's box and handles are built once per structure
+    // change (or zoom across the threshold), and a drag only updates the
+    // transforms (and the paths of edges).
     let node_keys = move || {
         let shown = shown.get();
         // A structure change rebuilds the views even when the set in view is the same.

@@ -160,7 +160,7 @@ impl ChatModel for ScriptedModel {
 /// timeouts, which adds 1-2 ms to every scripted turn. Elsewhere, or when
 /// no timerfd can be made (no file descriptors left), tokio's timer. (On
 /// Linux a paused tokio test clock does not shorten the wait.)
-async fn wait(latency: Duration) {
+pub async fn wait(latency: Duration) {
     let deadline = std::time::Instant::now() + latency;
     #[cfg(target_os = "linux")]
     if let Ok(delay) = tokio_timerfd::Delay::new(deadline) {
