@@ -125,9 +125,7 @@ pub fn ensure_wasm_split() -> Result<(), String> {
         println!("    wasm-split-cli {WASM_SPLIT_VERSION}: present");
         return Ok(());
     }
-    println!(
-        "    wasm_split_cli_support {WASM_SPLIT_VERSION}: installing (about 2 minutes on 2 cores)"
-    );
+    println!("    wasm_split_cli_support {WASM_SPLIT_VERSION}: installing (about 40 s on 2 cores)");
     run_cmd(cargo().args([
         "install",
         "wasm_split_cli_support",

@@ -35,6 +35,13 @@ const WASM_OPT_FEATURES: &[&str] = &[
     "--enable-mutable-globals",
 ];
 
+/// Runs one of the pinned tools; a missing one says how to install it.
+fn tool(cmd: &mut Command) -> Result<(), String> {
+    run_cmd(cmd).map_err(|e| {
+        format!("{e} (`cargo xtask run` installs the pinned tools the app's build needs)")
+    })
+}
+
 fn env_path(name: &str) -> Result<PathBuf, String> {
     std::env::var_os(name).map(PathBuf::from).ok_or_else(|| {
         format!("{name} is not set: `cargo xtask split-wasm` is Trunk's post-build hook (run `trunk build`)")
@@ -79,14 +86,14 @@ pub fn split_wasm() -> Result<(), String> {
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
 
     // 1. Split. The loader imports `initSync` from Trunk's glue name.
-    run_cmd(
+    tool(
         Command::new("wasm-split-cli")
             .args(["--target", "web", "--out-name", &stem])
             .arg(&linked)
             .arg(&work),
     )?;
     // 2. Bind the main module in place of Trunk's.
-    run_cmd(
+    tool(
         Command::new("wasm-bindgen")
             .args(["--target", "web", "--no-typescript", "--keep-lld-exports"])
             .arg("--out-dir")
@@ -110,7 +117,7 @@ pub fn split_wasm() -> Result<(), String> {
     }
     if release {
         for module in &modules {
-            run_cmd(
+            tool(
                 Command::new("wasm-opt")
                     .arg("-Oz")
                     .args(WASM_OPT_FEATURES)
