@@ -1,5 +1,6 @@
 //! Serves the built browser app (Trunk's `dist/`) with a fallback to
-//! `index.html` for client-side routes.
+//! `index.html` for client-side routes (paths whose last segment has no
+//! extension; a missing file is a 404).
 //!
 //! When the app has not been built, every non-API path answers with a short
 //! page that says how to build it; the API keeps working either way.
@@ -43,8 +44,20 @@ pub fn service(
             if !index.is_file() {
                 return Ok(not_built());
             }
-            let serve = ServeDir::new(&dir).fallback(ServeFile::new(index));
-            match serve.oneshot(req).await {
+            // A missing file (a name with an extension: a route module,
+            // a stale hashed asset) is a 404, so its loader fails plainly
+            // instead of receiving index.html; any other path is a client
+            // route.
+            let file_name = req.uri().path().rsplit('/').next().unwrap_or_default();
+            let res = if file_name.contains('.') {
+                ServeDir::new(&dir).oneshot(req).await
+            } else {
+                ServeDir::new(&dir)
+                    .fallback(ServeFile::new(index))
+                    .oneshot(req)
+                    .await
+            };
+            match res {
                 Ok(res) => Ok(res.map(Body::new)),
                 Err(err) => match err {},
             }

@@ -100,6 +100,11 @@ async fn built_app_is_served_with_spa_fallback() {
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains("APP-INDEX"));
 
+    // A file that is not there is a 404, not the app's page.
+    let (status, _, body) = get(&state, "/split_editor_page.wasm").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(!body.contains("APP-INDEX"));
+
     // The API is never shadowed by the app.
     let (status, _, _) = get(&state, "/api/v1/workflows-that-do-not-exist").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
