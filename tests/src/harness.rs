@@ -329,6 +329,25 @@ fn find_program(env: &str, candidates: &[&str]) -> Result<PathBuf, String> {
         })
 }
 
+/// chromedriver's command that returns (and clears) the browser's console
+/// log, which `goog:loggingPrefs` asks it to keep; W3C WebDriver has none.
+#[derive(Debug)]
+struct BrowserLog;
+
+impl fantoccini::wd::WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(
+        &self,
+        base: &url::Url,
+        session: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base.join(&format!("session/{}/se/log", session.unwrap_or_default()))
+    }
+
+    fn method_and_body(&self, _url: &url::Url) -> (http::Method, Option<String>) {
+        (http::Method::POST, Some(r#"{"type":"browser"}"#.into()))
+    }
+}
+
 /// chromedriver plus one WebDriver session with headless Chromium.
 pub struct Browser {
     pub client: fantoccini::Client,
@@ -374,6 +393,11 @@ impl Browser {
         caps.insert(
             "goog:chromeOptions".into(),
             serde_json::json!({ "binary": chromium, "args": args }),
+        );
+        // Keep the console, so `close` can check that the app logged no error.
+        caps.insert(
+            "goog:loggingPrefs".into(),
+            serde_json::json!({ "browser": "ALL" }),
         );
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
         let client = fantoccini::ClientBuilder::new(connector)
@@ -428,9 +452,52 @@ impl Browser {
             .ok_or_else(|| "no session in localStorage after signing in".to_string())
     }
 
-    /// Ends the WebDriver session (Chromium exits); chromedriver is killed on drop.
+    /// The errors the pages logged to the console since the last call:
+    /// uncaught exceptions, wasm traps, `console.error`. A response with an
+    /// error status the app handles (a 409 on a stale save, say) is logged
+    /// by Chromium as "Failed to load resource"; those are left out.
+    pub async fn console_errors(&self) -> Result<Vec<String>, String> {
+        let log = self
+            .client
+            .issue_cmd(BrowserLog)
+            .await
+            .map_err(|e| format!("cannot read the browser log: {e}"))?;
+        Ok(log
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|entry| entry["level"] == "SEVERE")
+            .filter_map(|entry| entry["message"].as_str())
+            .filter(|message| !message.contains("Failed to load resource"))
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Ends the WebDriver session (Chromium exits); chromedriver is killed
+    /// on drop. Panics if a page logged an error to the console (see
+    /// [`Browser::console_errors`]); a test that provokes one on purpose
+    /// uses [`Browser::close_after_console_errors`].
     pub async fn close(self) {
+        let errors = self.console_errors().await;
         let _ = self.client.close().await;
+        match errors {
+            Ok(errors) if !errors.is_empty() => {
+                panic!(
+                    "the app logged errors to the console:\n{}",
+                    errors.join("\n")
+                )
+            }
+            Ok(_) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// [`Browser::close`] for a test that makes the app log errors on
+    /// purpose: returns them.
+    pub async fn close_after_console_errors(self) -> Vec<String> {
+        let errors = self.console_errors().await.unwrap_or_default();
+        let _ = self.client.close().await;
+        errors
     }
 }
 

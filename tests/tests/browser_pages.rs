@@ -474,8 +474,13 @@ async fn a_page_whose_module_cannot_be_fetched_says_so() {
         Ok::<_, String>(message)
     }
     .await;
-    browser.close().await;
+    // The failed fetch is logged (by the module loader) and nothing else.
+    let logged = browser.close_after_console_errors().await;
     let message = outcome.expect("the app reports the missing page");
+    assert!(
+        logged.len() == 1 && logged[0].contains("__wasm_split.js"),
+        "the loader logs the failed fetch, and nothing else is logged: {logged:?}"
+    );
     assert!(
         message.contains("editor page could not be loaded"),
         "{message}"
