@@ -57,10 +57,18 @@ pub fn service(
                     .oneshot(req)
                     .await
             };
-            match res {
-                Ok(res) => Ok(res.map(Body::new)),
+            let mut res = match res {
+                Ok(res) => res.map(Body::new),
                 Err(err) => match err {},
-            }
+            };
+            // Revalidated on every use (a 304 when unchanged): the loader and
+            // the route modules keep their names across builds, and a stale
+            // one beside a new main module would break the app.
+            res.headers_mut().insert(
+                header::CACHE_CONTROL,
+                header::HeaderValue::from_static("no-cache"),
+            );
+            Ok(res)
         }
     })
 }

@@ -23,24 +23,30 @@ async fn state(static_dir: Option<std::path::PathBuf>) -> (AppState, tempfile::T
     (AppState::new(db, config).expect("state"), dir)
 }
 
-async fn get(state: &AppState, path: &str) -> (StatusCode, String, String) {
+/// A GET through the router: status, headers and body.
+async fn fetch(state: &AppState, path: &str) -> (StatusCode, axum::http::HeaderMap, String) {
     let res = app(state.clone())
         .oneshot(Request::get(path).body(Body::empty()).expect("request"))
         .await
         .expect("infallible");
-    let status = res.status();
-    let content_type = res
-        .headers()
+    let (parts, body) = res.into_parts();
+    let body = body.collect().await.expect("body").to_bytes();
+    (
+        parts.status,
+        parts.headers,
+        String::from_utf8_lossy(&body).into_owned(),
+    )
+}
+
+/// [`fetch`] with only the content type of the headers.
+async fn get(state: &AppState, path: &str) -> (StatusCode, String, String) {
+    let (status, headers, body) = fetch(state, path).await;
+    let content_type = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    let body = res.into_body().collect().await.expect("body").to_bytes();
-    (
-        status,
-        content_type,
-        String::from_utf8_lossy(&body).into_owned(),
-    )
+    (status, content_type, body)
 }
 
 #[tokio::test]
@@ -92,6 +98,11 @@ async fn built_app_is_served_with_spa_fallback() {
 
     let (status, content_type, body) = get(&state, "/app.js").await;
     assert_eq!(status, StatusCode::OK);
+    let (_, headers, _) = fetch(&state, "/app.js").await;
+    assert_eq!(
+        headers["cache-control"], "no-cache",
+        "revalidated on every use"
+    );
     assert!(content_type.contains("javascript"), "{content_type}");
     assert_eq!(body, "console.log(1)");
 
