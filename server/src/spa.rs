@@ -1,6 +1,7 @@
 //! Serves the built browser app (Trunk's `dist/`) with a fallback to
 //! `index.html` for client-side routes (paths whose last segment has no
-//! extension; a missing file is a 404).
+//! extension; a missing file is a 404). Every file is revalidated on use
+//! (`Cache-Control: no-cache`).
 //!
 //! When the app has not been built, every non-API path answers with a short
 //! page that says how to build it; the API keeps working either way.
