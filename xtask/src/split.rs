@@ -81,7 +81,8 @@ pub fn split_wasm() -> Result<(), String> {
         return Err(format!("no linked app module at {}", linked.display()));
     }
     let stem = glue_stem(&staging)?;
-    let work = target_dir(&root).join("wasm-split");
+    // One work dir per profile, so a debug and a release build do not meet.
+    let work = target_dir(&root).join("wasm-split").join(profile);
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
 
