@@ -51,21 +51,10 @@ struct LiveRun {
 /// recorded yet.
 fn new_run_row(run_id: &str, workspace_id: &str, workflow: &Workflow) -> RunRow {
     RunRow {
-        id: run_id.into(),
-        workspace_id: workspace_id.into(),
         workflow_id: Some(workflow.id.clone()),
         workflow_revision: Some(workflow.revision as i64),
-        kind: "run".into(),
-        replay_of: None,
-        status: "queued".into(),
-        trigger_kind: "api".into(),
-        inputs: "{}".into(),
-        outputs: None,
-        error: None,
-        record: None,
-        created_at: now(),
-        finished_at: None,
         trace_id: Some(crate::trace::trace_id(run_id)),
+        ..RunRow::queued(run_id, workspace_id)
     }
 }
 

@@ -19,21 +19,11 @@ fn workflow(id: &str, name: &str) -> Workflow {
 
 fn run_row(id: &str, ws: &str, wf: Option<&str>, status: &str) -> RunRow {
     RunRow {
-        id: id.into(),
-        workspace_id: ws.into(),
         workflow_id: wf.map(str::to_string),
         workflow_revision: Some(1),
-        kind: "run".into(),
-        replay_of: None,
         status: status.into(),
-        trigger_kind: "api".into(),
-        inputs: "{}".into(),
-        outputs: None,
-        error: None,
-        record: None,
-        created_at: now(),
-        finished_at: None,
         trace_id: Some(format!("{id:0>32}")),
+        ..RunRow::queued(id, ws)
     }
 }
 

@@ -69,6 +69,30 @@ pub struct RunRow {
     pub trace_id: Option<String>,
 }
 
+impl RunRow {
+    /// A run just created: queued, triggered from the API with no inputs,
+    /// of no workflow yet, nothing recorded (the caller sets the rest).
+    pub fn queued(id: &str, workspace_id: &str) -> Self {
+        RunRow {
+            id: id.into(),
+            workspace_id: workspace_id.into(),
+            workflow_id: None,
+            workflow_revision: None,
+            kind: "run".into(),
+            replay_of: None,
+            status: "queued".into(),
+            trigger_kind: "api".into(),
+            inputs: "{}".into(),
+            outputs: None,
+            error: None,
+            record: None,
+            created_at: now(),
+            finished_at: None,
+            trace_id: None,
+        }
+    }
+}
+
 /// One node of a finished run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct NodeRunRow {
