@@ -478,9 +478,7 @@ impl Browser {
     /// [`Browser::console_errors`]); a test that provokes one on purpose
     /// uses [`Browser::close_after_console_errors`].
     pub async fn close(self) {
-        let errors = self.console_errors().await;
-        let _ = self.client.close().await;
-        match errors {
+        match self.end().await {
             Ok(errors) if !errors.is_empty() => {
                 panic!(
                     "the app logged errors to the console:\n{}",
@@ -495,7 +493,12 @@ impl Browser {
     /// [`Browser::close`] for a test that makes the app log errors on
     /// purpose: returns them.
     pub async fn close_after_console_errors(self) -> Vec<String> {
-        let errors = self.console_errors().await.unwrap_or_default();
+        self.end().await.unwrap_or_default()
+    }
+
+    /// Reads the console errors, then ends the session.
+    async fn end(self) -> Result<Vec<String>, String> {
+        let errors = self.console_errors().await;
         let _ = self.client.close().await;
         errors
     }
