@@ -6,9 +6,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::policy::Policy;
+use crate::pricing::Price;
 
 /// Which model provider an Agent Node talks to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ProviderConfig {
     /// Deterministic turns from a script (offline default).
@@ -20,16 +22,31 @@ pub enum ProviderConfig {
         /// Name of the secret holding the API key; none for local servers.
         #[serde(default)]
         api_key_secret: Option<String>,
+        /// Overrides the shipped price of `model` (`crate::pricing`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        price: Option<Price>,
     },
     /// Anthropic Messages API.
     Anthropic {
         base_url: String,
         model: String,
         api_key_secret: String,
+        /// Overrides the shipped price of `model` (`crate::pricing`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        price: Option<Price>,
     },
 }
 
 impl ProviderConfig {
+    /// The name of the secret holding this provider's API key, if any.
+    pub fn api_key_secret(&self) -> Option<&str> {
+        match self {
+            Self::Scripted { .. } => None,
+            Self::Openai { api_key_secret, .. } => api_key_secret.as_deref(),
+            Self::Anthropic { api_key_secret, .. } => Some(api_key_secret),
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Scripted { .. } => "scripted",
@@ -41,6 +58,7 @@ impl ProviderConfig {
 
 /// Sampling parameters sent with every model call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModelParams {
     #[serde(default)]
     pub temperature: Option<f64>,
@@ -63,6 +81,7 @@ impl Default for ModelParams {
 
 /// Everything an Agent Node run needs besides its inputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentConfig {
     #[serde(default)]
     pub system_prompt: String,

@@ -13,6 +13,7 @@ use crate::error::ToolError;
 
 /// What an attachment holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum AttachmentKind {
     Blob,
@@ -23,6 +24,7 @@ pub enum AttachmentKind {
 /// A rich attachment of a call: a blob holding an oversized payload, an
 /// image or a table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Attachment {
     pub kind: AttachmentKind,
     pub url: String,
@@ -34,6 +36,7 @@ pub struct Attachment {
 
 /// The receipt of one tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolEnvelope {
     /// Deterministic id; see [`crate::call_id`].
     pub call_id: String,
@@ -96,6 +99,7 @@ impl ToolEnvelope {
 
 /// The Agent Node's output contract. No configuration changes this shape.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentOutputs {
     /// The final text answer.
     pub response: String,

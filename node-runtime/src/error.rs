@@ -8,6 +8,7 @@ use serde_json::Value;
 
 /// The nine stable error codes of a failed tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     /// Input failed JSON Schema validation.
@@ -101,6 +102,7 @@ impl ErrorClass {
 /// The structured error of a failed tool call. Every key is always present
 /// in JSON (`details` and `retry_after_s` are null when empty).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[error("{code}: {message}")]
 pub struct ToolError {
     pub code: ErrorCode,

@@ -13,6 +13,7 @@ use crate::tool_spec::{Lifecycle, SideEffects, ToolSpec};
 
 /// The limits and rules of one Agent Node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Policy {
     /// The allow-list: tool names (`calculator`) or exact refs
     /// (`calculator@1.0.0`). Anything else is POLICY_DENIED, never executed.

@@ -20,6 +20,7 @@ pub enum ToolCategory {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
 )]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SideEffects {
     /// A pure function.
@@ -53,6 +54,35 @@ pub enum Lifecycle {
     Deprecated,
     /// Not discoverable; executing it is POLICY_DENIED.
     Blocked,
+}
+
+/// The snake_case word each of these enums serializes as, for display.
+macro_rules! words {
+    ($($ty:ident { $($variant:ident => $word:literal),+ $(,)? })+) => {
+        $(
+            impl $ty {
+                /// The word this value serializes as.
+                pub const fn as_str(self) -> &'static str {
+                    match self {
+                        $($ty::$variant => $word),+
+                    }
+                }
+            }
+
+            impl std::fmt::Display for $ty {
+                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str(self.as_str())
+                }
+            }
+        )+
+    };
+}
+
+words! {
+    ToolCategory { Api => "api", Code => "code", Data => "data", Search => "search", Utility => "utility" }
+    SideEffects { None => "none", Reads => "reads", Writes => "writes" }
+    CachePolicy { None => "none", Ttl => "ttl", Forever => "forever" }
+    Lifecycle { Active => "active", Deprecated => "deprecated", Blocked => "blocked" }
 }
 
 /// A token-bucket rate limit: `requests` per `per_seconds`, per workspace.
@@ -161,6 +191,29 @@ mod tests {
             ToolMetadata::new(ToolCategory::Api).side_effects,
             SideEffects::Writes
         );
+    }
+
+    #[test]
+    fn words_are_the_serialized_words() {
+        let word = |v: serde_json::Value| v.as_str().expect("a word").to_string();
+        for c in [
+            ToolCategory::Api,
+            ToolCategory::Code,
+            ToolCategory::Data,
+            ToolCategory::Search,
+            ToolCategory::Utility,
+        ] {
+            assert_eq!(c.as_str(), word(serde_json::json!(c)));
+        }
+        for e in [SideEffects::None, SideEffects::Reads, SideEffects::Writes] {
+            assert_eq!(e.to_string(), word(serde_json::json!(e)));
+        }
+        for c in [CachePolicy::None, CachePolicy::Ttl, CachePolicy::Forever] {
+            assert_eq!(c.as_str(), word(serde_json::json!(c)));
+        }
+        for l in [Lifecycle::Active, Lifecycle::Deprecated, Lifecycle::Blocked] {
+            assert_eq!(l.as_str(), word(serde_json::json!(l)));
+        }
     }
 
     #[test]

@@ -635,3 +635,143 @@ async fn invalid_workflows_are_refused_with_diagnostics() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A loopback OpenAI-compatible server that answers every request with
+/// one text answer and keeps each request's head.
+async fn openai_mock() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let heads = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            let head_end = loop {
+                let n = stream.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    break None;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break Some(p + 4);
+                }
+            };
+            let Some(head_end) = head_end else { continue };
+            let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < head_end + len {
+                let n = stream.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            seen.lock().expect("lock").push(head);
+            let body = json!({"choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "hello"}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2}})
+            .to_string();
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    (url, heads)
+}
+
+fn openai_agent_workflow(base_url: &str) -> Workflow {
+    let mut agent = agent_node(true, OnMissing::Null, json!({"turns": []}));
+    if let NodeKind::Agent(config) = &mut agent {
+        config.provider = ProviderConfig::Openai {
+            base_url: base_url.into(),
+            model: "gpt-4o".into(),
+            api_key_secret: Some("OPENAI_API_KEY".into()),
+            price: None,
+        };
+        config.prompt = "Say hello".into();
+    }
+    wf(vec![node("agent", 0.0, agent)], vec![])
+}
+
+#[tokio::test]
+async fn a_providers_api_key_is_resolved_at_run_start_and_reaches_only_the_provider() {
+    let (url, heads) = openai_mock().await;
+    let workflow = openai_agent_workflow(&url);
+    let env = node_runtime::model::ModelEnv {
+        egress: node_runtime::model::Egress::with_allow_hosts(vec!["127.0.0.1".into()]),
+        ..Default::default()
+    };
+
+    // Missing in every scope: the run fails before any model call.
+    let (mut services, _blobs) = services(Arc::new(MemoryPinHistory::default()));
+    services.models = Arc::new(ProviderModels(env.clone()));
+    let err = run_workflow(
+        &services,
+        &workflow,
+        "r1",
+        Map::new(),
+        &VecWorkflowSink::default(),
+        CancellationToken::new(),
+    )
+    .await
+    .expect_err("no key");
+    let message = err.to_string();
+    assert!(message.starts_with("AUTH_REQUIRED"), "{message}");
+    assert!(
+        message.contains("OPENAI_API_KEY") && message.contains("workspace"),
+        "{message}"
+    );
+    assert!(
+        heads.lock().expect("lock").is_empty(),
+        "the provider was called"
+    );
+
+    // Set for the workspace: the provider sees it as a bearer token.
+    let mut secrets = MemorySecrets::new();
+    secrets.set(
+        node_runtime::secrets::SecretScope::Workspace,
+        "ws",
+        "OPENAI_API_KEY",
+        "sk-canary-7f3a9",
+    );
+    services.executor = Arc::new(Executor::new(
+        ExecutorConfig::default(),
+        Arc::new(secrets),
+        Arc::new(FsBlobStore::new(_blobs.path())),
+    ));
+    let sink = VecWorkflowSink::default();
+    let run = run_workflow(
+        &services,
+        &workflow,
+        "r2",
+        Map::new(),
+        &sink,
+        CancellationToken::new(),
+    )
+    .await
+    .expect("runs");
+    assert_eq!(run.outcome, RunOutcome::Succeeded, "{:?}", run.nodes);
+    assert_eq!(run.nodes["agent"].outputs["response"], json!("hello"));
+    let heads = heads.lock().expect("lock").clone();
+    assert_eq!(heads.len(), 1);
+    assert!(
+        heads[0].contains("authorization: bearer sk-canary-7f3a9"),
+        "{}",
+        heads[0]
+    );
+    let recorded = serde_json::to_string(&run.nodes).expect("records") + &format!("{:?}", sink.0);
+    assert!(
+        !recorded.contains("sk-canary-7f3a9"),
+        "the key leaked into the run's records"
+    );
+}

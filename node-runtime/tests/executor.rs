@@ -628,7 +628,7 @@ async fn builtin_tools_reject_bad_input() {
         .run(
             &scope,
             "http_request",
-            json!({"url": "http://example.com", "method": "TRACE"}),
+            json!({"url": "http://127.0.0.1:9/", "method": "TRACE"}),
         )
         .await;
     assert_eq!(code(&e), Some(ErrorCode::PolicyDenied));

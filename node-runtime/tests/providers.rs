@@ -16,8 +16,8 @@ use node_runtime::model::anthropic::AnthropicModel;
 use node_runtime::model::openai::OpenAiModel;
 use node_runtime::model::schema::{violations, Strictness};
 use node_runtime::model::{
-    build_model, ChatModel, ChatRequest, Message, ModelError, RetryPolicy, StopReason,
-    ToolDefinition,
+    build_model, ChatModel, ChatRequest, Egress, Message, ModelEnv, ModelError, RetryPolicy,
+    StopReason, ToolDefinition,
 };
 use node_runtime::policy::Policy;
 use node_runtime::secrets::{MemorySecrets, SecretOwner, SecretValue};
@@ -136,11 +136,15 @@ impl MockServer {
     }
 }
 
-fn fast_retry() -> RetryPolicy {
-    RetryPolicy {
-        max_attempts: 4,
-        base_delay: Duration::from_millis(10),
-        max_delay: Duration::from_secs(5),
+/// Quick retries, and the egress guard opened for the loopback mocks only.
+fn fast_env() -> ModelEnv {
+    ModelEnv {
+        retry: RetryPolicy {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(10),
+            max_delay: Duration::from_secs(5),
+        },
+        egress: Egress::with_allow_hosts(vec!["127.0.0.1".into()]),
     }
 }
 
@@ -188,7 +192,7 @@ async fn openai_parallel_calls_and_tool_result_round_trip() {
         &format!("{}/v1", server.url),
         "gpt-4o",
         Some(SecretValue::new("sk-test")),
-        fast_retry(),
+        &fast_env(),
     )
     .expect("model");
     let first = model
@@ -259,7 +263,7 @@ async fn openai_429_is_retried_after_retry_after() {
         (200, vec![], openai_text("ok")),
     ])
     .await;
-    let model = OpenAiModel::new(&server.url, "m", None, fast_retry()).expect("model");
+    let model = OpenAiModel::new(&server.url, "m", None, &fast_env()).expect("model");
     let start = Instant::now();
     let r = model
         .complete(&request(vec![Message::User { text: "hi".into() }]))
@@ -283,7 +287,7 @@ async fn openai_5xx_retries_are_bounded_and_4xx_carry_the_message() {
         (200, vec![], openai_text("fine")),
     ])
     .await;
-    let model = OpenAiModel::new(&server.url, "m", None, fast_retry()).expect("model");
+    let model = OpenAiModel::new(&server.url, "m", None, &fast_env()).expect("model");
     assert_eq!(
         model
             .complete(&request(vec![Message::User { text: "x".into() }]))
@@ -294,7 +298,7 @@ async fn openai_5xx_retries_are_bounded_and_4xx_carry_the_message() {
     );
 
     let server = MockServer::start(vec![(500, vec![], boom.clone()); 4]).await;
-    let model = OpenAiModel::new(&server.url, "m", None, fast_retry()).expect("model");
+    let model = OpenAiModel::new(&server.url, "m", None, &fast_env()).expect("model");
     let err = model
         .complete(&request(vec![Message::User { text: "x".into() }]))
         .await
@@ -307,7 +311,7 @@ async fn openai_5xx_retries_are_bounded_and_4xx_carry_the_message() {
 
     let bad = json!({"error": {"message": "Invalid schema for function 'calculator'", "type": "invalid_request_error"}}).to_string();
     let server = MockServer::start(vec![(400, vec![], bad)]).await;
-    let model = OpenAiModel::new(&server.url, "m", None, fast_retry()).expect("model");
+    let model = OpenAiModel::new(&server.url, "m", None, &fast_env()).expect("model");
     let err = model
         .complete(&request(vec![Message::User { text: "x".into() }]))
         .await
@@ -331,7 +335,7 @@ async fn malformed_bodies_are_clear_errors() {
         "{\"choices\": [{\"message\": {\"tool_calls\": [{\"function\": {}}]}}]}",
     ] {
         let server = MockServer::start(vec![(200, vec![], body.to_string())]).await;
-        let model = OpenAiModel::new(&server.url, "m", None, fast_retry()).expect("model");
+        let model = OpenAiModel::new(&server.url, "m", None, &fast_env()).expect("model");
         let err = model
             .complete(&request(vec![Message::User { text: "x".into() }]))
             .await
@@ -348,7 +352,7 @@ async fn malformed_bodies_are_clear_errors() {
         );
     }
     let server = MockServer::start(vec![(200, vec![], "{\"type\": \"message\"}".into())]).await;
-    let model = AnthropicModel::new(&server.url, "claude", SecretValue::new("k"), fast_retry())
+    let model = AnthropicModel::new(&server.url, "claude", SecretValue::new("k"), &fast_env())
         .expect("model");
     let err = model
         .complete(&request(vec![Message::User { text: "x".into() }]))
@@ -384,7 +388,7 @@ async fn anthropic_tool_use_and_tool_result_blocks() {
         &server.url,
         "claude-sonnet-4-5",
         SecretValue::new("sk-ant"),
-        fast_retry(),
+        &fast_env(),
     )
     .expect("model");
     let r = model
@@ -470,8 +474,9 @@ async fn the_loop_runs_over_the_openai_adapter() {
         base_url: server.url.clone(),
         model: "gpt-4o".into(),
         api_key_secret: None,
+        price: None,
     };
-    let model = build_model(&provider, None, fast_retry()).expect("factory");
+    let model = build_model(&provider, None, &fast_env()).expect("factory");
     let config = AgentConfig {
         system_prompt: String::new(),
         user_prompt: "1+1 and 2+2?".into(),
@@ -532,12 +537,12 @@ fn every_builtin_schema_passes_every_adapters_normalizer() {
         .map(|t| ToolDefinition::from_spec(&t.spec))
         .collect();
     assert!(defs.len() >= 7);
-    let openai = OpenAiModel::new("http://127.0.0.1:9", "m", None, fast_retry()).expect("model");
+    let openai = OpenAiModel::new("http://127.0.0.1:9", "m", None, &fast_env()).expect("model");
     let anthropic = AnthropicModel::new(
         "http://127.0.0.1:9",
         "m",
         SecretValue::new("k"),
-        fast_retry(),
+        &fast_env(),
     )
     .expect("model");
     let scripted = node_runtime::model::scripted::ScriptedModel::from_json(&json!({"turns": []}))
@@ -579,4 +584,117 @@ fn every_builtin_schema_passes_every_adapters_normalizer() {
             assert_eq!(&serde_json::from_str::<Value>(&text).expect("parse"), sent);
         }
     }
+}
+
+#[tokio::test]
+async fn retry_after_as_an_http_date_is_honoured() {
+    let server = MockServer::start(vec![
+        (
+            429,
+            vec![("retry-after", "Fri, 31 Dec 2100 23:59:59 GMT")],
+            "{}".into(),
+        ),
+        (200, vec![], openai_text("ok")),
+    ])
+    .await;
+    // The date is far off: the wait is the policy's longest, not the 10 ms
+    // backoff.
+    let mut env = fast_env();
+    env.retry.max_delay = Duration::from_secs(1);
+    let model = OpenAiModel::new(&server.url, "m", None, &env).expect("model");
+    let start = Instant::now();
+    let r = model
+        .complete(&request(vec![Message::User { text: "hi".into() }]))
+        .await
+        .expect("succeeds on retry");
+    assert_eq!(r.text, "ok");
+    assert!(
+        start.elapsed() >= Duration::from_millis(950),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_loopback_base_url_is_refused_unless_allow_listed_and_nothing_is_sent() {
+    let server = MockServer::start(vec![(200, vec![], openai_text("ok")); 4]).await;
+    let port = server.url.rsplit(':').next().expect("port").to_string();
+    for url in [
+        server.url.clone(),
+        format!("http://[::ffff:127.0.0.1]:{port}"),
+        format!("http://2130706433:{port}"),
+        format!("http://localhost:{port}"),
+    ] {
+        let model = OpenAiModel::new(&url, "m", None, &ModelEnv::default()).expect("model");
+        let err = model
+            .complete(&request(vec![Message::User { text: "hi".into() }]))
+            .await
+            .expect_err("refused");
+        assert!(matches!(err, ModelError::Refused { .. }), "{url}: {err:?}");
+        assert!(
+            err.to_string().contains("refusing to connect"),
+            "{url}: {err}"
+        );
+    }
+    assert!(
+        server.requests().is_empty(),
+        "a refused URL reached the mock"
+    );
+    // Allow-listed, the same mock answers.
+    let model = OpenAiModel::new(&server.url, "m", None, &fast_env()).expect("model");
+    assert!(model
+        .complete(&request(vec![Message::User { text: "hi".into() }]))
+        .await
+        .is_ok());
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_answer_over_the_size_cap_fails_the_call() {
+    let big = openai_text(&"x".repeat(4096));
+    let server = MockServer::start(vec![(200, vec![], big)]).await;
+    let mut env = fast_env();
+    env.egress.max_response_bytes = 1024;
+    let model = OpenAiModel::new(&server.url, "m", None, &env).expect("model");
+    let err = model
+        .complete(&request(vec![Message::User { text: "hi".into() }]))
+        .await
+        .expect_err("too large");
+    assert!(err.to_string().contains("larger than 1024 bytes"), "{err}");
+}
+
+#[tokio::test]
+async fn usage_is_charged_at_the_shipped_price_or_the_nodes_override() {
+    // openai_text reports 120 input and 5 output tokens.
+    let server = MockServer::start(vec![(200, vec![], openai_text("ok")); 3]).await;
+    let config = |model: &str, price| ProviderConfig::Openai {
+        base_url: server.url.clone(),
+        model: model.into(),
+        api_key_secret: None,
+        price,
+    };
+    let cost = |config: ProviderConfig| async move {
+        let model = build_model(&config, None, &fast_env()).expect("model");
+        model
+            .complete(&request(vec![Message::User { text: "hi".into() }]))
+            .await
+            .expect("answer")
+            .cost
+    };
+    // gpt-4o: $2.50 / $10 per million tokens.
+    let shipped = cost(config("gpt-4o", None)).await;
+    assert!(
+        (shipped - (120.0 * 2.5 + 5.0 * 10.0) / 1e6).abs() < 1e-12,
+        "{shipped}"
+    );
+    let overridden = cost(config(
+        "gpt-4o",
+        Some(node_runtime::pricing::Price::new(1000.0, 2000.0)),
+    ))
+    .await;
+    assert!(
+        (overridden - (120.0 * 1000.0 + 5.0 * 2000.0) / 1e6).abs() < 1e-9,
+        "{overridden}"
+    );
+    assert_eq!(cost(config("my-local-model", None)).await, 0.0);
 }

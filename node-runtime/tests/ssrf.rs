@@ -1,6 +1,13 @@
-//! SSRF: a corpus of address forms and redirect tricks against a loopback
-//! listener that counts connections. Every one must be refused and the
-//! listener must see no connection at all.
+//! SSRF: a corpus of address forms and redirect tricks.
+//!
+//! Tests send traffic to loopback only. Forms that denote a loopback address
+//! (127.0.0.0/8, ::1, and IPv4-mapped loopback) go through the live executor
+//! against a loopback listener that counts connections: every one must be
+//! refused and the listener must see no connection. Every other form
+//! (private, link-local, cloud metadata, NAT64, 6to4, multicast, other
+//! schemes) is checked on the guard's decision (`check_target`), which
+//! connects to nothing: a regression in the guard must not send a packet
+//! off this machine. `live_forms` asserts the split before anything runs.
 
 mod common;
 
@@ -11,7 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{code, fixture};
-use node_runtime::ErrorCode;
+use node_runtime::builtins::http_request::{check_target, redirect_target};
+use node_runtime::{ErrorCode, ToolError};
 use serde_json::json;
 
 /// Counts connections on 127.0.0.1 until dropped.
@@ -133,24 +141,87 @@ fn corpus(p: u16) -> Vec<String> {
     .collect()
 }
 
+/// True when `raw` is an http(s) URL whose host is a loopback address or a
+/// name that resolves only to loopback here (`localhost`): the only URLs a
+/// test may hand to the live executor.
+fn is_loopback_url(raw: &str) -> bool {
+    let Ok(url) = url::Url::parse(raw) else {
+        return false;
+    };
+    if !matches!(url.scheme(), "http" | "https") {
+        return false;
+    }
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        Some(url::Host::Domain(d)) => d.trim_end_matches('.').eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
+/// The corpus split into forms the live executor may try (loopback) and
+/// forms only the guard's decision may see.
+fn live_forms(forms: &[String]) -> (Vec<&String>, Vec<&String>) {
+    let (live, decided): (Vec<&String>, Vec<&String>) =
+        forms.iter().partition(|u| is_loopback_url(u));
+    for url in &live {
+        assert!(is_loopback_url(url), "{url} is not loopback");
+    }
+    (live, decided)
+}
+
+fn assert_refused(url: &str, err: &ToolError) {
+    assert_eq!(err.code, ErrorCode::PolicyDenied, "{url}: {err:?}");
+    assert!(
+        matches!(err.details["reason"].as_str(), Some("SSRF" | "SCHEME")),
+        "{url}: {err:?}"
+    );
+}
+
+#[test]
+fn the_live_split_keeps_every_non_loopback_form_off_the_network() {
+    let forms = corpus(9);
+    let (live, decided) = live_forms(&forms);
+    for url in [
+        "http://10.0.0.1:9/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fd00:ec2::254]/latest/meta-data/",
+        "http://[64:ff9b::7f00:1]:9/",
+        "http://[2002:7f00:1::1]:9/",
+        "http://[::127.0.0.1]:9/",
+        "http://0.0.0.0:9/",
+        "http://[::]:9/",
+        "file:///etc/passwd",
+    ] {
+        assert!(
+            decided.iter().any(|u| u.as_str() == url),
+            "{url} would go live"
+        );
+    }
+    assert!(live.iter().any(|u| u.contains("localhost")));
+    assert!(live.iter().any(|u| u.contains("[::1]")));
+    assert!(
+        live.len() >= 15 && decided.len() >= 15,
+        "{live:?} {decided:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn address_forms_are_all_refused_and_never_connect() {
+async fn loopback_forms_are_refused_by_the_executor_and_never_connect() {
     let counter = HitCounter::start();
     let mut f = fixture();
     let scope = Arc::new(f.scope());
     let forms = corpus(counter.port);
-    assert!(forms.len() >= 25);
-    for url in &forms {
+    let (live, _) = live_forms(&forms);
+    for url in live {
         let e = f.run(&scope, "http_request", json!({ "url": url })).await;
         let err = e
             .error
             .as_ref()
             .unwrap_or_else(|| panic!("{url} was not refused: {e:?}"));
-        assert_eq!(err.code, ErrorCode::PolicyDenied, "{url}: {err:?}");
-        assert!(
-            matches!(err.details["reason"].as_str(), Some("SSRF" | "SCHEME")),
-            "{url}: {err:?}"
-        );
+        assert_refused(url, err);
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(
@@ -160,8 +231,21 @@ async fn address_forms_are_all_refused_and_never_connect() {
     );
 }
 
+#[tokio::test]
+async fn every_other_form_is_refused_by_the_guard_decision() {
+    let forms = corpus(9);
+    let (_, decided) = live_forms(&forms);
+    for url in decided {
+        let err = check_target(url, &[])
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{url} was not refused"));
+        assert_refused(url, &err);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redirects_are_checked_again() {
+async fn redirects_to_loopback_are_checked_again_and_never_connect() {
     let counter = HitCounter::start();
     let p = counter.port;
     let targets = vec![
@@ -169,12 +253,15 @@ async fn redirects_are_checked_again() {
         format!("http://localhost:{p}/"),
         format!("http://[::1]:{p}/"),
         format!("http://0x7f000001:{p}/"),
-        "http://169.254.169.254/latest/meta-data/".to_string(),
-        "file:///etc/passwd".to_string(),
         format!("//127.0.0.1:{p}/protocol-relative"),
     ];
     let n = targets.len();
-    let (port, stop) = redirector(targets);
+    let (port, stop) = redirector(targets.clone());
+    let base = url::Url::parse(&format!("http://127.0.0.1:{port}/r/0")).expect("url");
+    for t in &targets {
+        let next = redirect_target(&base, t).expect("joins");
+        assert!(is_loopback_url(next.as_str()), "{next} is not loopback");
+    }
     let mut f = fixture();
     // Only the redirector itself is opened; where it points is checked again.
     let mut scope = f.scope();
@@ -198,6 +285,32 @@ async fn redirects_are_checked_again() {
     }
     stop.store(true, Ordering::SeqCst);
     assert_eq!(counter.hits.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn redirects_elsewhere_are_refused_by_the_guard_decision() {
+    // The executor resolves a Location with `redirect_target` and checks the
+    // result with `check_target` before connecting: the same two steps here,
+    // with nothing sent.
+    let base = url::Url::parse("https://api.example.com/start").expect("url");
+    for location in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+        "http://[fd00:ec2::254]/",
+        "http://[64:ff9b::a00:1]/",
+        "http://100.100.100.200/latest/meta-data/",
+        "file:///etc/passwd",
+        "gopher://10.0.0.1/",
+        "//192.168.1.1/protocol-relative",
+    ] {
+        let next = redirect_target(&base, location).expect("joins");
+        assert!(!is_loopback_url(next.as_str()));
+        let err = check_target(next.as_str(), &[])
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("redirect to {location} was not refused"));
+        assert_refused(location, &err);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

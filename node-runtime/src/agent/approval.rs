@@ -6,36 +6,11 @@
 //! to no pending call of this run (another run's token), when the call's
 //! arguments no longer hash to it (tampered), or when it was used before.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::call_id::canonical_json;
 
-/// What the operator sees for a pending write.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ApprovalRequest {
-    pub call_id: String,
-    /// `name@version`.
-    pub tool: String,
-    /// The arguments, secrets redacted, shortened for display.
-    pub args_summary: String,
-    pub effect_description: String,
-    pub token: String,
-}
-
-/// The operator's answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-pub enum Decision {
-    Approve,
-    Deny {
-        reason: String,
-    },
-    /// The note goes back to the model, which may propose another call.
-    Revise {
-        note: String,
-    },
-}
+pub use crate::agent_event::{ApprovalRequest, Decision};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ApprovalError {

@@ -1,53 +1,11 @@
-//! The agent loop's events: a closed enum, past tense, delivered through an
-//! [`EventSink`]. The server persists and streams them.
+//! Where the agent loop's events go: the [`EventSink`] trait and the sinks
+//! tests and the CLI use. The events themselves, a closed enum in the past
+//! tense, are plain data in `crate::agent_event` (re-exported here); the
+//! server persists and streams them.
 
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use super::approval::{ApprovalRequest, Decision};
-use crate::envelope::{AgentOutputs, ToolEnvelope};
-use crate::model::{StopReason, TokenUsage};
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
-pub enum AgentEvent {
-    IterationStarted {
-        iteration: u32,
-    },
-    ModelCalled {
-        iteration: u32,
-        stop_reason: StopReason,
-        usage: TokenUsage,
-        tool_calls: usize,
-        tools_offered: bool,
-    },
-    ToolCallStarted {
-        call_id: String,
-        tool: String,
-        input: Value,
-    },
-    ToolCallFinished {
-        envelope: ToolEnvelope,
-    },
-    ApprovalRequested {
-        request: ApprovalRequest,
-    },
-    ApprovalDecided {
-        call_id: String,
-        decision: Decision,
-    },
-    LimitReached {
-        limit: String,
-    },
-    Finished {
-        outputs: AgentOutputs,
-    },
-    Failed {
-        message: String,
-    },
-}
+pub use crate::agent_event::AgentEvent;
 
 /// Where events go.
 pub trait EventSink: Send + Sync {

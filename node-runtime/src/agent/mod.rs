@@ -13,278 +13,42 @@
 //! [`AgentRuntime::decide`] and [`AgentRuntime::drive`]. Tools run only
 //! through a [`ToolRunner`]: live ([`LiveTools`], the executor) or replayed
 //! ([`replay`]), so a replay never makes a live call.
+//!
+//! Layout: the loop itself is here; the run's state is `state`, the tool
+//! runners and the write journal are `tools`, approvals `approval`, event
+//! sinks `events`, replay `replay`.
 
 pub mod approval;
 pub mod events;
 pub mod replay;
+mod state;
+mod tools;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::agent_config::AgentConfig;
 use crate::call_id::CallIdAllocator;
-use crate::envelope::{AgentOutputs, ToolEnvelope};
+use crate::envelope::AgentOutputs;
 use crate::error::ToolError;
-use crate::executor::{error_envelope, now_rfc3339, CallScope, Executor, ToolCall};
+use crate::executor::{now_rfc3339, ToolCall};
 use crate::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ProviderToolCall, ToolDefinition,
 };
 use crate::policy::{check_tool_call, Clearance, Usage};
-use crate::secrets::SecretOwner;
-use crate::tool::{RegisteredTool, ToolEnv, ToolRegistry};
+use crate::tool::{RegisteredTool, ToolRegistry};
 use crate::tool_spec::split_tool_ref;
 
+pub use crate::replay_bundle::{ApprovalRecord, CallMapping, RecordedExchange};
 pub use approval::{ApprovalError, ApprovalRequest, Decision};
 pub use events::{AgentEvent, EventSink, NullSink, VecSink};
-
-/// Why a run could not go on.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum AgentError {
-    #[error(transparent)]
-    Model(#[from] ModelError),
-    #[error("REPLAY_DIVERGED at step {step}: {message}")]
-    ReplayDiverged { step: usize, message: String },
-    #[error("agent configuration: {0}")]
-    Config(String),
-    #[error(transparent)]
-    Approval(#[from] ApprovalError),
-}
-
-/// Where a run stands.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum RunStatus {
-    Running,
-    WaitingForApproval,
-    Finished,
-    Failed { message: String },
-}
-
-/// One call of the current model turn, waiting to run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PendingCall {
-    pub provider_call: ProviderToolCall,
-    pub call_id: String,
-    /// `name@version` when the model named an enabled tool.
-    pub tool_ref: Option<String>,
-    pub approval: Option<ApprovalRequest>,
-    pub decision: Option<Decision>,
-}
-
-/// One model exchange as recorded for replay: only the messages appended
-/// since the previous exchange, not counting the assistant message that
-/// repeats the previous response, so every message is stored once and a
-/// bundle grows linearly with the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecordedExchange {
-    pub step: usize,
-    pub appended: Vec<Message>,
-    pub tools_offered: bool,
-    pub response: ChatResponse,
-    pub t_start: String,
-    pub t_end: String,
-}
-
-/// A decision as recorded for replay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ApprovalRecord {
-    pub call_id: String,
-    pub token: String,
-    pub decision: Decision,
-    pub decided_at: String,
-}
-
-/// Provider tool-call id <-> our call id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CallMapping {
-    pub provider_call_id: String,
-    pub call_id: String,
-}
-
-/// The whole state of one Agent Node run. It serializes to JSON, so the
-/// host can persist it at any suspension and resume it after a restart.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AgentRun {
-    pub run_id: String,
-    pub workspace_id: String,
-    pub config: AgentConfig,
-    pub status: RunStatus,
-    pub messages: Vec<Message>,
-    pub outputs: AgentOutputs,
-    pub usage: Usage,
-    pub ids: CallIdAllocator,
-    pub pending: Vec<PendingCall>,
-    pub used_tokens: BTreeSet<String>,
-    /// The tools as offered to the model (before the adapter normalizes them).
-    pub tool_definitions: Vec<ToolDefinition>,
-    pub exchanges: Vec<RecordedExchange>,
-    pub envelopes: Vec<ToolEnvelope>,
-    pub approvals: Vec<ApprovalRecord>,
-    pub call_map: Vec<CallMapping>,
-    /// How many of `messages` are already in `exchanges`.
-    pub recorded_messages: usize,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-}
-
-/// What `drive` came back with.
-// One value per `drive` call, moved once: boxing the outputs buys nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-pub enum Step {
-    Finished(AgentOutputs),
-    /// Waiting for these approvals; persist the run and come back with decisions.
-    Suspended(Vec<ApprovalRequest>),
-}
-
-/// A batch entry: a call for the executor, or one that fails without running.
-pub enum BatchItem {
-    Execute(ToolCall),
-    Fail {
-        call_id: String,
-        name: String,
-        version: String,
-        input: Value,
-        error: ToolError,
-    },
-}
-
-/// Runs a batch of calls and returns one envelope per item, in order.
-pub trait ToolRunner: Send + Sync {
-    fn run_batch<'a>(
-        &'a self,
-        run: &'a AgentRun,
-        items: Vec<BatchItem>,
-        approved: HashSet<String>,
-    ) -> BoxFuture<'a, Result<Vec<ToolEnvelope>, AgentError>>;
-}
-
-/// The live runner: the executor, in the run's workspace.
-pub struct LiveTools {
-    pub executor: Arc<Executor>,
-    pub owner: SecretOwner,
-    pub env: Arc<ToolEnv>,
-    pub cancel: CancellationToken,
-    /// Where approved writes record their intent and result, so a write
-    /// runs at most once per approval even across a crash (None: no host
-    /// durability, e.g. tests and the CLI's in-memory runs).
-    pub journal: Option<Arc<dyn WriteJournal>>,
-}
-
-/// What the journal knows about an approved write before it runs.
-#[derive(Debug, Clone, PartialEq)]
-pub enum JournalEntry {
-    /// Never started: the intent is now recorded durably; run it.
-    Fresh,
-    /// It ran and its result was recorded: use that, do not run it again.
-    Done(Box<ToolEnvelope>),
-    /// An intent without a result: a crash came between the two. Whether
-    /// the write happened is unknown; it is never retried.
-    Unknown,
-}
-
-/// The durable record of approved writes (exactly-once): the intent is
-/// stored before the call, the result after.
-pub trait WriteJournal: Send + Sync {
-    /// Looks the call up and, when it is new, records the intent before
-    /// returning (durably: the host's strongest commit).
-    fn begin<'a>(&'a self, agent_run: &'a str, call: &'a ToolCall) -> BoxFuture<'a, JournalEntry>;
-    /// Records the call's result.
-    fn finish<'a>(&'a self, agent_run: &'a str, envelope: &'a ToolEnvelope) -> BoxFuture<'a, ()>;
-}
-
-/// The envelope of an approved write whose outcome is unknown: the model
-/// and the operator learn it was interrupted and not retried.
-pub fn outcome_unknown_envelope(call: &ToolCall) -> ToolEnvelope {
-    error_envelope(
-        call.call_id.clone(),
-        call.tool.spec.name.clone(),
-        call.tool.spec.version.to_string(),
-        call.input.clone(),
-        ToolError::new(
-            crate::error::ErrorCode::Unknown,
-            "outcome unknown: the server stopped while this approved write was running; it was not retried, and an operator must reconcile it",
-        )
-        .with_details(json!({ "outcome": "unknown" })),
-    )
-}
-
-impl ToolRunner for LiveTools {
-    fn run_batch<'a>(
-        &'a self,
-        run: &'a AgentRun,
-        items: Vec<BatchItem>,
-        approved: HashSet<String>,
-    ) -> BoxFuture<'a, Result<Vec<ToolEnvelope>, AgentError>> {
-        Box::pin(async move {
-            let mut policy = run.config.policy.clone();
-            policy.enabled_tools = run.config.tools.clone();
-            let scope = Arc::new(CallScope {
-                owner: self.owner.clone(),
-                policy,
-                approved,
-                cancel: self.cancel.clone(),
-                env: self.env.clone(),
-            });
-            let mut slots: Vec<Option<ToolEnvelope>> = Vec::with_capacity(items.len());
-            let mut calls = Vec::new();
-            let mut positions = Vec::new();
-            let mut journaled = Vec::new();
-            for (i, item) in items.into_iter().enumerate() {
-                match item {
-                    // An approved write: intent first, and never twice.
-                    BatchItem::Execute(call)
-                        if scope.approved.contains(&call.call_id) && self.journal.is_some() =>
-                    {
-                        let journal = self.journal.as_ref().expect("checked above");
-                        match journal.begin(&run.run_id, &call).await {
-                            JournalEntry::Fresh => {
-                                journaled.push(call.call_id.clone());
-                                calls.push(call);
-                                positions.push(i);
-                                slots.push(None);
-                            }
-                            JournalEntry::Done(envelope) => slots.push(Some(*envelope)),
-                            JournalEntry::Unknown => {
-                                slots.push(Some(outcome_unknown_envelope(&call)))
-                            }
-                        }
-                    }
-                    BatchItem::Execute(call) => {
-                        calls.push(call);
-                        positions.push(i);
-                        slots.push(None);
-                    }
-                    BatchItem::Fail {
-                        call_id,
-                        name,
-                        version,
-                        input,
-                        error,
-                    } => {
-                        slots.push(Some(error_envelope(call_id, name, version, input, error)));
-                    }
-                }
-            }
-            let executed = self.executor.execute_batch(scope, calls, run.usage).await;
-            for (pos, envelope) in positions.into_iter().zip(executed) {
-                if let Some(journal) = &self.journal {
-                    if journaled.contains(&envelope.call_id) {
-                        journal.finish(&run.run_id, &envelope).await;
-                    }
-                }
-                slots[pos] = Some(envelope);
-            }
-            Ok(slots.into_iter().flatten().collect())
-        })
-    }
-}
+pub use state::{AgentError, AgentRun, PendingCall, RunStatus, Step};
+pub use tools::{
+    outcome_unknown_envelope, BatchItem, JournalEntry, LiveTools, ToolRunner, WriteJournal,
+};
 
 /// The batch item of a call a human denied or sent back for revision: the
 /// model receives POLICY_DENIED with the reason code and the note.

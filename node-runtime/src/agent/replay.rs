@@ -1,11 +1,6 @@
-//! Replay bundles: everything needed to re-run an Agent Node hermetically.
-//!
-//! A bundle (`format_version` 1) holds the node config (tool versions,
-//! prompts, policy, provider config: names of secrets only, never values),
-//! the tools as offered and as sent, every model exchange (request messages
-//! stored once, as the messages appended since the previous exchange, plus
-//! the response), every ToolEnvelope, the approvals, the provider-id mapping
-//! and timings, and an `integrity` hash over all of it.
+//! Replay: making a [`ReplayBundle`] from a finished run and re-running an
+//! Agent Node from one. The bundle's data and its loading checks are
+//! `crate::replay_bundle` (wasm-safe), re-exported here.
 //!
 //! [`replay`] runs the same loop with a model that answers from the
 //! recorded exchanges and a tool runner that answers from the recorded
@@ -18,65 +13,15 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{
-    AgentError, AgentRun, ApprovalRecord, BatchItem, CallMapping, EventSink, RecordedExchange,
-    Step, ToolRunner,
-};
-use crate::agent_config::AgentConfig;
+use super::{AgentError, AgentRun, BatchItem, EventSink, RecordedExchange, Step, ToolRunner};
 use crate::call_id::canonical_json;
 use crate::envelope::{AgentOutputs, ToolEnvelope};
 use crate::model::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, ToolDefinition};
+use crate::replay_bundle::integrity_of;
 
-pub const FORMAT_VERSION: u32 = 1;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReplayBundle {
-    pub format_version: u32,
-    pub run_id: String,
-    pub config: AgentConfig,
-    pub tool_definitions: Vec<ToolDefinition>,
-    /// The tool list exactly as the provider adapter sent it.
-    pub tool_schemas: Vec<Value>,
-    pub exchanges: Vec<RecordedExchange>,
-    pub envelopes: Vec<ToolEnvelope>,
-    pub approvals: Vec<ApprovalRecord>,
-    pub call_map: Vec<CallMapping>,
-    pub outputs: AgentOutputs,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    /// Lowercase hex BLAKE3 of the canonical JSON of every other field.
-    pub integrity: String,
-}
-
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum BundleError {
-    #[error("the bundle is not valid JSON (truncated or corrupted?): {0}")]
-    NotJson(String),
-    #[error("the bundle has no format_version")]
-    MissingVersion,
-    #[error("unknown bundle format_version {found}; this Glassbox reads version {FORMAT_VERSION}")]
-    UnknownVersion { found: Value },
-    #[error("the bundle does not match the format at `{path}`: {message}")]
-    Shape { path: String, message: String },
-    #[error("the bundle was modified: its contents no longer match its integrity hash")]
-    Tampered,
-    #[error("the run has not finished; only finished runs make a bundle")]
-    NotFinished,
-}
-
-/// BLAKE3 of a bundle's canonical JSON without its `integrity` key.
-fn integrity_of(mut value: Value) -> String {
-    if let Value::Object(map) = &mut value {
-        map.remove("integrity");
-    }
-    blake3::hash(canonical_json(&value).as_bytes())
-        .to_hex()
-        .to_string()
-}
+pub use crate::replay_bundle::{BundleError, ReplayBundle, FORMAT_VERSION};
 
 impl ReplayBundle {
     /// The bundle of a finished run; `tool_schemas` is what the adapter sent.
@@ -104,34 +49,6 @@ impl ReplayBundle {
             message: e.to_string(),
         })?;
         bundle.integrity = integrity_of(value);
-        Ok(bundle)
-    }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a bundle is plain data and always serializes")
-    }
-
-    /// Loads and checks a bundle: JSON, version, shape, integrity.
-    pub fn from_json(text: &str) -> Result<Self, BundleError> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| BundleError::NotJson(e.to_string()))?;
-        match value.get("format_version") {
-            None => return Err(BundleError::MissingVersion),
-            Some(v) if v.as_u64() == Some(u64::from(FORMAT_VERSION)) => {}
-            Some(other) => {
-                return Err(BundleError::UnknownVersion {
-                    found: other.clone(),
-                })
-            }
-        }
-        let bundle: Self =
-            serde_path_to_error::deserialize(&value).map_err(|e| BundleError::Shape {
-                path: e.path().to_string(),
-                message: e.inner().to_string(),
-            })?;
-        if integrity_of(value) != bundle.integrity {
-            return Err(BundleError::Tampered);
-        }
         Ok(bundle)
     }
 }

@@ -279,6 +279,18 @@ pub async fn check_target(raw: &str, allow_hosts: &[String]) -> Result<CheckedTa
     Ok(CheckedTarget { url, pin })
 }
 
+/// Where a redirect's `Location` points, resolved against the URL that
+/// answered it. The result is checked by [`check_target`] like any first
+/// request before anything connects to it.
+pub fn redirect_target(current: &url::Url, location: &str) -> Result<url::Url, ToolError> {
+    current.join(location).map_err(|e| {
+        ToolError::new(
+            ErrorCode::ProviderError,
+            format!("bad redirect Location `{location}`: {e}"),
+        )
+    })
+}
+
 fn network_error(e: &reqwest::Error) -> ToolError {
     if e.is_timeout() {
         ToolError::new(ErrorCode::Timeout, format!("HTTP request timed out: {e}"))
@@ -332,12 +344,7 @@ async fn request(input: HttpInput, ctx: &ToolContext) -> Result<Value, ToolError
                 let location = location.to_str().map_err(|_| {
                     ToolError::new(ErrorCode::ProviderError, "redirect Location is not text")
                 })?;
-                let next = target.url.join(location).map_err(|e| {
-                    ToolError::new(
-                        ErrorCode::ProviderError,
-                        format!("bad redirect Location `{location}`: {e}"),
-                    )
-                })?;
+                let next = redirect_target(&target.url, location)?;
                 if status == reqwest::StatusCode::SEE_OTHER
                     || ((status == reqwest::StatusCode::MOVED_PERMANENTLY
                         || status == reqwest::StatusCode::FOUND)

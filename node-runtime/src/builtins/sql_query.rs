@@ -7,45 +7,27 @@
 //! most `limit` rows come back, and the backend runs it read-only under a
 //! statement timeout.
 //!
-//! The connection itself is a [`SqlBackend`] supplied by the host (the
-//! server implements it over its SQL driver): node-runtime parses SQL but
-//! never opens a database.
+//! The connection itself is a [`SqlBackend`] supplied by the host through
+//! the tool context (`crate::tool::context`; the server implements it over
+//! its SQL driver): node-runtime parses SQL but never opens a database.
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sqlparser::ast::{SetExpr, Statement};
 use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::parser::Parser;
 
-use crate::error::{ErrorCode, ToolError};
+use crate::error::ToolError;
 use crate::tool::{Tool, ToolContext};
 use crate::tool_spec::{SideEffects, ToolCategory, ToolMetadata, ToolSpec};
+
+pub use crate::tool::context::{backend_error, SqlBackend, SqlDialect};
 
 pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 1000;
 pub const STATEMENT_TIMEOUT_MS: u64 = 5_000;
-
-/// Which SQL dialect a connection speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SqlDialect {
-    Sqlite,
-    Postgres,
-}
-
-/// A read-only connection the host provides.
-pub trait SqlBackend: Send + Sync {
-    fn dialect(&self) -> SqlDialect;
-    /// Runs one already-checked query read-only with a statement timeout and
-    /// returns its rows as JSON objects.
-    fn query<'a>(
-        &'a self,
-        sql: &'a str,
-        timeout_ms: u64,
-    ) -> BoxFuture<'a, Result<Vec<Value>, ToolError>>;
-}
 
 pub struct SqlQuery;
 
@@ -174,18 +156,10 @@ fn set_expr_is_read_only(body: &SetExpr) -> bool {
     }
 }
 
-/// Maps a driver failure to the taxonomy (used by backends).
-pub fn backend_error(message: impl Into<String>, timed_out: bool) -> ToolError {
-    if timed_out {
-        ToolError::new(ErrorCode::Timeout, message)
-    } else {
-        ToolError::new(ErrorCode::ProviderError, message)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
 
     fn check(sql: &str, dialect: SqlDialect, ok: bool) {
         let got = checked_select(sql, dialect, 10);

@@ -172,6 +172,7 @@ impl<'a> Next<'a> {
 pub struct Executor {
     stages: Vec<Box<dyn Stage>>,
     config: ExecutorConfig,
+    secrets: Arc<dyn SecretSource>,
 }
 
 impl Executor {
@@ -187,16 +188,26 @@ impl Executor {
             Box::new(rate_limit::RateLimitStage::default()),
             Box::new(cache::CacheStage::new(config.cache_capacity)),
             Box::new(output_cap::OutputCap::new(config.max_output_bytes, blobs)),
-            Box::new(secrets::SecretsStage::new(secrets)),
+            Box::new(secrets::SecretsStage::new(secrets.clone())),
             Box::new(timeout::TimeoutStage),
             Box::new(output_validation::OutputValidation),
             Box::new(run::RunStage),
         ];
-        Self { stages, config }
+        Self {
+            stages,
+            config,
+            secrets,
+        }
     }
 
     pub fn config(&self) -> &ExecutorConfig {
         &self.config
+    }
+
+    /// Where the secrets stage looks secrets up; the engine resolves model
+    /// providers' API keys through the same source.
+    pub fn secret_source(&self) -> &Arc<dyn SecretSource> {
+        &self.secrets
     }
 
     /// Executes one call; `usage` counts what the run spent before it.

@@ -1,8 +1,9 @@
 //! The workflow graph: the versioned JSON format users save, the node kinds
-//! and their handles, pinned-handle resolution, validation and
-//! materialize-as-node. Plain data and pure functions (wasm-safe), shared by
-//! the browser app and the server; the engine that runs a graph is
-//! `engine` (runtime feature).
+//! and their handles, the rules the editor and validation share (`rules`),
+//! pinned-handle resolution, validation, materialize-as-node, and what a run
+//! records and reports (`record`). Plain data and pure functions
+//! (wasm-safe), shared by the browser app and the server; the engine that
+//! runs a graph is `engine` (runtime feature).
 //!
 //! # Format (version 1)
 //!
@@ -23,6 +24,8 @@
 pub mod engine;
 pub mod materialize;
 pub mod pins;
+pub mod record;
+pub mod rules;
 pub mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};

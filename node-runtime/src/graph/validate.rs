@@ -2,15 +2,19 @@
 //! dangling edges, unknown handles, unknown or blocked tools (errors),
 //! deprecated tools and pins on disabled tools (warnings), schema-known type
 //! mismatches. Every diagnostic names its node and, where there is one, its
-//! handle.
+//! handle. The rules themselves (handles, types, cycles) are `rules`, which
+//! the editor applies too.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::rules::{check_handles, compatible, schema_type, value_type, HandleError, JsonType};
 use super::{template_variables, FieldSource, Node, NodeKind, Workflow, AGENT_OUTPUTS};
 use crate::tool_spec::{split_tool_ref, Lifecycle, ToolSpec};
+
+pub use super::rules::topological_order;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -49,32 +53,6 @@ impl ToolCatalog for [ToolSpec] {
 impl ToolCatalog for Vec<ToolSpec> {
     fn spec(&self, name: &str, version: &str) -> Option<&ToolSpec> {
         self.as_slice().spec(name, version)
-    }
-}
-
-/// A coarse JSON type, for the mismatches a schema makes certain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum JsonType {
-    Known(&'static str),
-    Any,
-}
-
-fn schema_type(schema: Option<&Value>) -> JsonType {
-    match schema.and_then(|s| s.get("type")).and_then(Value::as_str) {
-        Some("string") => JsonType::Known("string"),
-        Some("number") => JsonType::Known("number"),
-        Some("integer") => JsonType::Known("integer"),
-        Some("boolean") => JsonType::Known("boolean"),
-        Some("object") => JsonType::Known("object"),
-        Some("array") => JsonType::Known("array"),
-        _ => JsonType::Any,
-    }
-}
-
-fn compatible(source: JsonType, target: JsonType) -> bool {
-    match (source, target) {
-        (JsonType::Any, _) | (_, JsonType::Any) => true,
-        (JsonType::Known(a), JsonType::Known(b)) => a == b || (a == "integer" && b == "number"),
     }
 }
 
@@ -368,28 +346,30 @@ pub fn validate(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Diagnosti
             );
             continue;
         };
-        if !source.outputs().contains(&edge.source.handle) {
-            cx.push(
-                Severity::Error,
-                "UNKNOWN_HANDLE",
-                &source.id,
-                Some(&edge.source.handle),
-                format!(
-                    "node `{}` has no output `{}`",
-                    source.id, edge.source.handle
-                ),
-            );
-            continue;
-        }
-        if !target.inputs().contains(&edge.target.handle) {
-            cx.push(
-                Severity::Error,
-                "UNKNOWN_HANDLE",
-                &target.id,
-                Some(&edge.target.handle),
-                format!("node `{}` has no input `{}`", target.id, edge.target.handle),
-            );
-            continue;
+        match check_handles(source, &edge.source.handle, target, &edge.target.handle) {
+            Ok(()) => {}
+            Err(HandleError::UnknownOutput { node, handle }) => {
+                let message = format!("node `{node}` has no output `{handle}`");
+                cx.push(
+                    Severity::Error,
+                    "UNKNOWN_HANDLE",
+                    &node,
+                    Some(&handle),
+                    message,
+                );
+                continue;
+            }
+            Err(HandleError::UnknownInput { node, handle }) => {
+                let message = format!("node `{node}` has no input `{handle}`");
+                cx.push(
+                    Severity::Error,
+                    "UNKNOWN_HANDLE",
+                    &node,
+                    Some(&handle),
+                    message,
+                );
+                continue;
+            }
         }
         if !wired.insert((target.id.as_str(), edge.target.handle.as_str())) {
             cx.push(
@@ -439,86 +419,16 @@ pub fn validate(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Diagnosti
         }
     }
 
-    // Cycles (Kahn): whatever cannot be ordered sits on a cycle.
-    if topological_order(workflow).is_err() {
-        let ordered: BTreeSet<String> = partial_order(workflow).into_iter().collect();
-        for node in &workflow.nodes {
-            if !ordered.contains(&node.id) {
-                cx.push(
-                    Severity::Error,
-                    "CYCLE",
-                    &node.id,
-                    None,
-                    format!("node `{}` is on a cycle", node.id),
-                );
-            }
+    // Cycles: whatever cannot be ordered sits on a cycle (or below one).
+    if let Err(unordered) = topological_order(workflow) {
+        for node in unordered {
+            let message = format!("node `{node}` is on a cycle");
+            cx.push(Severity::Error, "CYCLE", &node, None, message);
         }
     }
     cx.out
         .sort_by(|a, b| (a.severity, &a.node, &a.code).cmp(&(b.severity, &b.node, &b.code)));
     cx.out
-}
-
-fn value_type(v: &Value) -> JsonType {
-    match v {
-        Value::String(_) => JsonType::Known("string"),
-        Value::Number(n) if n.is_i64() || n.is_u64() => JsonType::Known("integer"),
-        Value::Number(_) => JsonType::Known("number"),
-        Value::Bool(_) => JsonType::Known("boolean"),
-        Value::Object(_) => JsonType::Known("object"),
-        Value::Array(_) => JsonType::Known("array"),
-        Value::Null => JsonType::Any,
-    }
-}
-
-fn partial_order(workflow: &Workflow) -> Vec<String> {
-    let ids: BTreeSet<&str> = workflow.nodes.iter().map(|n| n.id.as_str()).collect();
-    let mut indegree: BTreeMap<&str, usize> = ids.iter().map(|id| (*id, 0)).collect();
-    let mut succ: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for e in &workflow.edges {
-        if ids.contains(e.source.node.as_str()) && ids.contains(e.target.node.as_str()) {
-            *indegree.entry(e.target.node.as_str()).or_default() += 1;
-            succ.entry(e.source.node.as_str())
-                .or_default()
-                .push(e.target.node.as_str());
-        }
-    }
-    // Nodes in document order so the result is stable.
-    let mut queue: VecDeque<&str> = workflow
-        .nodes
-        .iter()
-        .map(|n| n.id.as_str())
-        .filter(|id| indegree[id] == 0)
-        .collect();
-    let mut order = Vec::new();
-    while let Some(id) = queue.pop_front() {
-        order.push(id.to_string());
-        for next in succ.get(id).into_iter().flatten() {
-            if let Some(d) = indegree.get_mut(next) {
-                *d -= 1;
-                if *d == 0 {
-                    queue.push_back(next);
-                }
-            }
-        }
-    }
-    order
-}
-
-/// Node ids in an order where every edge goes forward, or the nodes on cycles.
-pub fn topological_order(workflow: &Workflow) -> Result<Vec<String>, Vec<String>> {
-    let order = partial_order(workflow);
-    if order.len() == workflow.nodes.len() {
-        Ok(order)
-    } else {
-        let done: BTreeSet<&String> = order.iter().collect();
-        Err(workflow
-            .nodes
-            .iter()
-            .map(|n| n.id.clone())
-            .filter(|id| !done.contains(id))
-            .collect())
-    }
 }
 
 /// The fixed inputs of a Tool node checked against the tool's input schema

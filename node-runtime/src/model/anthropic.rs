@@ -4,17 +4,17 @@
 //! Normalizer: the common rules (single `type`, typed `items`, no
 //! `$ref`/`nullable`, object at the top); objects stay open.
 
-use std::time::Duration;
-
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::http::{client, post_json, RetryPolicy};
+use super::http::{post_json, Endpoint, RetryPolicy};
 use super::schema::{normalize, Strictness};
+use super::ModelEnv;
 use super::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ProviderToolCall, StopReason,
     TokenUsage, ToolDefinition,
 };
+use crate::pricing::Price;
 use crate::secrets::SecretValue;
 
 const PROVIDER: &str = "anthropic";
@@ -25,11 +25,12 @@ pub const STRICTNESS: Strictness = Strictness {
 };
 
 pub struct AnthropicModel {
-    url: String,
     model: String,
     api_key: SecretValue,
     retry: RetryPolicy,
-    client: reqwest::Client,
+    endpoint: Endpoint,
+    /// What a call costs; `None`: unknown, charged 0.
+    price: Option<Price>,
 }
 
 impl AnthropicModel {
@@ -37,17 +38,24 @@ impl AnthropicModel {
         base_url: &str,
         model: &str,
         api_key: SecretValue,
-        retry: RetryPolicy,
+        env: &ModelEnv,
     ) -> Result<Self, ModelError> {
         let base = url::Url::parse(base_url)
             .map_err(|e| ModelError::Config(format!("base_url `{base_url}`: {e}")))?;
+        let url = format!("{}/v1/messages", base.as_str().trim_end_matches('/'));
         Ok(Self {
-            url: format!("{}/v1/messages", base.as_str().trim_end_matches('/')),
             model: model.to_string(),
             api_key,
-            retry,
-            client: client(Duration::from_secs(120))?,
+            retry: env.retry,
+            endpoint: Endpoint::new(PROVIDER, url, env.egress.clone()),
+            price: None,
         })
+    }
+
+    /// Charges each call at `price` (none: the call's cost is 0).
+    pub fn with_price(mut self, price: Option<Price>) -> Self {
+        self.price = price;
+        self
     }
 
     /// The request body this adapter sends. Consecutive tool results are
@@ -189,16 +197,12 @@ impl ChatModel for AnthropicModel {
                 ("x-api-key", self.api_key.expose().to_string()),
                 ("anthropic-version", API_VERSION.to_string()),
             ];
-            let v = post_json(
-                PROVIDER,
-                &self.client,
-                &self.url,
-                &headers,
-                &self.body(request),
-                self.retry,
-            )
-            .await?;
-            parse_response(&v)
+            let v = post_json(&self.endpoint, &headers, &self.body(request), self.retry).await?;
+            let mut response = parse_response(&v)?;
+            if let Some(price) = &self.price {
+                response.cost = price.cost(&response.usage);
+            }
+            Ok(response)
         })
     }
 }

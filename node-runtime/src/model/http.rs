@@ -1,11 +1,14 @@
-//! The HTTP exchange shared by the remote providers: bounded retries for
-//! 429 (honouring Retry-After) and 5xx, the provider's own message for other
-//! 4xx, and a clear error for a body that is not JSON.
+//! The HTTP exchange shared by the remote providers: every request through
+//! the egress guard ([`Endpoint`], `egress.rs`), bounded retries for 429
+//! (honouring Retry-After in both its forms) and 5xx, the provider's own
+//! message for other 4xx, a capped answer, and a clear error for a body
+//! that is not JSON.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use super::egress::{read_capped, retry_after, Egress};
 use super::ModelError;
 
 /// How often and how long to retry.
@@ -42,15 +45,44 @@ fn error_message(body: &str) -> String {
         .unwrap_or_else(|| body.chars().take(300).collect())
 }
 
-/// POSTs `body` and returns the JSON answer, retrying as the policy says.
-pub async fn post_json(
+/// One provider URL behind the egress guard. The URL is checked, and its
+/// client (pinned to the checked address) built, on first use; later calls
+/// reuse both, so a name is resolved once per model.
+pub struct Endpoint {
     provider: &'static str,
-    client: &reqwest::Client,
-    url: &str,
+    pub url: String,
+    egress: Egress,
+    client: tokio::sync::OnceCell<reqwest::Client>,
+}
+
+impl Endpoint {
+    pub fn new(provider: &'static str, url: String, egress: Egress) -> Self {
+        Self {
+            provider,
+            url,
+            egress,
+            client: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    async fn client(&self) -> Result<&reqwest::Client, ModelError> {
+        self.client
+            .get_or_try_init(|| self.egress.client_for(self.provider, &self.url))
+            .await
+    }
+}
+
+/// POSTs `body` to the endpoint and returns the JSON answer, retrying as
+/// the policy says.
+pub async fn post_json(
+    endpoint: &Endpoint,
     headers: &[(&str, String)],
     body: &Value,
     retry: RetryPolicy,
 ) -> Result<Value, ModelError> {
+    let provider = endpoint.provider;
+    let client = endpoint.client().await?;
+    let url = endpoint.url.as_str();
     let mut last = String::new();
     for attempt in 0..retry.max_attempts.max(1) {
         let mut req = client.post(url).json(body);
@@ -80,12 +112,9 @@ pub async fn post_json(
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .map(|s| Duration::from_secs_f64(s.max(0.0)).min(retry.max_delay));
-        let text = response.text().await.map_err(|e| ModelError::Network {
-            provider,
-            message: e.to_string(),
-        })?;
+            .and_then(|v| retry_after(v, SystemTime::now()))
+            .map(|d| d.min(retry.max_delay));
+        let text = read_capped(provider, response, endpoint.egress.max_response_bytes).await?;
         match status {
             200..=299 => {
                 return serde_json::from_str(&text).map_err(|e| ModelError::Malformed {
@@ -118,11 +147,4 @@ pub async fn post_json(
         attempts: retry.max_attempts,
         last,
     })
-}
-
-pub fn client(timeout: Duration) -> Result<reqwest::Client, ModelError> {
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .build()
-        .map_err(|e| ModelError::Config(format!("cannot build HTTP client: {e}")))
 }

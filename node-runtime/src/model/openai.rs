@@ -7,17 +7,17 @@
 //! closes every object (`additionalProperties: false`), as strict function
 //! calling requires.
 
-use std::time::Duration;
-
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::http::{client, post_json, RetryPolicy};
+use super::http::{post_json, Endpoint, RetryPolicy};
 use super::schema::{normalize, Strictness};
+use super::ModelEnv;
 use super::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ProviderToolCall, StopReason,
     TokenUsage, ToolDefinition,
 };
+use crate::pricing::Price;
 use crate::secrets::SecretValue;
 
 const PROVIDER: &str = "openai";
@@ -27,11 +27,12 @@ pub const STRICTNESS: Strictness = Strictness {
 };
 
 pub struct OpenAiModel {
-    url: String,
     model: String,
     api_key: Option<SecretValue>,
     retry: RetryPolicy,
-    client: reqwest::Client,
+    endpoint: Endpoint,
+    /// What a call costs; `None`: unknown, charged 0.
+    price: Option<Price>,
 }
 
 impl OpenAiModel {
@@ -39,17 +40,24 @@ impl OpenAiModel {
         base_url: &str,
         model: &str,
         api_key: Option<SecretValue>,
-        retry: RetryPolicy,
+        env: &ModelEnv,
     ) -> Result<Self, ModelError> {
         let base = url::Url::parse(base_url)
             .map_err(|e| ModelError::Config(format!("base_url `{base_url}`: {e}")))?;
+        let url = format!("{}/chat/completions", base.as_str().trim_end_matches('/'));
         Ok(Self {
-            url: format!("{}/chat/completions", base.as_str().trim_end_matches('/')),
             model: model.to_string(),
             api_key,
-            retry,
-            client: client(Duration::from_secs(120))?,
+            retry: env.retry,
+            endpoint: Endpoint::new(PROVIDER, url, env.egress.clone()),
+            price: None,
         })
+    }
+
+    /// Charges each call at `price` (none: the call's cost is 0).
+    pub fn with_price(mut self, price: Option<Price>) -> Self {
+        self.price = price;
+        self
     }
 
     /// The request body this adapter sends.
@@ -185,16 +193,12 @@ impl ChatModel for OpenAiModel {
             if let Some(key) = &self.api_key {
                 headers.push(("authorization", format!("Bearer {}", key.expose())));
             }
-            let v = post_json(
-                PROVIDER,
-                &self.client,
-                &self.url,
-                &headers,
-                &self.body(request),
-                self.retry,
-            )
-            .await?;
-            parse_response(&v)
+            let v = post_json(&self.endpoint, &headers, &self.body(request), self.retry).await?;
+            let mut response = parse_response(&v)?;
+            if let Some(price) = &self.price {
+                response.cost = price.cost(&response.usage);
+            }
+            Ok(response)
         })
     }
 }

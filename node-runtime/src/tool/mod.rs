@@ -1,65 +1,26 @@
 //! The executable side of a tool: the typed [`Tool`] trait, the one
 //! type-erased wrapper that does the JSON ([`DynTool`]), the context a call
-//! receives, and the versioned [`registry`].
+//! receives ([`context`]), and the versioned [`registry`].
 //!
 //! A tool never runs except through the executor (`crate::executor`), which
 //! validates, guards, caches, resolves secrets and builds the envelope.
 
+pub mod context;
 pub mod registry;
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
-use crate::secrets::ResolvedSecrets;
 use crate::tool_spec::{SideEffects, ToolSpec};
 
+pub use context::{SqlBackend, SqlDialect, ToolContext, ToolEnv};
 pub use registry::{RegisteredTool, RegistryError, ToolRegistry};
-
-/// Per-workspace settings the built-in tools read.
-#[derive(Clone, Default)]
-pub struct ToolEnv {
-    /// Hosts (`host` or `host:port`) the HTTP tool may reach even when they
-    /// resolve to loopback or private addresses. Empty: none.
-    pub http_allow_hosts: Vec<String>,
-    /// The directory the file tools are confined to; none disables them.
-    pub files_root: Option<PathBuf>,
-    /// Named SQL connections for `sql_query`.
-    pub sql: Vec<(String, Arc<dyn crate::builtins::sql_query::SqlBackend>)>,
-}
-
-impl std::fmt::Debug for ToolEnv {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolEnv")
-            .field("http_allow_hosts", &self.http_allow_hosts)
-            .field("files_root", &self.files_root)
-            .field(
-                "sql",
-                &self.sql.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
-            )
-            .finish()
-    }
-}
-
-/// What one call receives besides its input (seed 003 §3.3 `ToolContext`).
-#[derive(Clone)]
-pub struct ToolContext {
-    /// The workspace (tenant) the call runs for.
-    pub workspace_id: String,
-    pub call_id: String,
-    /// Only the secrets the tool declared, resolved user -> workspace -> org.
-    pub secrets: ResolvedSecrets,
-    /// Cancelled when the run is aborted or the call times out.
-    pub cancel: CancellationToken,
-    pub env: Arc<ToolEnv>,
-}
 
 /// A typed tool. Implement this; the registry wraps it in [`DynTool`].
 ///

@@ -2,14 +2,47 @@
 //! produces them) and the browser app (which consumes them).
 //!
 //! This module holds only plain serde data: no behaviour that needs IO.
+//! One file per resource; every answer body of a route is a named type
+//! here, with a utoipa schema behind the `openapi` feature (the server's
+//! `/api/v1/openapi.json`).
 
 use serde::{Deserialize, Serialize};
+
+mod approvals;
+mod auth;
+mod invocations;
+mod runs;
+mod secrets;
+mod status;
+mod tokens;
+mod tools;
+mod traces;
+mod workflows;
+
+pub use approvals::{Approval, ApprovalDecided, PendingApprovals};
+pub use auth::{Membership, Session};
+pub use invocations::{Invocation, InvocationList};
+pub use runs::{
+    NodeRun, NodeRunStatus, ReplayOutcome, ReplayTimeline, RunCancelled, RunDetail, RunItem,
+    RunList, RunStarted,
+};
+pub use secrets::{SecretList, SecretName};
+pub use status::{
+    ApprovalStatus, InvocationApproval, InvocationStatus, RunKind, RunStatus, UnknownStatus,
+};
+pub use tokens::{ApiToken, ApiTokenCreated, ApiTokenList};
+pub use tools::{ToolAuth, ToolList, ToolSecret, ToolView};
+pub use traces::{Span, Trace};
+pub use workflows::{
+    Diagnostics, Revision, RevisionList, WorkflowItem, WorkflowList, WorkflowSaved, WorkflowView,
+};
 
 /// The API version prefix every route lives under.
 pub const API_PREFIX: &str = "/api/v1";
 
 /// Body of `GET /api/v1/health`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Health {
     /// Always `"ok"` when the server answers; a failing database check is an
     /// error response instead.
@@ -25,12 +58,14 @@ pub struct Health {
 /// The error body every non-2xx API response carries:
 /// `{"error": {"code", "message", "details"}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
 /// The inside of [`ErrorBody`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorDetail {
     /// A stable machine-readable code, e.g. `NOT_FOUND`, `BAD_REQUEST`.
     pub code: String,
@@ -39,37 +74,6 @@ pub struct ErrorDetail {
     /// Structured context (the failing field path, limits), or null.
     #[serde(default)]
     pub details: serde_json::Value,
-}
-
-/// Body of `POST /api/v1/runs/{id}/replay` and `POST /api/v1/replays`: what
-/// a hermetic replay found. The replay is itself a run (kind `replay`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReplayOutcome {
-    /// The replay's own run record.
-    pub run_id: String,
-    pub replay_of: Option<String>,
-    #[serde(rename = "match")]
-    pub matches: bool,
-    /// The first divergence, in words, when it does not match.
-    pub divergence: Option<String>,
-    /// The node where the replay diverged, when it did at a node.
-    #[serde(default)]
-    pub diverged_node: Option<String>,
-    #[serde(default)]
-    pub outputs: serde_json::Value,
-    /// Each Agent node's tool calls, recorded and replayed, in tool order;
-    /// a diverging replay's list stops where it diverged.
-    #[serde(default)]
-    pub timelines: std::collections::BTreeMap<String, ReplayTimeline>,
-}
-
-/// One Agent node's tool calls in the recorded run and in its replay.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct ReplayTimeline {
-    #[serde(default)]
-    pub recorded: Vec<crate::envelope::ToolEnvelope>,
-    #[serde(default)]
-    pub replayed: Vec<crate::envelope::ToolEnvelope>,
 }
 
 #[cfg(test)]

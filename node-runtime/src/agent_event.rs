@@ -1,0 +1,80 @@
+//! What an Agent Node run reports: the loop's events (a closed enum, past
+//! tense) and the approval request and decision they carry. Plain data
+//! (wasm-safe): the server stores and streams these events and the app
+//! decodes them. The loop that emits them and the sinks they go through
+//! are `crate::agent` (runtime feature).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::chat::{StopReason, TokenUsage};
+use crate::envelope::{AgentOutputs, ToolEnvelope};
+
+/// What the agent loop did, one step at a time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "type")]
+pub enum AgentEvent {
+    IterationStarted {
+        iteration: u32,
+    },
+    ModelCalled {
+        iteration: u32,
+        stop_reason: StopReason,
+        usage: TokenUsage,
+        tool_calls: usize,
+        tools_offered: bool,
+    },
+    ToolCallStarted {
+        call_id: String,
+        tool: String,
+        input: Value,
+    },
+    ToolCallFinished {
+        envelope: ToolEnvelope,
+    },
+    ApprovalRequested {
+        request: ApprovalRequest,
+    },
+    ApprovalDecided {
+        call_id: String,
+        decision: Decision,
+    },
+    LimitReached {
+        limit: String,
+    },
+    Finished {
+        outputs: AgentOutputs,
+    },
+    Failed {
+        message: String,
+    },
+}
+
+/// What the operator sees for a pending write.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApprovalRequest {
+    pub call_id: String,
+    /// `name@version`.
+    pub tool: String,
+    /// The arguments, secrets redacted, shortened for display.
+    pub args_summary: String,
+    pub effect_description: String,
+    pub token: String,
+}
+
+/// The operator's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Deny {
+        reason: String,
+    },
+    /// The note goes back to the model, which may propose another call.
+    Revise {
+        note: String,
+    },
+}

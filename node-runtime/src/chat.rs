@@ -1,0 +1,106 @@
+//! The provider-neutral conversation with a model: messages, tool
+//! definitions as offered, one request and one response type. Plain data
+//! (wasm-safe): replay bundles record them and the app reads them; the
+//! adapters that speak each provider's format are `crate::model` (runtime
+//! feature).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agent_config::ModelParams;
+use crate::tool_spec::ToolSpec;
+
+/// A tool call the model asked for, with the provider's own id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ProviderToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// One message of the conversation, provider-neutral.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    User {
+        text: String,
+    },
+    Assistant {
+        #[serde(default)]
+        text: String,
+        #[serde(default)]
+        tool_calls: Vec<ProviderToolCall>,
+    },
+    /// The result of one tool call, answering `provider_call_id`.
+    ToolResult {
+        provider_call_id: String,
+        name: String,
+        /// The output, or `{"error": {code, message, details}}`.
+        content: Value,
+        is_error: bool,
+    },
+}
+
+/// The model-facing description of a tool (before normalization).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+impl ToolDefinition {
+    pub fn from_spec(spec: &ToolSpec) -> Self {
+        Self {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            input_schema: spec.input_schema.clone(),
+        }
+    }
+}
+
+/// One model call: the system prompt, the conversation so far, the tools
+/// offered and the sampling parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ChatRequest {
+    pub system: String,
+    pub messages: Vec<Message>,
+    /// Empty: the model must answer in text (used for the forced final answer).
+    pub tools: Vec<ToolDefinition>,
+    pub params: ModelParams,
+}
+
+/// Tokens one model call consumed, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Why the model stopped answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    Other,
+}
+
+/// A model's answer: text and/or tool calls, usage, cost, stop reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ChatResponse {
+    pub text: String,
+    pub tool_calls: Vec<ProviderToolCall>,
+    pub usage: TokenUsage,
+    /// Credits spent by this call (0 when the provider reports none).
+    pub cost: f64,
+    pub stop_reason: StopReason,
+}

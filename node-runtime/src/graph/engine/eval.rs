@@ -1,0 +1,156 @@
+//! Node evaluation as pure functions: templates, the nodes whose outputs
+//! follow from their inputs alone, a Tool node's input and handles, an
+//! Agent node's handles with its pins resolved, and the workflow's
+//! outputs. Shared by the live run and the replay.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::envelope::{AgentOutputs, ToolEnvelope};
+use crate::graph::pins::{resolve, PinValue};
+use crate::graph::record::NodeRecord;
+use crate::graph::{
+    AgentNodeConfig, FieldSource, Node, NodeKind, ToolNodeConfig, Workflow, AGENT_OUTPUTS,
+};
+
+/// Renders a minijinja template over the inputs.
+pub fn render(template: &str, inputs: &BTreeMap<String, Value>) -> Result<String, String> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
+    env.render_str(template, inputs)
+        .map_err(|e| format!("template does not render: {e}"))
+}
+
+/// Branch, Template, Output and Input: the nodes whose outputs are a pure
+/// function of their inputs (and the workflow inputs).
+pub(super) fn compute_pure(
+    node: &Node,
+    inputs: &BTreeMap<String, Value>,
+    workflow_inputs: &Map<String, Value>,
+) -> Result<BTreeMap<String, Value>, String> {
+    Ok(match &node.kind {
+        NodeKind::Input(c) => node
+            .outputs()
+            .into_iter()
+            .map(|field| {
+                let value = workflow_inputs
+                    .get(&field)
+                    .cloned()
+                    .or_else(|| {
+                        c.schema
+                            .pointer(&format!("/properties/{field}/default"))
+                            .cloned()
+                    })
+                    .unwrap_or(Value::Null);
+                (field, value)
+            })
+            .collect(),
+        NodeKind::Template(c) => BTreeMap::from([(
+            "text".to_string(),
+            Value::String(render(&c.template, inputs)?),
+        )]),
+        NodeKind::Branch(c) => {
+            let value = inputs.get("value").cloned().unwrap_or(Value::Null);
+            let side = if c.evaluate(&value) { "true" } else { "false" };
+            BTreeMap::from([(side.to_string(), value)])
+        }
+        NodeKind::Output(c) => c
+            .fields
+            .iter()
+            .map(|f| (f.clone(), inputs.get(f).cloned().unwrap_or(Value::Null)))
+            .collect(),
+        NodeKind::Agent(_) | NodeKind::Tool(_) => return Err("not a pure node".into()),
+    })
+}
+
+pub(super) fn tool_input(config: &ToolNodeConfig, inputs: &BTreeMap<String, Value>) -> Value {
+    let mut object = Map::new();
+    for (field, source) in &config.inputs {
+        let value = match source {
+            FieldSource::Fixed { value } => value.clone(),
+            FieldSource::Wired => inputs.get(field).cloned().unwrap_or(Value::Null),
+        };
+        object.insert(field.clone(), value);
+    }
+    Value::Object(object)
+}
+
+pub(super) fn tool_outputs(
+    config: &ToolNodeConfig,
+    envelope: &ToolEnvelope,
+) -> BTreeMap<String, Value> {
+    let output = match &config.output_path {
+        Some(p) if !p.is_empty() => envelope.output.pointer(p).cloned().unwrap_or(Value::Null),
+        _ => envelope.output.clone(),
+    };
+    BTreeMap::from([
+        ("output".to_string(), output),
+        (
+            "error".to_string(),
+            envelope
+                .error
+                .as_ref()
+                .map(|e| json!(e))
+                .unwrap_or(Value::Null),
+        ),
+        ("envelope".to_string(), json!(envelope)),
+    ])
+}
+
+/// An Agent node's handle values, the pins that fell back to an earlier
+/// run's value, and the pins that resolved in this run (for the history).
+pub(super) struct AgentHandles {
+    pub(super) handles: BTreeMap<String, Value>,
+    pub(super) fallbacks: BTreeMap<String, Value>,
+    pub(super) resolved: Vec<(String, Value)>,
+}
+
+/// An Agent node's handles from its outputs, pins resolved.
+pub(super) fn agent_handles(
+    config: &AgentNodeConfig,
+    outputs: &AgentOutputs,
+    stale: &dyn Fn(&str) -> Option<Value>,
+) -> Result<AgentHandles, String> {
+    let as_value = serde_json::to_value(outputs).map_err(|e| e.to_string())?;
+    let mut handles: BTreeMap<String, Value> = AGENT_OUTPUTS
+        .iter()
+        .map(|k| (k.to_string(), as_value[*k].clone()))
+        .collect();
+    let mut fallbacks = BTreeMap::new();
+    let mut resolved = Vec::new();
+    for pin in &config.pins {
+        match resolve(pin, outputs, || stale(&pin.name)).map_err(|e| e.to_string())? {
+            PinValue::Found(v) => {
+                if !v.is_null() {
+                    resolved.push((pin.name.clone(), v.clone()));
+                }
+                handles.insert(pin.name.clone(), v);
+            }
+            PinValue::Missing(v) => {
+                if !v.is_null() {
+                    fallbacks.insert(pin.name.clone(), v.clone());
+                }
+                handles.insert(pin.name.clone(), v);
+            }
+        }
+    }
+    Ok(AgentHandles {
+        handles,
+        fallbacks,
+        resolved,
+    })
+}
+
+pub(super) fn collect_outputs(
+    workflow: &Workflow,
+    records: &BTreeMap<String, NodeRecord>,
+) -> BTreeMap<String, Value> {
+    let mut outputs = BTreeMap::new();
+    for node in &workflow.nodes {
+        if let (NodeKind::Output(_), Some(r)) = (&node.kind, records.get(&node.id)) {
+            outputs.extend(r.outputs.clone());
+        }
+    }
+    outputs
+}

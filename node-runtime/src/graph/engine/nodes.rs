@@ -1,0 +1,269 @@
+//! Runs one node of a live run: Tool nodes through the executor (asking
+//! the approval gate first when the call writes), Agent nodes through the
+//! agent loop (suspending at approvals and checkpointing there), the rest
+//! through [`super::eval`].
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::eval::{agent_handles, compute_pure, render, tool_input, tool_outputs, AgentHandles};
+use super::events::{AgentSink, WorkflowSink};
+use super::host::EngineServices;
+use crate::agent::approval::{ApprovalRequest, Decision};
+use crate::agent::replay::ReplayBundle;
+use crate::agent::{AgentEvent, AgentRun, LiveTools, Step};
+use crate::agent_config::AgentConfig;
+use crate::call_id::CallIdAllocator;
+use crate::envelope::ToolEnvelope;
+use crate::executor::{CallScope, ToolCall};
+use crate::graph::record::WorkflowEvent;
+use crate::graph::{AgentNodeConfig, Node, NodeKind, ToolNodeConfig, Workflow};
+use crate::policy::{Policy, Usage};
+use crate::tool_spec::{split_tool_ref, SideEffects};
+
+/// What a node's work produced.
+pub(super) struct NodeResult {
+    pub(super) outputs: BTreeMap<String, Value>,
+    pub(super) bundle: Option<ReplayBundle>,
+    pub(super) envelope: Option<ToolEnvelope>,
+    pub(super) pin_fallbacks: BTreeMap<String, Value>,
+}
+
+impl NodeResult {
+    fn outputs(outputs: BTreeMap<String, Value>) -> Self {
+        Self {
+            outputs,
+            bundle: None,
+            envelope: None,
+            pin_fallbacks: BTreeMap::new(),
+        }
+    }
+}
+
+pub(super) struct Runner<'a> {
+    pub(super) services: &'a EngineServices,
+    pub(super) workflow: &'a Workflow,
+    pub(super) run_id: &'a str,
+    pub(super) sink: &'a dyn WorkflowSink,
+    pub(super) cancel: CancellationToken,
+    /// Suspended agents of a resumed run, taken by their node when it runs.
+    pub(super) resumed_agents: Mutex<HashMap<String, AgentRun>>,
+    /// The providers' API keys, resolved at run start (`keys.rs`).
+    pub(super) keys: std::collections::BTreeMap<String, crate::secrets::SecretValue>,
+}
+
+impl Runner<'_> {
+    pub(super) async fn run_node(
+        &self,
+        node: &Node,
+        inputs: &BTreeMap<String, Value>,
+        workflow_inputs: &Map<String, Value>,
+    ) -> Result<NodeResult, String> {
+        match &node.kind {
+            NodeKind::Tool(c) => self.run_tool_node(node, c, inputs).await,
+            NodeKind::Agent(c) => self.run_agent_node(node, c, inputs).await,
+            _ => compute_pure(node, inputs, workflow_inputs).map(NodeResult::outputs),
+        }
+    }
+
+    async fn run_tool_node(
+        &self,
+        node: &Node,
+        config: &ToolNodeConfig,
+        inputs: &BTreeMap<String, Value>,
+    ) -> Result<NodeResult, String> {
+        let (name, version) = split_tool_ref(&config.tool)
+            .ok_or_else(|| format!("`{}` is not a tool ref", config.tool))?;
+        let tool = self
+            .services
+            .registry
+            .get(name, version)
+            .map_err(|e| e.to_string())?;
+        let input = tool_input(config, inputs);
+        let call_id = CallIdAllocator::new().next(name, version, &input);
+        let mut approved = HashSet::new();
+        if tool.side_effects_for(&input) == SideEffects::Writes {
+            let token = crate::agent::approval::approval_token(
+                &self.services.agents.approval_key,
+                self.run_id,
+                &call_id,
+                &config.tool,
+                &input,
+            );
+            let request = ApprovalRequest {
+                call_id: call_id.clone(),
+                tool: config.tool.clone(),
+                args_summary: crate::agent::approval::summarize_args(&input),
+                effect_description: tool
+                    .spec
+                    .metadata
+                    .effect_description
+                    .clone()
+                    .unwrap_or_else(|| format!("{} changes external state.", tool.spec.name)),
+                token: token.clone(),
+            };
+            self.sink.emit(WorkflowEvent::Agent {
+                node_id: node.id.clone(),
+                event: Box::new(AgentEvent::ApprovalRequested {
+                    request: request.clone(),
+                }),
+            });
+            let decisions = self
+                .services
+                .approvals
+                .decide(&node.id, vec![request])
+                .await;
+            if matches!(
+                decisions.iter().find(|(t, _)| *t == token),
+                Some((_, Decision::Approve))
+            ) {
+                approved.insert(call_id.clone());
+            }
+        }
+        let scope = Arc::new(CallScope {
+            owner: self.services.owner.clone(),
+            policy: Policy {
+                enabled_tools: vec![config.tool.clone()],
+                ..Policy::default()
+            },
+            approved,
+            cancel: self.cancel.child_token(),
+            env: self.services.env.clone(),
+        });
+        self.sink.emit(WorkflowEvent::Agent {
+            node_id: node.id.clone(),
+            event: Box::new(AgentEvent::ToolCallStarted {
+                call_id: call_id.clone(),
+                tool: config.tool.clone(),
+                input: input.clone(),
+            }),
+        });
+        let envelope = self
+            .services
+            .executor
+            .execute(
+                scope,
+                ToolCall {
+                    call_id,
+                    tool,
+                    input,
+                },
+                Usage::default(),
+            )
+            .await;
+        self.sink.emit(WorkflowEvent::Agent {
+            node_id: node.id.clone(),
+            event: Box::new(AgentEvent::ToolCallFinished {
+                envelope: envelope.clone(),
+            }),
+        });
+        Ok(NodeResult {
+            outputs: tool_outputs(config, &envelope),
+            bundle: None,
+            envelope: Some(envelope),
+            pin_fallbacks: BTreeMap::new(),
+        })
+    }
+
+    async fn run_agent_node(
+        &self,
+        node: &Node,
+        config: &AgentNodeConfig,
+        inputs: &BTreeMap<String, Value>,
+    ) -> Result<NodeResult, String> {
+        let agent_config = AgentConfig {
+            system_prompt: config.system_prompt.clone(),
+            user_prompt: render(&config.prompt, inputs)?,
+            tools: config.enabled_tools(),
+            policy: config.policy.clone(),
+            provider: config.provider.clone(),
+            params: config.params.clone(),
+            traces_url: self
+                .services
+                .traces_url
+                .as_ref()
+                .map(|t| t.replace("{run_id}", self.run_id)),
+        };
+        let model = self
+            .services
+            .models
+            .model(
+                &config.provider,
+                config
+                    .provider
+                    .api_key_secret()
+                    .and_then(|name| self.keys.get(name).cloned()),
+            )
+            .map_err(|e| e.to_string())?;
+        let runtime = &self.services.agents;
+        let resumed = self
+            .resumed_agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&node.id);
+        let mut run = match resumed {
+            Some(run) => run,
+            None => runtime
+                .start(
+                    &format!("{}/{}", self.run_id, node.id),
+                    &self.services.owner.workspace_id,
+                    agent_config,
+                )
+                .map_err(|e| e.to_string())?,
+        };
+        let tools = LiveTools {
+            executor: self.services.executor.clone(),
+            owner: self.services.owner.clone(),
+            env: self.services.env.clone(),
+            cancel: self.cancel.child_token(),
+            journal: self.services.journal.clone(),
+        };
+        let sink = AgentSink {
+            node_id: node.id.clone(),
+            inner: self.sink,
+        };
+        let outputs = loop {
+            match runtime
+                .drive(&mut run, model.as_ref(), &tools, &sink)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                Step::Finished(outputs) => break outputs,
+                Step::Suspended(requests) => {
+                    if let Some(checkpoints) = &self.services.checkpoints {
+                        checkpoints.agent_suspended(&node.id, &run).await;
+                    }
+                    for (token, decision) in
+                        self.services.approvals.decide(&node.id, requests).await
+                    {
+                        runtime
+                            .decide(&mut run, &token, decision, &sink)
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+            }
+        };
+        let history = &self.services.pin_history;
+        let wf = &self.workflow.id;
+        let AgentHandles {
+            handles,
+            fallbacks: pin_fallbacks,
+            resolved,
+        } = agent_handles(config, &outputs, &|pin| {
+            history.last_resolved(wf, &node.id, pin)
+        })?;
+        for (pin, value) in resolved {
+            history.record(wf, &node.id, &pin, &value);
+        }
+        let bundle = ReplayBundle::from_run(&run, model.tool_schemas(&run.tool_definitions)).ok();
+        Ok(NodeResult {
+            outputs: handles,
+            bundle,
+            envelope: None,
+            pin_fallbacks,
+        })
+    }
+}

@@ -1,0 +1,83 @@
+//! What a tool call receives from its host besides its input: the
+//! per-workspace settings (`ToolEnv`: HTTP allow-list, files root, SQL
+//! connections) and the per-call [`ToolContext`].
+//!
+//! The host's SQL connection is a [`SqlBackend`] declared here, so the tool
+//! contract names no built-in tool: `builtins::sql_query` reads its
+//! connections from the context like any other tool would.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ErrorCode, ToolError};
+use crate::secrets::ResolvedSecrets;
+
+/// Which SQL dialect a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlDialect {
+    Sqlite,
+    Postgres,
+}
+
+/// A read-only connection the host provides.
+pub trait SqlBackend: Send + Sync {
+    fn dialect(&self) -> SqlDialect;
+    /// Runs one already-checked query read-only with a statement timeout and
+    /// returns its rows as JSON objects.
+    fn query<'a>(
+        &'a self,
+        sql: &'a str,
+        timeout_ms: u64,
+    ) -> BoxFuture<'a, Result<Vec<Value>, ToolError>>;
+}
+
+/// Maps a driver failure to the taxonomy (used by backends).
+pub fn backend_error(message: impl Into<String>, timed_out: bool) -> ToolError {
+    if timed_out {
+        ToolError::new(ErrorCode::Timeout, message)
+    } else {
+        ToolError::new(ErrorCode::ProviderError, message)
+    }
+}
+
+/// Per-workspace settings the built-in tools read.
+#[derive(Clone, Default)]
+pub struct ToolEnv {
+    /// Hosts (`host` or `host:port`) the HTTP tool may reach even when they
+    /// resolve to loopback or private addresses. Empty: none.
+    pub http_allow_hosts: Vec<String>,
+    /// The directory the file tools are confined to; none disables them.
+    pub files_root: Option<PathBuf>,
+    /// Named SQL connections for `sql_query`.
+    pub sql: Vec<(String, Arc<dyn SqlBackend>)>,
+}
+
+impl std::fmt::Debug for ToolEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolEnv")
+            .field("http_allow_hosts", &self.http_allow_hosts)
+            .field("files_root", &self.files_root)
+            .field(
+                "sql",
+                &self.sql.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// What one call receives besides its input (seed 003 §3.3 `ToolContext`).
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The workspace (tenant) the call runs for.
+    pub workspace_id: String,
+    pub call_id: String,
+    /// Only the secrets the tool declared, resolved user -> workspace -> org.
+    pub secrets: ResolvedSecrets,
+    /// Cancelled when the run is aborted or the call times out.
+    pub cancel: CancellationToken,
+    pub env: Arc<ToolEnv>,
+}

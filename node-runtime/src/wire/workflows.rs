@@ -1,0 +1,94 @@
+//! Workflows as the API shows them: the list, one workflow with its
+//! document, a saved revision with the server's diagnostics, and the
+//! revision history.
+
+use serde::{Deserialize, Serialize};
+
+use crate::graph::validate::Diagnostic;
+use crate::graph::Workflow;
+
+/// Body of `GET /api/v1/workflows`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkflowList {
+    pub workflows: Vec<WorkflowItem>,
+}
+
+/// One row of [`WorkflowList`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkflowItem {
+    pub id: String,
+    pub name: String,
+    pub revision: u64,
+    pub updated_at: String,
+}
+
+/// Body of `GET /api/v1/workflows/{id}`: the latest revision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkflowView {
+    pub id: String,
+    pub name: String,
+    pub revision: u64,
+    pub created_at: String,
+    pub updated_at: String,
+    /// The workflow document (format version 1, see `graph`).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub workflow: Workflow,
+}
+
+/// Body of `POST /api/v1/workflows` (201) and `PUT /api/v1/workflows/{id}`:
+/// the saved revision and what validation says of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkflowSaved {
+    #[serde(flatten)]
+    pub view: WorkflowView,
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Body of `POST /api/v1/workflows/validate` and
+/// `POST /api/v1/workflows/{id}/validate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Diagnostics {
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Body of `GET /api/v1/workflows/{id}/revisions`: newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RevisionList {
+    pub revisions: Vec<Revision>,
+}
+
+/// One revision of a workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Revision {
+    pub revision: u64,
+    pub created_at: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_saved_workflow_is_the_view_with_its_diagnostics_beside() {
+        let answer = json!({
+            "id": "w", "name": "n", "revision": 1, "created_at": "a", "updated_at": "b",
+            "workflow": {"format_version": 1, "id": "w", "name": "n", "revision": 1, "nodes": [], "edges": []},
+            "diagnostics": []
+        });
+        let saved: WorkflowSaved = serde_json::from_value(answer.clone()).expect("decodes");
+        assert_eq!((saved.view.revision, saved.diagnostics.len()), (1, 0));
+        assert_eq!(serde_json::to_value(&saved).expect("encodes"), answer);
+        let view: WorkflowView = serde_json::from_value(answer).expect("the view alone");
+        assert_eq!(view, saved.view);
+    }
+}
