@@ -50,6 +50,82 @@ impl std::fmt::Debug for Config {
     }
 }
 
+/// What the run manager needs besides its store and the secrets cipher:
+/// the server's settings that shape runs, and the allow-list of internal
+/// hosts. Built once, here; `Runs` reads no environment of its own.
+#[derive(Debug, Clone, Default)]
+pub struct RunsConfig {
+    pub data_dir: PathBuf,
+    /// Every Agent Node's `traces_url` template.
+    pub traces_url: Option<String>,
+    pub max_output_bytes: usize,
+    /// Hosts (`host` or `host:port`) that `http_request` and the model
+    /// providers may reach on loopback or private addresses
+    /// (GLASSBOX_HTTP_ALLOW_HOSTS, comma-separated; empty by default).
+    pub http_allow_hosts: Vec<String>,
+    /// Test builds only (feature `test-hooks`): the leak-test tools and
+    /// crash injection. A release binary has neither.
+    #[cfg(feature = "test-hooks")]
+    pub test_hooks: TestHooks,
+}
+
+/// The end-to-end tests' hooks (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Clone, Default)]
+pub struct TestHooks {
+    /// GLASSBOX_TEST_TOOLS=1: register `secret_probe` (`test_tools.rs`).
+    pub tools: bool,
+    /// GLASSBOX_TEST_CRASH_AT: abort at that point of an approved write.
+    pub crash_at: Option<String>,
+}
+
+/// The environment variable of [`RunsConfig::http_allow_hosts`].
+pub const HTTP_ALLOW_HOSTS_ENV: &str = "GLASSBOX_HTTP_ALLOW_HOSTS";
+
+impl RunsConfig {
+    /// The run settings of `config`, with the allow-list (and, in test
+    /// builds, the test hooks) from the environment.
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            data_dir: config.data_dir.clone(),
+            traces_url: Some(config.traces_url.clone()),
+            max_output_bytes: config.max_output_bytes,
+            ..Self::from_env()
+        }
+    }
+
+    /// Only what the environment says: the allow-list and, in test builds,
+    /// the test hooks (enough for the tool registry, `glassbox tool list`).
+    pub fn from_env() -> Self {
+        Self {
+            http_allow_hosts: parse_hosts(&std::env::var(HTTP_ALLOW_HOSTS_ENV).unwrap_or_default()),
+            #[cfg(feature = "test-hooks")]
+            test_hooks: TestHooks {
+                tools: std::env::var(crate::test_tools::ENV).as_deref() == Ok("1"),
+                crash_at: std::env::var("GLASSBOX_TEST_CRASH_AT").ok(),
+            },
+            ..Self::default()
+        }
+    }
+}
+
+/// The secrets key from GLASSBOX_SECRET_KEY (environment only: a flag
+/// would show in `ps` and shell history); none means the key file.
+pub fn secret_key_from_env() -> Option<String> {
+    std::env::var("GLASSBOX_SECRET_KEY")
+        .ok()
+        .filter(|k| !k.is_empty())
+}
+
+/// `a, b:8080,,c` -> `["a", "b:8080", "c"]`.
+pub fn parse_hosts(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// The app's trace page for a run.
 pub const DEFAULT_TRACES_URL: &str = "/runs/{run_id}/trace";
 

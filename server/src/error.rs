@@ -41,6 +41,14 @@ pub enum ApiError {
     Internal(#[from] anyhow::Error),
 }
 
+/// A stored status word that names no status: the store holds something
+/// this server does not know, an internal error (never a panic).
+impl From<node_runtime::wire::UnknownStatus> for ApiError {
+    fn from(e: node_runtime::wire::UnknownStatus) -> Self {
+        Self::Internal(e.into())
+    }
+}
+
 impl ApiError {
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::NotFound {

@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod error;
 pub mod runs;
@@ -16,6 +17,7 @@ pub mod secrets;
 pub mod spa;
 pub mod sql_tool;
 pub mod storage;
+#[cfg(feature = "test-hooks")]
 pub mod test_tools;
 pub mod trace;
 
@@ -60,9 +62,7 @@ impl AppState {
         )?);
         let runs = runs::Runs::new(
             db.clone(),
-            config.data_dir.clone(),
-            Some(config.traces_url.clone()),
-            config.max_output_bytes,
+            config::RunsConfig::from_config(&config),
             cipher.clone(),
         );
         Ok(Self {

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use node_runtime::builtins::sql_query::{backend_error, SqlBackend, SqlDialect};
+use node_runtime::tool::context::{backend_error, SqlBackend, SqlDialect};
 use node_runtime::ToolError;
 use serde_json::{Map, Value};
 use sqlx::postgres::{PgPool, PgPoolOptions};

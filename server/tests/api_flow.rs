@@ -3,6 +3,8 @@
 //! subscribers watch (one reconnecting with Last-Event-ID), invocations,
 //! and workspace isolation.
 
+mod common;
+
 use std::time::Duration;
 
 use axum::body::Body;
@@ -115,22 +117,6 @@ impl Api {
     }
 }
 
-fn approval_workflow() -> Value {
-    json!({
-        "format_version": 1, "id": "ignored", "name": "Writes a note", "revision": 0,
-        "nodes": [
-            {"id": "agent", "label": "Agent", "position": {"x": 0, "y": 0}, "kind": "agent", "config": {
-                "prompt": "Write the note.",
-                "tools": [{"tool": "write_file@1.0.0"}, {"tool": "calculator@1.0.0"}],
-                "provider": {"kind": "scripted", "script": {"turns": [
-                    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}, {"name": "write_file", "arguments": {"path": "note.txt", "content": "hi"}}]},
-                    {"text": "Written."}]}}}},
-            {"id": "out", "label": "Out", "position": {"x": 300, "y": 0}, "kind": "output", "config": {"fields": ["answer"]}}
-        ],
-        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sign_in_workflows_runs_approvals_and_events() {
     let (api, signin) = Api::new().await;
@@ -163,7 +149,7 @@ async fn sign_in_workflows_runs_approvals_and_events() {
     let t = Some(token.as_str());
 
     // Bad documents name the field; malformed JSON is a 400.
-    let mut bad = approval_workflow();
+    let mut bad = common::approval_workflow();
     bad["nodes"][0]["position"]["x"] = json!("left");
     let (s, body) = api.call("POST", "/api/v1/workflows", t, Some(bad)).await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
@@ -190,7 +176,12 @@ async fn sign_in_workflows_runs_approvals_and_events() {
 
     // Create, update, stale update refused.
     let (s, created) = api
-        .call("POST", "/api/v1/workflows", t, Some(approval_workflow()))
+        .call(
+            "POST",
+            "/api/v1/workflows",
+            t,
+            Some(common::approval_workflow()),
+        )
         .await;
     assert_eq!(s, StatusCode::CREATED, "{created}");
     let id = created["id"].as_str().expect("id").to_string();
@@ -481,7 +472,7 @@ async fn sign_in_workflows_runs_approvals_and_events() {
         (
             "PUT",
             format!("/api/v1/workflows/{id}"),
-            Some(json!({"base_revision": 2, "workflow": approval_workflow()})),
+            Some(json!({"base_revision": 2, "workflow": common::approval_workflow()})),
         ),
         ("DELETE", format!("/api/v1/workflows/{id}"), None),
         ("GET", format!("/api/v1/workflows/{id}/revisions"), None),

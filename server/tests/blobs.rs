@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use common::request as call;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 fn parse(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).unwrap_or(Value::Null)
@@ -18,16 +18,7 @@ async fn truncated_output_blob_is_served_to_its_workspace_only() {
     let env = common::TwoWorkspaces::new(1024).await;
     let (state, token) = (env.state.clone(), env.admin_token.clone());
 
-    let workflow = json!({
-        "format_version": 1, "id": "big", "name": "big output", "revision": 0,
-        "nodes": [
-            {"id": "big", "kind": "tool", "config": {"tool": "json_query@1.0.0", "inputs": {
-                "program": {"source": "fixed", "value": "[range(1500)]"},
-                "data": {"source": "fixed", "value": null}}}},
-            {"id": "out", "kind": "output", "config": {"fields": ["x"]}}
-        ],
-        "edges": [{"id": "e", "source": {"node": "big", "handle": "output"}, "target": {"node": "out", "handle": "x"}}]
-    });
+    let workflow = common::big_output_workflow();
     let run_id = common::start_run(&state, &token, workflow).await;
     let mut run = Value::Null;
     for _ in 0..200 {

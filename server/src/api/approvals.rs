@@ -4,9 +4,11 @@
 use axum::extract::{Path, State};
 use axum::Json;
 use node_runtime::agent::approval::Decision;
+use node_runtime::wire::{ApprovalDecided, PendingApprovals};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
+use super::views;
 use crate::auth::Caller;
 use crate::error::ApiJson;
 use crate::storage::StoreError;
@@ -22,10 +24,20 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(revise))
 }
 
-#[utoipa::path(get, path = "/approvals", tag = "approvals", responses((status = 200, description = "pending approvals and their count")))]
-async fn pending(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/approvals", tag = "approvals", responses((status = 200, body = PendingApprovals, description = "pending approvals and their count")))]
+async fn pending(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<PendingApprovals>, ApiError> {
     let rows = state.db().pending_approvals(&caller.workspace_id).await?;
-    Ok(Json(json!({"count": rows.len(), "pending": rows})))
+    let pending: Vec<_> = rows
+        .into_iter()
+        .map(views::approval)
+        .collect::<Result<_, _>>()?;
+    Ok(Json(PendingApprovals {
+        count: pending.len(),
+        pending,
+    }))
 }
 
 #[derive(Deserialize, Default)]
@@ -44,7 +56,7 @@ async fn decide(
     status: &str,
     decision: Decision,
     note: Option<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalDecided>, ApiError> {
     let row = state
         .db()
         .decide_approval(
@@ -63,25 +75,28 @@ async fn decide(
             other => other.into(),
         })?;
     let delivered = state.runs().deliver(token, decision);
-    Ok(Json(json!({"approval": row, "delivered": delivered})))
+    Ok(Json(ApprovalDecided {
+        approval: views::approval(row)?,
+        delivered,
+    }))
 }
 
-#[utoipa::path(post, path = "/approvals/{token}/approve", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, description = "approved"), (status = 409, description = "already decided")))]
+#[utoipa::path(post, path = "/approvals/{token}/approve", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, body = ApprovalDecided, description = "approved"), (status = 409, description = "already decided")))]
 async fn approve(
     State(state): State<AppState>,
     caller: Caller,
     Path(token): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalDecided>, ApiError> {
     decide(&state, &caller, &token, "approved", Decision::Approve, None).await
 }
 
-#[utoipa::path(post, path = "/approvals/{token}/deny", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, description = "denied"), (status = 422, description = "reason missing")))]
+#[utoipa::path(post, path = "/approvals/{token}/deny", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, body = ApprovalDecided, description = "denied"), (status = 422, description = "reason missing")))]
 async fn deny(
     State(state): State<AppState>,
     caller: Caller,
     Path(token): Path<String>,
     ApiJson(body): ApiJson<ReasonBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalDecided>, ApiError> {
     let reason = body
         .reason
         .filter(|r| !r.trim().is_empty())
@@ -101,13 +116,13 @@ async fn deny(
     .await
 }
 
-#[utoipa::path(post, path = "/approvals/{token}/revise", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, description = "revision requested"), (status = 422, description = "note missing")))]
+#[utoipa::path(post, path = "/approvals/{token}/revise", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, body = ApprovalDecided, description = "revision requested"), (status = 422, description = "note missing")))]
 async fn revise(
     State(state): State<AppState>,
     caller: Caller,
     Path(token): Path<String>,
     ApiJson(body): ApiJson<ReasonBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalDecided>, ApiError> {
     let note = body.note.filter(|r| !r.trim().is_empty()).ok_or_else(|| {
         ApiError::unprocessable("a revision request needs a note", json!({"path": "note"}))
     })?;

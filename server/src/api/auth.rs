@@ -2,8 +2,8 @@
 
 use axum::extract::State;
 use axum::Json;
+use node_runtime::wire::{Membership, Session};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::error::ApiJson;
 use crate::{ApiError, AppState};
@@ -20,20 +20,22 @@ struct ExchangeBody {
     token: String,
 }
 
-#[utoipa::path(post, path = "/auth/exchange", tag = "auth", responses((status = 200, description = "a session token"), (status = 401, description = "invalid or used link")))]
+#[utoipa::path(post, path = "/auth/exchange", tag = "auth", responses((status = 200, body = Session, description = "a session token"), (status = 401, description = "invalid or used link")))]
 async fn exchange(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<ExchangeBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Session>, ApiError> {
     let (session, user) = crate::auth::exchange(state.db(), &body.token).await?;
-    let workspaces: Vec<Value> = state
+    let workspaces = state
         .db()
         .memberships(&user)
         .await?
         .into_iter()
-        .map(|(id, role, org)| json!({"id": id, "role": role, "org_id": org}))
+        .map(|(id, role, org_id)| Membership { id, role, org_id })
         .collect();
-    Ok(Json(
-        json!({"session_token": session, "user_id": user, "workspaces": workspaces}),
-    ))
+    Ok(Json(Session {
+        session_token: session,
+        user_id: user,
+        workspaces,
+    }))
 }

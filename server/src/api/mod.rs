@@ -14,6 +14,7 @@ mod runs;
 mod secrets;
 mod tokens;
 mod tools;
+mod views;
 mod workflows;
 
 use std::sync::OnceLock;

@@ -14,12 +14,16 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Json;
 use futures::stream::{self, Stream, StreamExt};
+use node_runtime::wire::{
+    ReplayOutcome, RunCancelled, RunDetail, RunList, RunStarted, RunStatus, Trace,
+};
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::VecDeque;
 
 use tokio::sync::broadcast;
 
+use super::views;
 use crate::auth::Caller;
 use crate::error::{ApiJson, ApiQuery};
 use crate::storage::{RunFilter, RunRow};
@@ -47,12 +51,12 @@ struct StartBody {
     inputs: Map<String, Value>,
 }
 
-#[utoipa::path(post, path = "/runs", tag = "runs", responses((status = 202, description = "the run id; the run proceeds in the background")))]
+#[utoipa::path(post, path = "/runs", tag = "runs", responses((status = 202, body = RunStarted, description = "the run id; the run proceeds in the background")))]
 async fn start(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<StartBody>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<RunStarted>), ApiError> {
     let row = state
         .db()
         .get_workflow(&caller.workspace_id, &body.workflow_id)
@@ -64,59 +68,22 @@ async fn start(
         .await?;
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({"run_id": run_id, "status": "queued"})),
+        Json(RunStarted {
+            run_id,
+            status: RunStatus::Queued,
+        }),
     ))
 }
 
-/// Milliseconds from a run's creation to its end; null while it runs.
-fn duration_ms(created_at: &str, finished_at: Option<&str>) -> Option<f64> {
-    let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
-    let (start, end) = (parse(created_at)?, parse(finished_at?)?);
-    Some((end - start).num_microseconds()? as f64 / 1000.0)
-}
-
-/// A run as the API shows it; `record` is `Store::run_record` (null while
-/// the run has not finished).
-fn view(run: &RunRow, record: Value) -> Value {
-    let parse = |s: &Option<String>| {
-        s.as_deref()
-            .and_then(|t| serde_json::from_str::<Value>(t).ok())
-            .unwrap_or(Value::Null)
-    };
-    // Every Agent node's outputs, for convenience.
-    let agents: Map<String, Value> = record
-        .get("nodes")
-        .and_then(Value::as_object)
-        .map(|nodes| {
-            nodes
-                .iter()
-                .filter(|(_, n)| n.get("bundle").is_some_and(|b| !b.is_null()))
-                .map(|(id, n)| (id.clone(), n["outputs"].clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    json!({
-        "id": run.id, "workflow_id": run.workflow_id, "workflow_revision": run.workflow_revision,
-        "kind": run.kind, "replay_of": run.replay_of, "status": run.status, "trigger": run.trigger_kind,
-        "inputs": parse(&Some(run.inputs.clone())), "outputs": parse(&run.outputs), "error": run.error,
-        "created_at": run.created_at, "finished_at": run.finished_at, "trace_id": run.trace_id,
-        "duration_ms": duration_ms(&run.created_at, run.finished_at.as_deref()),
-        "nodes": record.get("nodes").cloned().unwrap_or(Value::Null),
-        "agent_outputs": agents,
-        // The graph as it ran (null until the run ends).
-        "workflow": record.get("workflow").cloned().unwrap_or(Value::Null),
-    })
-}
-
-#[utoipa::path(get, path = "/runs/{id}", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "status, node results and agent outputs")))]
+#[utoipa::path(get, path = "/runs/{id}", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = RunDetail, description = "status, node results and agent outputs")))]
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RunDetail>, ApiError> {
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
     let record = state.db().run_record(&run).await?.unwrap_or(Value::Null);
-    Ok(Json(view(&run, record)))
+    Ok(Json(views::run_detail(&run, &record)?))
 }
 
 #[derive(Deserialize)]
@@ -127,12 +94,12 @@ struct ListQuery {
     limit: i64,
 }
 
-#[utoipa::path(get, path = "/runs", tag = "runs", params(("workflow_id" = Option<String>, Query), ("status" = Option<String>, Query), ("limit" = Option<i64>, Query)), responses((status = 200, description = "runs, newest first")))]
+#[utoipa::path(get, path = "/runs", tag = "runs", params(("workflow_id" = Option<String>, Query), ("status" = Option<String>, Query), ("limit" = Option<i64>, Query)), responses((status = 200, body = RunList, description = "runs, newest first")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(q): ApiQuery<ListQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RunList>, ApiError> {
     let rows = state
         .db()
         .list_runs(
@@ -144,24 +111,23 @@ async fn list(
             },
         )
         .await?;
-    let items: Vec<Value> = rows
-        .iter()
-        .map(|r| json!({"id": r.id, "workflow_id": r.workflow_id, "kind": r.kind, "status": r.status, "trigger": r.trigger_kind, "created_at": r.created_at, "finished_at": r.finished_at, "duration_ms": duration_ms(&r.created_at, r.finished_at.as_deref())}))
-        .collect();
-    Ok(Json(json!({"runs": items})))
+    let runs = rows.iter().map(views::run_item).collect::<Result<_, _>>()?;
+    Ok(Json(RunList { runs }))
 }
 
-#[utoipa::path(post, path = "/runs/{id}/cancel", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "cancellation requested")))]
+#[utoipa::path(post, path = "/runs/{id}/cancel", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = RunCancelled, description = "cancellation requested")))]
 async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RunCancelled>, ApiError> {
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
     let cancelled = state.runs().cancel(&run.id);
-    Ok(Json(
-        json!({"run_id": run.id, "cancelled": cancelled, "status": run.status}),
-    ))
+    Ok(Json(RunCancelled {
+        status: run.status.parse()?,
+        run_id: run.id,
+        cancelled,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -236,7 +202,7 @@ fn sse_event(seq: i64, text: &str) -> Event {
     Event::default().id(seq.to_string()).event(kind).data(text)
 }
 
-#[utoipa::path(get, path = "/runs/{id}/events", tag = "runs", params(("id" = String, Path, description = "run id"), ("after" = Option<i64>, Query)), responses((status = 200, description = "Server-Sent Events; resume with Last-Event-ID", content_type = "text/event-stream")))]
+#[utoipa::path(get, path = "/runs/{id}/events", tag = "runs", params(("id" = String, Path, description = "run id"), ("after" = Option<i64>, Query)), responses((status = 200, body = node_runtime::graph::engine::WorkflowEvent, description = "Server-Sent Events, one run event (JSON) per `data`, the SSE `id` its sequence number; resume with Last-Event-ID", content_type = "text/event-stream")))]
 async fn events(
     State(state): State<AppState>,
     caller: Caller,
@@ -303,36 +269,23 @@ async fn stored_record(state: &AppState, run: &RunRow) -> Result<Value, ApiError
         })
 }
 
-#[utoipa::path(get, path = "/runs/{id}/trace", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's trace id and its stored spans (run -> node -> iteration -> model_call / tool_call) in start order, with durations")))]
+#[utoipa::path(get, path = "/runs/{id}/trace", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = Trace, description = "the run's trace id and its stored spans (run -> node -> iteration -> model_call / tool_call) in start order, with durations")))]
 async fn trace(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Trace>, ApiError> {
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
     let spans = state.db().spans(&caller.workspace_id, &id).await?;
-    let spans: Vec<Value> = spans
-        .into_iter()
-        .map(|s| {
-            json!({
-                "span_id": s.span_id,
-                "parent_id": s.parent_id,
-                "name": s.name,
-                "started_at": s.started_at,
-                "duration_ms": s.duration_us as f64 / 1000.0,
-                "fields": serde_json::from_str::<Value>(&s.fields).unwrap_or(Value::Null),
-            })
-        })
-        .collect();
-    Ok(Json(json!({
-        "run_id": run.id,
-        "trace_id": run.trace_id.unwrap_or_else(|| crate::trace::trace_id(&id)),
-        "status": run.status,
-        "spans": spans,
-    })))
+    Ok(Json(Trace {
+        trace_id: run.trace_id.unwrap_or_else(|| crate::trace::trace_id(&id)),
+        status: run.status.parse()?,
+        run_id: run.id,
+        spans: spans.into_iter().map(views::span).collect(),
+    }))
 }
 
-#[utoipa::path(get, path = "/runs/{id}/bundle", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's replay bundle (its record: workflow, nodes, agent bundles)"), (status = 409, description = "the run has not finished")))]
+#[utoipa::path(get, path = "/runs/{id}/bundle", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = serde_json::Value, description = "the run's replay bundle (its record: workflow, nodes, agent bundles)"), (status = 409, description = "the run has not finished")))]
 async fn bundle(
     State(state): State<AppState>,
     caller: Caller,
@@ -349,12 +302,12 @@ async fn bundle(
         .into_response())
 }
 
-#[utoipa::path(post, path = "/runs/{id}/replay", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, description = "match, or the first divergence; the replay is recorded as a run of kind replay")))]
+#[utoipa::path(post, path = "/runs/{id}/replay", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = ReplayOutcome, description = "match, or the first divergence; the replay is recorded as a run of kind replay")))]
 async fn replay_run(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ReplayOutcome>, ApiError> {
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
     let record = stored_record(&state, &run).await?;
     let outcome = state
@@ -362,21 +315,21 @@ async fn replay_run(
         .replay_record(&caller.workspace_id, &record, Some(&id))
         .await
         .map_err(replay_error)?;
-    Ok(Json(json!(outcome)))
+    Ok(Json(outcome))
 }
 
-#[utoipa::path(post, path = "/replays", tag = "runs", responses((status = 200, description = "match, or the first divergence"), (status = 422, description = "the uploaded bundle is not usable")))]
+#[utoipa::path(post, path = "/replays", tag = "runs", responses((status = 200, body = ReplayOutcome, description = "match, or the first divergence"), (status = 422, description = "the uploaded bundle is not usable")))]
 async fn replay_upload(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(bundle): ApiJson<Value>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ReplayOutcome>, ApiError> {
     let outcome = state
         .runs()
         .replay_record(&caller.workspace_id, &bundle, None)
         .await
         .map_err(replay_error)?;
-    Ok(Json(json!(outcome)))
+    Ok(Json(outcome))
 }
 
 #[cfg(test)]

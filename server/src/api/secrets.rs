@@ -4,8 +4,9 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use node_runtime::wire::{SecretList, SecretName};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -67,8 +68,8 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     }
 }
 
-#[utoipa::path(get, path = "/secrets", tag = "secrets", responses((status = 200, description = "names and scopes, never values")))]
-async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/secrets", tag = "secrets", responses((status = 200, body = SecretList, description = "names and scopes, never values")))]
+async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<SecretList>, ApiError> {
     let rows = state
         .db()
         .list_secrets(
@@ -77,8 +78,15 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Valu
             caller.org_id.as_deref(),
         )
         .await?;
-    let items: Vec<Value> = rows.into_iter().map(|(name, scope, created_at)| json!({"name": name, "scope": scope, "created_at": created_at})).collect();
-    Ok(Json(json!({"secrets": items})))
+    let secrets = rows
+        .into_iter()
+        .map(|(name, scope, created_at)| SecretName {
+            name,
+            scope,
+            created_at,
+        })
+        .collect();
+    Ok(Json(SecretList { secrets }))
 }
 
 #[derive(Deserialize)]

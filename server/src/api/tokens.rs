@@ -5,11 +5,13 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use node_runtime::wire::{ApiTokenCreated, ApiTokenList};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::views;
 use crate::auth::{hash_token, new_token, Caller};
 use crate::error::ApiJson;
 use crate::storage::{new_id, now, ApiTokenRow};
@@ -34,12 +36,12 @@ struct CreateBody {
     expires_in_days: Option<i64>,
 }
 
-#[utoipa::path(post, path = "/tokens", tag = "tokens", request_body = CreateBody, responses((status = 201, description = "the token, shown this once"), (status = 422, description = "bad name or lifetime")))]
+#[utoipa::path(post, path = "/tokens", tag = "tokens", request_body = CreateBody, responses((status = 201, body = ApiTokenCreated, description = "the token, shown this once"), (status = 422, description = "bad name or lifetime")))]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<CreateBody>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<ApiTokenCreated>), ApiError> {
     let name = body.name.trim();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(ApiError::unprocessable(
@@ -69,15 +71,28 @@ async fn create(
         .db()
         .insert_api_token(&row, &hash_token(&token))
         .await?;
-    let mut out = json!(row);
-    out["token"] = json!(token);
-    Ok((StatusCode::CREATED, Json(out)))
+    Ok((
+        StatusCode::CREATED,
+        Json(ApiTokenCreated {
+            id: row.id,
+            name: row.name,
+            user_id: row.user_id,
+            created_at: row.created_at,
+            expires_at: row.expires_at,
+            token,
+        }),
+    ))
 }
 
-#[utoipa::path(get, path = "/tokens", tag = "tokens", responses((status = 200, description = "the caller's API tokens, without the tokens themselves")))]
-async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let tokens = state.db().list_api_tokens(&caller.user_id).await?;
-    Ok(Json(json!({ "tokens": tokens })))
+#[utoipa::path(get, path = "/tokens", tag = "tokens", responses((status = 200, body = ApiTokenList, description = "the caller's API tokens, without the tokens themselves")))]
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<ApiTokenList>, ApiError> {
+    let rows = state.db().list_api_tokens(&caller.user_id).await?;
+    Ok(Json(ApiTokenList {
+        tokens: rows.into_iter().map(views::api_token).collect(),
+    }))
 }
 
 #[utoipa::path(delete, path = "/tokens/{id}", tag = "tokens", params(("id" = String, Path)), responses((status = 204, description = "revoked"), (status = 404, description = "no such token of the caller")))]

@@ -5,9 +5,10 @@ use axum::extract::State;
 use axum::Json;
 use node_runtime::tool::registry::ListFilter;
 use node_runtime::tool_spec::ToolCategory;
+use node_runtime::wire::{InvocationList, ToolAuth, ToolList, ToolSecret, ToolView};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
+use super::views;
 use crate::auth::Caller;
 use crate::error::ApiQuery;
 use crate::storage::InvocationFilter;
@@ -29,12 +30,12 @@ struct ToolQuery {
     include_deprecated: bool,
 }
 
-#[utoipa::path(get, path = "/tools", tag = "tools", params(("category" = Option<String>, Query), ("q" = Option<String>, Query), ("include_deprecated" = Option<bool>, Query)), responses((status = 200, description = "tools with badges and auth status")))]
+#[utoipa::path(get, path = "/tools", tag = "tools", params(("category" = Option<String>, Query), ("q" = Option<String>, Query), ("include_deprecated" = Option<bool>, Query)), responses((status = 200, body = ToolList, description = "tools with badges and auth status")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(q): ApiQuery<ToolQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ToolList>, ApiError> {
     let filter = ListFilter {
         category: q.category,
         text: q.q,
@@ -59,19 +60,30 @@ async fn list(
                 Some("org") => ("ok", Some("Using the organization's key (broad scope)")),
                 Some(_) => ("ok", None),
             };
-            secrets
-                .push(json!({"name": name, "status": status, "scope": scope, "warning": warning}));
+            secrets.push(ToolSecret {
+                name: name.clone(),
+                status: status.into(),
+                scope,
+                warning: warning.map(str::to_string),
+            });
         }
-        let ok = secrets.iter().all(|s| s["status"] == "ok");
-        tools.push(json!({
-            "name": t.spec.name, "version": t.spec.version, "ref": t.spec.key(),
-            "description": t.spec.description, "category": m.category, "side_effects": m.side_effects,
-            "lifecycle": m.lifecycle, "cache": m.cache, "timeout_ms": m.timeout_ms,
-            "auth": {"ok": ok, "secrets": secrets},
-            "input_schema": t.spec.input_schema, "output_schema": t.spec.output_schema,
-        }));
+        let ok = secrets.iter().all(|s| s.status == "ok");
+        tools.push(ToolView {
+            name: t.spec.name.clone(),
+            version: t.spec.version.clone(),
+            reference: t.spec.key(),
+            description: t.spec.description.clone(),
+            category: m.category,
+            side_effects: m.side_effects,
+            lifecycle: m.lifecycle,
+            cache: m.cache,
+            timeout_ms: m.timeout_ms,
+            auth: ToolAuth { ok, secrets },
+            input_schema: t.spec.input_schema.clone(),
+            output_schema: t.spec.output_schema.clone(),
+        });
     }
-    Ok(Json(json!({"tools": tools})))
+    Ok(Json(ToolList { tools }))
 }
 
 #[derive(Deserialize)]
@@ -85,12 +97,12 @@ struct InvocationQuery {
     limit: i64,
 }
 
-#[utoipa::path(get, path = "/invocations", tag = "tools", params(("status" = Option<String>, Query), ("tool" = Option<String>, Query), ("run_id" = Option<String>, Query), ("since" = Option<String>, Query), ("until" = Option<String>, Query), ("limit" = Option<i64>, Query)), responses((status = 200, description = "invocation records")))]
+#[utoipa::path(get, path = "/invocations", tag = "tools", params(("status" = Option<String>, Query), ("tool" = Option<String>, Query), ("run_id" = Option<String>, Query), ("since" = Option<String>, Query), ("until" = Option<String>, Query), ("limit" = Option<i64>, Query)), responses((status = 200, body = InvocationList, description = "invocation records")))]
 async fn invocations(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(q): ApiQuery<InvocationQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<InvocationList>, ApiError> {
     let filter = InvocationFilter {
         status: q.status,
         tool: q.tool,
@@ -103,5 +115,9 @@ async fn invocations(
         .db()
         .list_invocations(&caller.workspace_id, &filter)
         .await?;
-    Ok(Json(json!({"invocations": rows})))
+    let invocations = rows
+        .into_iter()
+        .map(views::invocation)
+        .collect::<Result<_, _>>()?;
+    Ok(Json(InvocationList { invocations }))
 }

@@ -7,12 +7,16 @@ use axum::Json;
 use node_runtime::graph::validate::validate;
 use node_runtime::graph::{Workflow, WorkflowError};
 use node_runtime::tool_spec::ToolSpec;
+use node_runtime::wire::{
+    Diagnostics, Revision, RevisionList, WorkflowList, WorkflowSaved, WorkflowView,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::views;
 use crate::auth::Caller;
 use crate::error::ApiJson;
-use crate::storage::{new_id, WorkflowRow};
+use crate::storage::new_id;
 use crate::{ApiError, AppState};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -37,15 +41,6 @@ fn parse(value: &Value) -> Result<Workflow, ApiError> {
     })
 }
 
-fn view(row: &WorkflowRow) -> Result<Value, ApiError> {
-    let document: Value =
-        serde_json::from_str(&row.document).map_err(|e| ApiError::Internal(e.into()))?;
-    Ok(json!({
-        "id": row.id, "name": row.name, "revision": row.revision,
-        "created_at": row.created_at, "updated_at": row.updated_at, "workflow": document
-    }))
-}
-
 fn catalog(state: &AppState) -> Vec<ToolSpec> {
     state
         .runs()
@@ -55,12 +50,12 @@ fn catalog(state: &AppState) -> Vec<ToolSpec> {
         .collect()
 }
 
-#[utoipa::path(post, path = "/workflows", tag = "workflows", responses((status = 201, description = "created"), (status = 422, description = "invalid document, path named")))]
+#[utoipa::path(post, path = "/workflows", tag = "workflows", responses((status = 201, body = WorkflowSaved, description = "created, with its diagnostics"), (status = 422, description = "invalid document, path named")))]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WorkflowSaved>), ApiError> {
     let mut wf = parse(&body)?;
     if wf.name.trim().is_empty() {
         return Err(ApiError::unprocessable(
@@ -75,28 +70,36 @@ async fn create(
         .create_workflow(&caller.workspace_id, &wf)
         .await?;
     let diagnostics = validate(&wf, &catalog(&state));
-    let mut v = view(&row)?;
-    v["diagnostics"] = json!(diagnostics);
-    Ok((StatusCode::CREATED, Json(v)))
+    Ok((
+        StatusCode::CREATED,
+        Json(WorkflowSaved {
+            view: views::workflow_view(&row)?,
+            diagnostics,
+        }),
+    ))
 }
 
-#[utoipa::path(get, path = "/workflows", tag = "workflows", responses((status = 200, description = "workflows of the workspace")))]
-async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/workflows", tag = "workflows", responses((status = 200, body = WorkflowList, description = "workflows of the workspace")))]
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<WorkflowList>, ApiError> {
     let rows = state.db().list_workflows(&caller.workspace_id).await?;
-    let items: Vec<Value> = rows
-        .iter()
-        .map(|r| json!({"id": r.id, "name": r.name, "revision": r.revision, "updated_at": r.updated_at}))
-        .collect();
-    Ok(Json(json!({"workflows": items})))
+    Ok(Json(WorkflowList {
+        workflows: rows
+            .iter()
+            .map(views::workflow_item)
+            .collect::<Result<_, _>>()?,
+    }))
 }
 
-#[utoipa::path(get, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, description = "the workflow"), (status = 404, description = "not found")))]
+#[utoipa::path(get, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = WorkflowView, description = "the workflow"), (status = 404, description = "not found")))]
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    Ok(Json(view(
+) -> Result<Json<WorkflowView>, ApiError> {
+    Ok(Json(views::workflow_view(
         &state.db().get_workflow(&caller.workspace_id, &id).await?,
     )?))
 }
@@ -108,21 +111,21 @@ struct UpdateBody {
     workflow: Value,
 }
 
-#[utoipa::path(put, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, description = "a new revision"), (status = 409, description = "stale base revision")))]
+#[utoipa::path(put, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = WorkflowSaved, description = "a new revision, with its diagnostics"), (status = 409, description = "stale base revision")))]
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<UpdateBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WorkflowSaved>, ApiError> {
     let wf = parse(&body.workflow)?;
     let row = state
         .db()
         .update_workflow(&caller.workspace_id, &id, body.base_revision, &wf)
         .await?;
-    let mut v = view(&row)?;
-    v["diagnostics"] = json!(validate(&row.workflow()?, &catalog(&state)));
-    Ok(Json(v))
+    let view = views::workflow_view(&row)?;
+    let diagnostics = validate(&view.workflow, &catalog(&state));
+    Ok(Json(WorkflowSaved { view, diagnostics }))
 }
 
 #[utoipa::path(delete, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 204, description = "deleted")))]
@@ -138,44 +141,49 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(get, path = "/workflows/{id}/revisions", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, description = "revisions, newest first")))]
+#[utoipa::path(get, path = "/workflows/{id}/revisions", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = RevisionList, description = "revisions, newest first")))]
 async fn revisions(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RevisionList>, ApiError> {
     let revs = state.db().list_revisions(&caller.workspace_id, &id).await?;
-    let items: Vec<Value> = revs
-        .iter()
-        .map(|r| json!({"revision": r.revision, "created_at": r.created_at}))
-        .collect();
-    Ok(Json(json!({"revisions": items})))
+    let revisions = revs
+        .into_iter()
+        .map(|r| {
+            Ok(Revision {
+                revision: views::revision(r.revision)?,
+                created_at: r.created_at,
+            })
+        })
+        .collect::<Result<_, ApiError>>()?;
+    Ok(Json(RevisionList { revisions }))
 }
 
-#[utoipa::path(post, path = "/workflows/{id}/validate", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, description = "diagnostics")))]
+#[utoipa::path(post, path = "/workflows/{id}/validate", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = Diagnostics, description = "diagnostics")))]
 async fn validate_saved(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Diagnostics>, ApiError> {
     let wf = state
         .db()
         .get_workflow(&caller.workspace_id, &id)
         .await?
         .workflow()?;
-    Ok(Json(
-        json!({"diagnostics": validate(&wf, &catalog(&state))}),
-    ))
+    Ok(Json(Diagnostics {
+        diagnostics: validate(&wf, &catalog(&state)),
+    }))
 }
 
-#[utoipa::path(post, path = "/workflows/validate", tag = "workflows", responses((status = 200, description = "diagnostics")))]
+#[utoipa::path(post, path = "/workflows/validate", tag = "workflows", responses((status = 200, body = Diagnostics, description = "diagnostics")))]
 async fn validate_unsaved(
     State(state): State<AppState>,
     _caller: Caller,
     ApiJson(body): ApiJson<Value>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Diagnostics>, ApiError> {
     let wf = parse(&body)?;
-    Ok(Json(
-        json!({"diagnostics": validate(&wf, &catalog(&state))}),
-    ))
+    Ok(Json(Diagnostics {
+        diagnostics: validate(&wf, &catalog(&state)),
+    }))
 }

@@ -12,8 +12,25 @@
 //! Every query that reads tenant data filters by `workspace_id`: a caller
 //! from workspace A gets "not found" for anything of workspace B.
 
+//!
+//! Layout: `rows` (the row structs), one module per table group with its
+//! statements as `impl Store` methods (`tenancy`, `workflows`, `runs`,
+//! `approvals`, `invocations`, `secrets`, `blobs`, `bundles`, `durable`),
+//! `values` (multi-row statements) and `group` (the group-commit worker,
+//! which only uses the others).
+
+mod approvals;
+mod blobs;
+mod bundles;
+mod durable;
 mod group;
-mod records;
+mod invocations;
+mod rows;
+mod runs;
+mod secrets;
+mod tenancy;
+mod values;
+mod workflows;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -24,7 +41,25 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::AnyPool;
 
 pub use group::{BlobRef, GroupWriter, RunEnd, RunWrite};
-pub use records::*;
+pub use rows::*;
+
+// What the table modules share (they `use super::*`).
+use node_runtime::graph::Workflow;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::AnyConnection;
+use values::*;
+
+type Q<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// A list's page size: 100 by default, at most 1,000.
+fn limit(l: i64) -> i64 {
+    if l <= 0 {
+        100
+    } else {
+        l.min(1000)
+    }
+}
 
 /// Why the database could not be opened.
 #[derive(Debug, thiserror::Error)]

@@ -174,3 +174,36 @@ pub async fn start_run(
     let started: serde_json::Value = serde_json::from_slice(&body).expect("json");
     started["run_id"].as_str().expect("run id").to_string()
 }
+
+/// A scripted agent that calls the calculator and then `write_file` (a
+/// write, so the run waits for approval), feeding an Output node.
+pub fn approval_workflow() -> serde_json::Value {
+    serde_json::json!({
+        "format_version": 1, "id": "ignored", "name": "Writes a note", "revision": 0,
+        "nodes": [
+            {"id": "agent", "label": "Agent", "position": {"x": 0, "y": 0}, "kind": "agent", "config": {
+                "prompt": "Write the note.",
+                "tools": [{"tool": "write_file@1.0.0"}, {"tool": "calculator@1.0.0"}],
+                "provider": {"kind": "scripted", "script": {"turns": [
+                    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}, {"name": "write_file", "arguments": {"path": "note.txt", "content": "hi"}}]},
+                    {"text": "Written."}]}}}},
+            {"id": "out", "label": "Out", "position": {"x": 300, "y": 0}, "kind": "output", "config": {"fields": ["answer"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    })
+}
+
+/// A workflow whose Tool node's output is larger than a 1 KiB output cap,
+/// so it is stored as a blob.
+pub fn big_output_workflow() -> serde_json::Value {
+    serde_json::json!({
+        "format_version": 1, "id": "big", "name": "big output", "revision": 0,
+        "nodes": [
+            {"id": "big", "kind": "tool", "config": {"tool": "json_query@1.0.0", "inputs": {
+                "program": {"source": "fixed", "value": "[range(1500)]"},
+                "data": {"source": "fixed", "value": null}}}},
+            {"id": "out", "kind": "output", "config": {"fields": ["x"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "big", "handle": "output"}, "target": {"node": "out", "handle": "x"}}]
+    })
+}

@@ -1,0 +1,146 @@
+//! `glassbox run`, `glassbox replay` and `glassbox migrate`.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{load_cipher, open_database, parse_inputs, DbArgs, Failure};
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// The workflow JSON file.
+    file: PathBuf,
+    /// An input field, `name=value` (a JSON value, or else a string).
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    inputs: Vec<String>,
+    /// Print the whole run (every node's record) instead of the outputs.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// The id of a recorded run (as printed by `glassbox run`).
+    run_id: String,
+}
+
+pub async fn migrate(args: DbArgs) -> Result<(), Failure> {
+    let config = args.config(IpAddr::from([127, 0, 0, 1]), 0, None);
+    let db = open_database(&config).await?;
+    let version = db.schema_version().await.map_err(Failure::runtime)?;
+    println!(
+        "database migrated ({}, schema version {version})",
+        db.backend()
+    );
+    db.close().await;
+    Ok(())
+}
+
+pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| Failure::config(format!("cannot read {}: {e}", args.file.display())))?;
+    let workflow = node_runtime::graph::Workflow::from_json(&text)
+        .map_err(|e| Failure::config(format!("{}: {e}", args.file.display())))?;
+    let inputs = parse_inputs(&args.inputs)?;
+    let config = args.db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
+    let db = open_database(&config).await?;
+    crate::auth::bootstrap(&db)
+        .await
+        .map_err(Failure::runtime)?;
+    let runs = crate::runs::Runs::new(
+        db.clone(),
+        crate::config::RunsConfig::from_config(&config),
+        load_cipher(&config)?,
+    );
+    let row = runs
+        .run_to_end(crate::auth::DEFAULT_WORKSPACE, workflow, inputs, "cli")
+        .await
+        .map_err(Failure::runtime)?;
+    let parse = |s: &Option<String>| {
+        s.as_deref()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .unwrap_or(serde_json::Value::Null)
+    };
+    let record = db
+        .run_record(&row)
+        .await
+        .map_err(Failure::runtime)?
+        .unwrap_or(serde_json::Value::Null);
+    let mut agents = serde_json::Map::new();
+    if let Some(nodes) = record.get("nodes").and_then(serde_json::Value::as_object) {
+        for (id, node) in nodes {
+            if node.get("bundle").is_some_and(|b| !b.is_null()) {
+                let outputs = &node["outputs"];
+                let contract: serde_json::Map<String, serde_json::Value> =
+                    node_runtime::graph::AGENT_OUTPUTS
+                        .iter()
+                        .map(|k| (k.to_string(), outputs[*k].clone()))
+                        .collect();
+                agents.insert(id.clone(), serde_json::Value::Object(contract));
+            }
+        }
+    }
+    let printed = if args.json {
+        serde_json::json!({"run_id": row.id, "status": row.status, "outputs": parse(&row.outputs), "agent_outputs": agents, "record": record})
+    } else {
+        serde_json::json!({"run_id": row.id, "status": row.status, "outputs": parse(&row.outputs), "agent_outputs": agents, "error": row.error})
+    };
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&printed).unwrap_or_default()
+    );
+    db.close().await;
+    if row.status == "succeeded" {
+        Ok(())
+    } else {
+        Err(Failure::runtime(format!(
+            "the run ended {}: {}",
+            row.status,
+            row.error.unwrap_or_default()
+        )))
+    }
+}
+
+pub async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
+    let config = args.db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
+    let db = open_database(&config).await?;
+    let row = db
+        .get_run(crate::auth::DEFAULT_WORKSPACE, &args.run_id)
+        .await
+        .map_err(|e| Failure::config(format!("run {}: {e}", args.run_id)))?;
+    let record = db
+        .run_record(&row)
+        .await
+        .map_err(Failure::runtime)?
+        .ok_or_else(|| {
+            Failure::runtime(format!(
+                "run {} has no record to replay (it did not finish)",
+                args.run_id
+            ))
+        })?;
+    let runs = crate::runs::Runs::new(
+        db.clone(),
+        crate::config::RunsConfig::from_config(&config),
+        load_cipher(&config)?,
+    );
+    let outcome = runs
+        .replay_record(crate::auth::DEFAULT_WORKSPACE, &record, Some(&args.run_id))
+        .await;
+    db.close().await;
+    match outcome {
+        Ok(o) if o.matches => {
+            println!("{}", serde_json::json!(o));
+            Ok(())
+        }
+        Ok(o) => Err(Failure::runtime(format!(
+            "replay diverged: {}",
+            o.divergence.unwrap_or_default()
+        ))),
+        Err(e) => Err(Failure::runtime(e)),
+    }
+}

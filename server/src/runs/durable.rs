@@ -1,0 +1,121 @@
+//! Durable runs: checkpoints (ended nodes, suspended agents) and the write
+//! journal of approved writes (intent before, result after), with the
+//! crash points of the test builds.
+
+use super::*;
+
+/// The run's checkpoints: ended nodes queued on the group writer (every
+/// node of every run writes one), a suspended agent's state synced on its
+/// own before the run waits.
+pub(super) struct StoreCheckpoints {
+    pub(super) store: Store,
+    pub(super) writer: GroupWriter,
+    pub(super) run_id: String,
+    pub(super) created: Created,
+}
+
+impl Checkpoints for StoreCheckpoints {
+    fn node_ended<'a>(&'a self, record: &'a NodeRecord) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let write = RunWrite::NodeCheckpoint {
+                run_id: self.run_id.clone(),
+                node_id: record.node_id.clone(),
+                record: serde_json::to_string(record).unwrap_or_default(),
+            };
+            // Queued, not awaited: the group writer keeps the run's order,
+            // and a checkpoint lost to a crash only means that node runs
+            // again on resume (an approved write still runs once: the
+            // journal has it).
+            drop(self.writer.submit(write));
+        })
+    }
+
+    fn agent_suspended<'a>(&'a self, node_id: &'a str, run: &'a AgentRun) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let state = serde_json::to_string(run).unwrap_or_default();
+            let stored = match self.created.wait().await {
+                Ok(()) => {
+                    self.store
+                        .put_agent_checkpoint(&self.run_id, node_id, &state)
+                        .await
+                }
+                Err(e) => Err(StoreError::Unavailable(e)),
+            };
+            if let Err(e) = stored {
+                tracing::error!(run_id = %self.run_id, error = %e, "cannot store an agent checkpoint");
+            }
+        })
+    }
+}
+
+/// Approved writes' intent and result records (see `WriteJournal`).
+pub(super) struct StoreJournal {
+    pub(super) store: Store,
+    pub(super) run_id: String,
+    pub(super) created: Created,
+    #[cfg(feature = "test-hooks")]
+    pub(super) crash_at: Option<String>,
+}
+
+impl StoreJournal {
+    /// Fault injection for the crash tests: abort here, like `kill -9`.
+    /// Only test builds (feature `test-hooks`) have it.
+    #[cfg(feature = "test-hooks")]
+    fn crash_point(&self, point: &str) {
+        if self.crash_at.as_deref() == Some(point) {
+            eprintln!("glassbox: GLASSBOX_TEST_CRASH_AT={point}: aborting");
+            std::process::abort();
+        }
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    fn crash_point(&self, _point: &str) {}
+}
+
+impl WriteJournal for StoreJournal {
+    fn begin<'a>(&'a self, agent_run: &'a str, call: &'a ToolCall) -> BoxFuture<'a, JournalEntry> {
+        Box::pin(async move {
+            let tool = format!("{}@{}", call.tool.spec.name, call.tool.spec.version);
+            let begun = match self.created.wait().await {
+                Ok(()) => {
+                    self.store
+                        .journal_begin(agent_run, &call.call_id, &self.run_id, &tool)
+                        .await
+                }
+                Err(e) => Err(StoreError::Unavailable(e)),
+            };
+            let entry = match begun {
+                Ok(None) => JournalEntry::Fresh,
+                Ok(Some(Some(text))) => match serde_json::from_str::<ToolEnvelope>(&text) {
+                    Ok(envelope) => JournalEntry::Done(Box::new(envelope)),
+                    Err(_) => JournalEntry::Unknown,
+                },
+                Ok(Some(None)) => JournalEntry::Unknown,
+                // Without a durable intent the write must not run.
+                Err(e) => {
+                    tracing::error!(run_id = %self.run_id, error = %e, "cannot record a write intent; the write does not run");
+                    JournalEntry::Unknown
+                }
+            };
+            if entry == JournalEntry::Fresh {
+                self.crash_point("after_intent");
+            }
+            entry
+        })
+    }
+
+    fn finish<'a>(&'a self, agent_run: &'a str, envelope: &'a ToolEnvelope) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.crash_point("after_response");
+            let text = serde_json::to_string(envelope).unwrap_or_default();
+            self.crash_point("before_result");
+            if let Err(e) = self
+                .store
+                .journal_finish(agent_run, &envelope.call_id, &text)
+                .await
+            {
+                tracing::error!(run_id = %self.run_id, error = %e, "cannot record a write result");
+            }
+        })
+    }
+}

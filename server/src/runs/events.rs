@@ -1,0 +1,434 @@
+//! The run's event task: numbers, stores, indexes into invocation records
+//! and broadcasts each event, in order, then the run's end.
+
+use super::*;
+
+pub(super) struct ChannelSink(pub(super) mpsc::UnboundedSender<WorkflowEvent>);
+
+impl WorkflowSink for ChannelSink {
+    fn emit(&self, event: WorkflowEvent) {
+        let _ = self.0.send(event);
+    }
+}
+
+pub(super) fn invocation_id(run_id: &str, node_id: &str, call_id: &str) -> String {
+    format!("{run_id}/{node_id}/{call_id}")
+}
+
+/// Where one run's event task writes and broadcasts.
+pub(super) struct EventOut {
+    pub(super) writer: GroupWriter,
+    pub(super) ws: String,
+    pub(super) run_id: String,
+    /// The live broadcast.
+    pub(super) tx: broadcast::Sender<LiveEvent>,
+    /// The last stored sequence number (0, or more on resume).
+    pub(super) last_seq: i64,
+    /// The run's closed spans, taken along with each write.
+    pub(super) spans: crate::trace::SpanBuffer,
+}
+
+/// Persists, indexes and broadcasts a run's events, in order, then its end.
+///
+/// Batches are handed to the group writer as soon as they arrive, without
+/// waiting for the previous commit; each batch is broadcast once it is
+/// committed, in order, so a subscriber never sees an event the store does
+/// not have. The run's end goes right behind its last events.
+pub(super) async fn write_events(
+    out: EventOut,
+    mut rx: mpsc::UnboundedReceiver<WorkflowEvent>,
+    end: oneshot::Receiver<RunEnd>,
+) -> Result<(), StoreError> {
+    use futures::stream::{FuturesOrdered, StreamExt};
+    let EventOut {
+        writer,
+        ws,
+        run_id,
+        tx,
+        last_seq,
+        spans,
+    } = out;
+    let mut started = true;
+    let mut seq = last_seq;
+    let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
+    let trace_id = crate::trace::trace_id(&run_id);
+    let mut in_flight = FuturesOrdered::new();
+    let broadcast = |(committed, events): (Result<(), StoreError>, Vec<LiveEvent>)| {
+        if let Err(e) = committed {
+            tracing::error!(run_id, error = %e, "cannot store run events");
+        }
+        for event in events {
+            let _ = tx.send(event);
+        }
+    };
+    loop {
+        tokio::select! {
+            biased;
+            Some(done) = in_flight.next(), if !in_flight.is_empty() => broadcast(done),
+            next = rx.recv() => {
+                let Some(first) = next else { break };
+                let mut batch = vec![first];
+                while let Ok(more) = rx.try_recv() {
+                    batch.push(more);
+                }
+                let mut events = Vec::with_capacity(batch.len());
+                let mut numbered = Vec::with_capacity(batch.len());
+                let mut invocations = Vec::new();
+                let mut blobs = Vec::new();
+                for event in &batch {
+                    seq += 1;
+                    let text = serde_json::to_string(event).unwrap_or_else(|_| "null".into());
+                    numbered.push((seq, Arc::from(text.as_str())));
+                    events.push((seq, text));
+                    invocations.extend(index_event(&ws, &run_id, &trace_id, &mut tools, event));
+                    blobs.extend(event_blobs(event));
+                }
+                let committed = writer.submit(RunWrite::Events {
+                    run_id: run_id.clone(),
+                    workspace_id: ws.clone(),
+                    started: std::mem::take(&mut started),
+                    events,
+                    invocations,
+                    blobs,
+                    spans: spans.take(),
+                });
+                in_flight.push_back(async move { (committed.await, numbered) });
+            }
+        }
+    }
+    let ended = match end.await {
+        Ok(mut end) => {
+            end.spans = spans.take();
+            Some(writer.submit(RunWrite::End(Box::new(end))))
+        }
+        Err(_) => None,
+    };
+    while let Some(done) = in_flight.next().await {
+        broadcast(done);
+    }
+    match ended {
+        Some(ended) => ended.await,
+        None => Ok(()),
+    }
+}
+
+/// The blobs a truncated tool output was moved to; they belong to the
+/// run's workspace.
+pub(super) fn event_blobs(event: &WorkflowEvent) -> Vec<BlobRef> {
+    let WorkflowEvent::Agent { event, .. } = event else {
+        return Vec::new();
+    };
+    let AgentEvent::ToolCallFinished { envelope } = event.as_ref() else {
+        return Vec::new();
+    };
+    envelope
+        .attachments
+        .iter()
+        .filter(|a| a.kind == node_runtime::AttachmentKind::Blob)
+        .map(|a| BlobRef {
+            hash: a.url.rsplit('/').next().unwrap_or_default().to_string(),
+            content_type: a
+                .content_type
+                .clone()
+                .unwrap_or_else(|| "application/octet-stream".into()),
+            bytes: a.bytes.unwrap_or(0) as i64,
+        })
+        .collect()
+}
+
+/// The invocation record one event creates or moves along, if any.
+///
+/// The matches are exhaustive on purpose: a new event variant does not
+/// compile until this fold says what it does to the invocation records.
+pub(super) fn index_event(
+    ws: &str,
+    run_id: &str,
+    trace_id: &str,
+    tools: &mut HashMap<String, (String, String, String)>,
+    event: &WorkflowEvent,
+) -> Option<InvocationRow> {
+    let (node_id, event) = match event {
+        WorkflowEvent::Agent { node_id, event } => (node_id, event),
+        WorkflowEvent::NodeStarted { .. }
+        | WorkflowEvent::NodeFinished { .. }
+        | WorkflowEvent::RunFinished { .. } => return None,
+    };
+    let base = |call_id: &str, tool: &str, input: String, status: InvocationStatus| {
+        let (name, version) = tool.rsplit_once('@').unwrap_or((tool, ""));
+        InvocationRow {
+            id: invocation_id(run_id, node_id, call_id),
+            workspace_id: ws.to_string(),
+            run_id: run_id.to_string(),
+            node_id: node_id.clone(),
+            call_id: call_id.into(),
+            tool_name: name.into(),
+            tool_version: version.into(),
+            status: status.as_str().into(),
+            approval_required: 0,
+            approval_status: None,
+            decided_by: None,
+            reason: None,
+            input,
+            output: None,
+            error: None,
+            cost: 0.0,
+            created_at: now(),
+            started_at: None,
+            completed_at: None,
+            trace_id: Some(trace_id.to_string()),
+        }
+    };
+    match event.as_ref() {
+        AgentEvent::ApprovalRequested { request } => {
+            tools.insert(
+                request.call_id.clone(),
+                (
+                    request.tool.clone(),
+                    request.args_summary.clone(),
+                    node_id.clone(),
+                ),
+            );
+            let mut r = base(
+                &request.call_id,
+                &request.tool,
+                request.args_summary.clone(),
+                InvocationStatus::Pending,
+            );
+            r.approval_required = 1;
+            r.approval_status = Some(InvocationApproval::Pending.as_str().into());
+            Some(r)
+        }
+        AgentEvent::ApprovalDecided { call_id, decision } => {
+            let (tool, input, _) = tools.get(call_id).cloned().unwrap_or_default();
+            let (status, approval, reason) = match decision {
+                Decision::Approve => (
+                    InvocationStatus::Approved,
+                    InvocationApproval::Approved,
+                    None,
+                ),
+                // Seed 001's words: a denial and a request for revision
+                // both reject this call; the reason says which.
+                Decision::Deny { reason } => (
+                    InvocationStatus::Rejected,
+                    InvocationApproval::Rejected,
+                    Some(reason.clone()),
+                ),
+                Decision::Revise { note } => (
+                    InvocationStatus::Rejected,
+                    InvocationApproval::Rejected,
+                    Some(format!("revision requested: {note}")),
+                ),
+            };
+            let mut r = base(call_id, &tool, input, status);
+            r.approval_required = 1;
+            r.approval_status = Some(approval.as_str().into());
+            r.reason = reason;
+            Some(r)
+        }
+        AgentEvent::ToolCallStarted {
+            call_id,
+            tool,
+            input,
+        } => {
+            let mut r = base(call_id, tool, input.to_string(), InvocationStatus::Running);
+            r.started_at = Some(now());
+            Some(r)
+        }
+        AgentEvent::ToolCallFinished { envelope } => {
+            let status = if envelope.is_success() {
+                InvocationStatus::Completed
+            } else if envelope
+                .error
+                .as_ref()
+                .is_some_and(|e| e.details.get("outcome") == Some(&json!("unknown")))
+            {
+                // An approved write interrupted by a crash: the operator
+                // reconciles it; it is never retried.
+                InvocationStatus::OutcomeUnknown
+            } else {
+                InvocationStatus::Failed
+            };
+            let mut r = base(
+                &envelope.call_id,
+                &envelope.tool_ref(),
+                envelope.input.to_string(),
+                status,
+            );
+            r.output = Some(envelope.output.to_string());
+            r.error = envelope.error.as_ref().map(|e| json!(e).to_string());
+            r.started_at = Some(envelope.t_start.clone());
+            r.completed_at = Some(envelope.t_end.clone());
+            Some(r)
+        }
+        AgentEvent::IterationStarted { .. }
+        | AgentEvent::ModelCalled { .. }
+        | AgentEvent::LimitReached { .. }
+        | AgentEvent::Finished { .. }
+        | AgentEvent::Failed { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use node_runtime::{ErrorCode, ToolError};
+
+    fn envelope(call_id: &str, error: Option<ToolError>) -> ToolEnvelope {
+        let mut e = ToolEnvelope::failed(
+            call_id.into(),
+            "http_request".into(),
+            "1.0.0".into(),
+            json!({"url": "http://x"}),
+            ToolError::unknown("placeholder"),
+            "t0".into(),
+            "t1".into(),
+        );
+        e.error = error;
+        if e.error.is_none() {
+            e.output = json!({"status": 200});
+        }
+        e
+    }
+
+    /// Folds `events` in order; returns each produced row's
+    /// (call id, status, approval status, reason).
+    fn check(events: Vec<AgentEvent>, expected: &[(&str, &str, Option<&str>, Option<&str>)]) {
+        let mut tools = HashMap::new();
+        let rows: Vec<(String, String, Option<String>, Option<String>)> = events
+            .into_iter()
+            .filter_map(|event| {
+                index_event(
+                    "ws",
+                    "run",
+                    "trace",
+                    &mut tools,
+                    &WorkflowEvent::Agent {
+                        node_id: "agent".into(),
+                        event: Box::new(event),
+                    },
+                )
+            })
+            .map(|r| (r.call_id, r.status, r.approval_status, r.reason))
+            .collect();
+        let expected: Vec<(String, String, Option<String>, Option<String>)> = expected
+            .iter()
+            .map(|(c, s, a, r)| {
+                (
+                    c.to_string(),
+                    s.to_string(),
+                    a.map(str::to_string),
+                    r.map(str::to_string),
+                )
+            })
+            .collect();
+        assert_eq!(rows, expected);
+    }
+
+    fn requested(call_id: &str) -> AgentEvent {
+        AgentEvent::ApprovalRequested {
+            request: ApprovalRequest {
+                call_id: call_id.into(),
+                tool: "http_request@1.0.0".into(),
+                args_summary: "url=http://x".into(),
+                effect_description: "writes".into(),
+                token: "t".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn each_event_moves_the_invocation_along() {
+        check(
+            vec![
+                AgentEvent::IterationStarted { iteration: 1 },
+                AgentEvent::ToolCallStarted {
+                    call_id: "a".into(),
+                    tool: "http_request@1.0.0".into(),
+                    input: json!({}),
+                },
+                AgentEvent::ToolCallFinished {
+                    envelope: envelope("a", None),
+                },
+                AgentEvent::ToolCallFinished {
+                    envelope: envelope("b", Some(ToolError::validation("bad"))),
+                },
+                AgentEvent::ToolCallFinished {
+                    envelope: envelope(
+                        "c",
+                        Some(
+                            ToolError::new(ErrorCode::Unknown, "crashed")
+                                .with_details(json!({"outcome": "unknown"})),
+                        ),
+                    ),
+                },
+                AgentEvent::LimitReached {
+                    limit: "max_iterations".into(),
+                },
+                AgentEvent::Failed {
+                    message: "x".into(),
+                },
+            ],
+            &[
+                ("a", "running", None, None),
+                ("a", "completed", None, None),
+                ("b", "failed", None, None),
+                ("c", "outcome_unknown", None, None),
+            ],
+        );
+    }
+
+    #[test]
+    fn approvals_are_pending_then_approved_or_rejected_with_the_reason() {
+        check(
+            vec![
+                requested("w1"),
+                AgentEvent::ApprovalDecided {
+                    call_id: "w1".into(),
+                    decision: Decision::Approve,
+                },
+                requested("w2"),
+                AgentEvent::ApprovalDecided {
+                    call_id: "w2".into(),
+                    decision: Decision::Deny {
+                        reason: "not today".into(),
+                    },
+                },
+                requested("w3"),
+                AgentEvent::ApprovalDecided {
+                    call_id: "w3".into(),
+                    decision: Decision::Revise {
+                        note: "smaller".into(),
+                    },
+                },
+            ],
+            &[
+                ("w1", "pending", Some("pending"), None),
+                ("w1", "approved", Some("approved"), None),
+                ("w2", "pending", Some("pending"), None),
+                ("w2", "rejected", Some("rejected"), Some("not today")),
+                ("w3", "pending", Some("pending"), None),
+                (
+                    "w3",
+                    "rejected",
+                    Some("rejected"),
+                    Some("revision requested: smaller"),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn node_and_run_events_touch_no_invocation() {
+        let mut tools = HashMap::new();
+        for event in [
+            WorkflowEvent::NodeStarted {
+                node_id: "n".into(),
+            },
+            WorkflowEvent::RunFinished {
+                outcome: RunOutcome::Succeeded,
+            },
+        ] {
+            assert_eq!(index_event("ws", "run", "t", &mut tools, &event), None);
+        }
+    }
+}

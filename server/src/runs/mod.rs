@@ -1,0 +1,624 @@
+//! Runs: starting workflow runs in the background, persisting and
+//! broadcasting their events, keeping seed 001's invocation records, and
+//! connecting approval decisions to the runs waiting for them.
+//!
+//! Each run has one writer task. The engine's events go through a channel
+//! to that task, which gives each a sequence number, stores it, updates the
+//! invocation records, and then broadcasts it; so the stored order is the
+//! broadcast order, and an SSE subscriber can read stored events first and
+//! then follow the broadcast without gaps or duplicates.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use futures::future::{BoxFuture, FutureExt, Shared};
+use node_runtime::agent::approval::{ApprovalRequest, Decision};
+use node_runtime::agent::{AgentEvent, AgentRuntime};
+use node_runtime::agent::{AgentRun, JournalEntry, WriteJournal};
+use node_runtime::blob::FsBlobStore;
+use node_runtime::envelope::ToolEnvelope;
+use node_runtime::executor::ToolCall;
+use node_runtime::executor::{Executor, ExecutorConfig};
+use node_runtime::graph::engine::{
+    resume_workflow, ApprovalGate, Checkpoints, EngineServices, MemoryPinHistory, NodeRecord,
+    PinHistory, ProviderModels, ResumeState, RunOutcome, WorkflowEvent, WorkflowSink,
+};
+use node_runtime::graph::{NodeKind, Workflow};
+use node_runtime::secrets::SecretOwner;
+use node_runtime::tool::{ToolEnv, ToolRegistry};
+use node_runtime::wire::{
+    ApprovalStatus, InvocationApproval, InvocationStatus, RunKind, RunStatus,
+};
+use serde_json::{json, Map, Value};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::storage::{
+    new_id, now, ApprovalRow, BlobRef, GroupWriter, InvocationRow, NodeRunRow, RunEnd, RunRow,
+    RunWrite, Store, StoreError,
+};
+
+mod approvals;
+mod durable;
+mod end;
+mod events;
+mod replay;
+
+pub use approvals::stored_decision;
+use approvals::*;
+use durable::*;
+use end::*;
+use events::*;
+pub use replay::{ReplayError, ReplayOutcome, ReplayTimeline};
+
+/// A stored run event as broadcast live: its sequence number and JSON text.
+pub type LiveEvent = (i64, Arc<str>);
+
+/// A run in progress.
+struct LiveRun {
+    cancel: CancellationToken,
+    events: broadcast::Sender<LiveEvent>,
+    created: Created,
+}
+
+/// A new run of `workflow`: queued, from the API, no inputs, nothing
+/// recorded yet.
+fn new_run_row(run_id: &str, workspace_id: &str, workflow: &Workflow) -> RunRow {
+    RunRow {
+        workflow_id: Some(workflow.id.clone()),
+        workflow_revision: Some(workflow.revision as i64),
+        trace_id: Some(crate::trace::trace_id(run_id)),
+        ..RunRow::queued(run_id, workspace_id)
+    }
+}
+
+/// Where a spawned run starts: from scratch, or from a stopped server's
+/// checkpoints with the events it stored.
+struct StartFrom {
+    resume: ResumeState,
+    last_seq: i64,
+    created: Created,
+}
+
+/// Whether a run's record is committed. A new run starts while its record
+/// is still queued on the group writer (its own writes queue behind it);
+/// the writes that bypass the writer (the write journal, an agent's
+/// checkpoint) wait for this first.
+#[derive(Clone)]
+struct Created(Shared<BoxFuture<'static, Result<(), String>>>);
+
+impl Created {
+    /// A run whose record is already stored (a resumed run).
+    fn stored() -> Self {
+        Created(futures::future::ready(Ok(())).boxed().shared())
+    }
+
+    /// The queued creation, as the group writer reports it.
+    fn queued(
+        commit: impl std::future::Future<Output = Result<(), StoreError>> + Send + 'static,
+    ) -> Self {
+        Created(
+            commit
+                .map(|r| {
+                    r.map_err(|e| match e {
+                        // Kept bare: it becomes an `Unavailable` again.
+                        StoreError::Unavailable(why) => why,
+                        other => other.to_string(),
+                    })
+                })
+                .boxed()
+                .shared(),
+        )
+    }
+
+    async fn wait(&self) -> Result<(), String> {
+        self.0.clone().await
+    }
+}
+
+/// What `execute` needs of one spawned run.
+struct Run<'a> {
+    /// The run's workspace and organization: the secret scopes it reads.
+    owner: &'a SecretOwner,
+    id: &'a str,
+    live: Arc<LiveRun>,
+    /// The run span; it closes when the engine is done.
+    span: tracing::Span,
+    /// Where the run's closed spans wait for its next write.
+    spans: crate::trace::SpanBuffer,
+}
+
+/// Shared by every run of the server.
+pub struct Runs {
+    store: Store,
+    /// Group commit for every run's events and ends.
+    writer: GroupWriter,
+    registry: Arc<ToolRegistry>,
+    executor: Arc<Executor>,
+    blobs: FsBlobStore,
+    agents: Arc<AgentRuntime>,
+    data_dir: PathBuf,
+    traces_url: Option<String>,
+    live: Mutex<HashMap<String, Arc<LiveRun>>>,
+    waiters: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
+    /// Fault injection for the crash tests (`GLASSBOX_TEST_CRASH_AT`,
+    /// feature `test-hooks`): the process aborts at that point of an
+    /// approved write.
+    #[cfg(feature = "test-hooks")]
+    crash_at: Option<String>,
+    /// Hosts `http_request` and the model providers may reach on loopback
+    /// or private addresses (`RunsConfig::http_allow_hosts`).
+    http_allow_hosts: Vec<String>,
+}
+
+/// Where the crash tests stop the process, around an approved write
+/// (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
+pub const CRASH_POINTS: [&str; 3] = ["after_intent", "after_response", "before_result"];
+
+/// The approval key: a random key kept in the data dir, so tokens stay
+/// valid across restarts and cannot be forged without the file.
+fn approval_key(data_dir: &std::path::Path) -> [u8; 32] {
+    let path = data_dir.join("approval.key");
+    if let Ok(bytes) = std::fs::read(&path) {
+        if let Ok(key) = <[u8; 32]>::try_from(bytes.as_slice()) {
+            return key;
+        }
+    }
+    let mut key = [0u8; 32];
+    key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    let _ = std::fs::create_dir_all(data_dir);
+    if let Err(e) = std::fs::write(&path, key) {
+        tracing::warn!(error = %e, "cannot keep the approval key; approvals will not survive a restart");
+    }
+    key
+}
+
+/// The tools every run can call: the built-ins and, in test builds
+/// (feature `test-hooks`) with GLASSBOX_TEST_TOOLS=1, the leak-test tools.
+pub fn tool_registry(config: &crate::config::RunsConfig) -> ToolRegistry {
+    let mut registry = ToolRegistry::new();
+    node_runtime::builtins::register_builtins(&mut registry)
+        .expect("the built-in tools have valid schemas and unique versions");
+    #[cfg(feature = "test-hooks")]
+    if config.test_hooks.tools {
+        registry
+            .register(crate::test_tools::SecretProbe)
+            .expect("the test tool has a valid schema");
+        registry
+            .register(crate::test_tools::OldSecretProbe)
+            .expect("the test tool has a valid schema");
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    let _ = config;
+    registry
+}
+
+impl Runs {
+    pub fn new(
+        store: Store,
+        config: crate::config::RunsConfig,
+        cipher: Arc<crate::secrets::SecretCipher>,
+    ) -> Arc<Self> {
+        let registry = tool_registry(&config);
+        let crate::config::RunsConfig {
+            data_dir,
+            traces_url,
+            max_output_bytes,
+            http_allow_hosts,
+            #[cfg(feature = "test-hooks")]
+            test_hooks,
+        } = config;
+        let registry = Arc::new(registry);
+        let blobs = FsBlobStore::new(data_dir.join("blobs"));
+        let executor = Arc::new(Executor::new(
+            ExecutorConfig {
+                max_output_bytes,
+                ..ExecutorConfig::default()
+            },
+            Arc::new(crate::secrets::StoreSecrets {
+                store: store.clone(),
+                cipher,
+            }),
+            Arc::new(blobs.clone()),
+        ));
+        let agents = Arc::new(AgentRuntime {
+            registry: registry.clone(),
+            approval_key: approval_key(&data_dir),
+        });
+        Arc::new(Self {
+            writer: GroupWriter::start(store.clone()),
+            store,
+            registry,
+            executor,
+            blobs,
+            agents,
+            data_dir,
+            traces_url,
+            live: Mutex::new(HashMap::new()),
+            waiters: Mutex::new(HashMap::new()),
+            #[cfg(feature = "test-hooks")]
+            crash_at: test_hooks.crash_at,
+            http_allow_hosts,
+        })
+    }
+
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    /// The blob store truncated outputs go to.
+    pub fn blobs(&self) -> &FsBlobStore {
+        &self.blobs
+    }
+
+    pub fn agents(&self) -> &Arc<AgentRuntime> {
+        &self.agents
+    }
+
+    /// Creates the run record and starts it in the background.
+    ///
+    /// The record is queued on the group writer and the run starts at
+    /// once, so its first model call overlaps the commit (the run's own
+    /// writes queue behind its record). The id is returned once the record
+    /// is committed; a run whose record cannot be stored is cancelled.
+    ///
+    /// `owner` is the run's workspace with its organization, the secret
+    /// scopes its tools read (the API caller carries both, so a run reads
+    /// nothing to learn them; see [`crate::auth::Caller::secret_owner`]).
+    pub async fn start(
+        self: &Arc<Self>,
+        owner: SecretOwner,
+        workflow: Workflow,
+        inputs: Map<String, Value>,
+        trigger: &str,
+    ) -> Result<String, StoreError> {
+        let run_id = new_id();
+        let created = Created::queued(self.writer.submit(RunWrite::Create(Box::new(RunRow {
+            trigger_kind: trigger.into(),
+            inputs: Value::Object(inputs.clone()).to_string(),
+            ..new_run_row(&run_id, &owner.workspace_id, &workflow)
+        }))));
+        let from = StartFrom {
+            resume: ResumeState::default(),
+            last_seq: 0,
+            created: created.clone(),
+        };
+        self.spawn(owner, &run_id, workflow, inputs, from);
+        if let Err(e) = created.wait().await {
+            self.cancel(&run_id);
+            return Err(StoreError::Unavailable(e));
+        }
+        Ok(run_id)
+    }
+
+    /// A workspace as the owner of a run, its organization read from the
+    /// store (for callers that do not carry it: the CLI, recovery).
+    async fn workspace_owner(&self, workspace_id: &str) -> Result<SecretOwner, StoreError> {
+        Ok(SecretOwner {
+            user_id: None,
+            workspace_id: workspace_id.into(),
+            org_id: self.store.workspace_org(workspace_id).await?,
+        })
+    }
+
+    fn spawn(
+        self: &Arc<Self>,
+        owner: SecretOwner,
+        run_id: &str,
+        workflow: Workflow,
+        inputs: Map<String, Value>,
+        from: StartFrom,
+    ) {
+        let StartFrom {
+            resume,
+            last_seq,
+            created,
+        } = from;
+        let (events, _) = broadcast::channel(1024);
+        let live = Arc::new(LiveRun {
+            cancel: CancellationToken::new(),
+            events,
+            created,
+        });
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(run_id.to_string(), live.clone());
+        let this = self.clone();
+        let id = run_id.to_string();
+        tokio::spawn(async move {
+            // Everything the run does is inside its span (see `trace`).
+            let (span, route) = crate::trace::run_span(&id, &this.writer);
+            let run = Run {
+                owner: &owner,
+                id: &id,
+                live,
+                span,
+                spans: route.spans(),
+            };
+            this.execute(run, workflow, inputs, resume, last_seq).await;
+            drop(route);
+            this.live
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+        });
+    }
+
+    /// Picks up the runs a stopped server left unfinished: each continues
+    /// from its checkpoints (ended nodes stay ended, an agent waiting for
+    /// approval waits again with the same approvals, approved writes go
+    /// through the journal). A run that cannot continue is marked failed
+    /// with the reason. Returns how many were resumed.
+    pub async fn recover(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let mut resumed = 0;
+        for run in self.store.interrupted_runs().await? {
+            match self.resume_state(&run).await {
+                Ok((workflow, inputs, state)) => {
+                    let last_seq = self.store.last_event_seq(&run.id).await?;
+                    let owner = self.workspace_owner(&run.workspace_id).await?;
+                    tracing::info!(run_id = %run.id, nodes_done = state.records.len(), agents_waiting = state.agents.len(), "resuming an interrupted run");
+                    let from = StartFrom {
+                        resume: state,
+                        last_seq,
+                        created: Created::stored(),
+                    };
+                    self.spawn(owner, &run.id, workflow, inputs, from);
+                    resumed += 1;
+                }
+                Err(reason) => {
+                    tracing::warn!(run_id = %run.id, %reason, "an interrupted run cannot continue");
+                    self.writer
+                        .write(RunWrite::End(Box::new(RunEnd {
+                            run_id: run.id.clone(),
+                            status: RunStatus::Failed.as_str().into(),
+                            error: Some(format!(
+                                "interrupted by a server stop and not resumable: {reason}"
+                            )),
+                            ..RunEnd::default()
+                        })))
+                        .await?;
+                }
+            }
+        }
+        Ok(resumed)
+    }
+
+    async fn resume_state(
+        &self,
+        run: &RunRow,
+    ) -> Result<(Workflow, Map<String, Value>, ResumeState), String> {
+        let (Some(workflow_id), Some(revision)) = (&run.workflow_id, run.workflow_revision) else {
+            return Err("the run names no workflow revision".into());
+        };
+        let row = self
+            .store
+            .revision(workflow_id, revision)
+            .await
+            .map_err(|e| e.to_string())?;
+        let workflow = Workflow::from_json(&row.document).map_err(|e| e.to_string())?;
+        let inputs: Map<String, Value> =
+            serde_json::from_str(&run.inputs).map_err(|e| format!("inputs: {e}"))?;
+        let mut state = ResumeState::default();
+        for (node_id, kind, text) in self
+            .store
+            .checkpoints(&run.id)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            match kind.as_str() {
+                "node" => {
+                    let record: NodeRecord = serde_json::from_str(&text)
+                        .map_err(|e| format!("checkpoint of node {node_id}: {e}"))?;
+                    state.records.insert(node_id, record);
+                }
+                _ => {
+                    let agent: AgentRun = serde_json::from_str(&text)
+                        .map_err(|e| format!("checkpoint of agent {node_id}: {e}"))?;
+                    state.agents.insert(node_id, agent);
+                }
+            }
+        }
+        // An agent that ended has nothing to resume.
+        state.agents.retain(|id, _| !state.records.contains_key(id));
+        Ok((workflow, inputs, state))
+    }
+
+    /// Runs a workflow to its end, in this task (the CLI uses this directly).
+    pub async fn run_to_end(
+        self: &Arc<Self>,
+        workspace_id: &str,
+        workflow: Workflow,
+        inputs: Map<String, Value>,
+        trigger: &str,
+    ) -> Result<RunRow, StoreError> {
+        let owner = self.workspace_owner(workspace_id).await?;
+        let run_id = self.start(owner, workflow, inputs, trigger).await?;
+        loop {
+            if !self
+                .live
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(&run_id)
+            {
+                return self.store.get_run(workspace_id, &run_id).await;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn execute(
+        self: &Arc<Self>,
+        run: Run<'_>,
+        workflow: Workflow,
+        inputs: Map<String, Value>,
+        resume: ResumeState,
+        last_seq: i64,
+    ) {
+        let Run {
+            owner,
+            id: run_id,
+            live,
+            span,
+            spans,
+        } = run;
+        let (tx, rx) = mpsc::unbounded_channel::<WorkflowEvent>();
+        let (end_tx, end_rx) = oneshot::channel::<RunEnd>();
+        // Its first write marks the run running.
+        let out = EventOut {
+            writer: self.writer.clone(),
+            ws: owner.workspace_id.clone(),
+            run_id: run_id.to_string(),
+            tx: live.events.clone(),
+            last_seq,
+            spans,
+        };
+        let writer = tokio::spawn(write_events(out, rx, end_rx));
+        let (result, pins) = self
+            .run_engine(owner, run_id, &workflow, inputs, &live, resume, tx)
+            .instrument(span)
+            .await;
+        // The run span has closed by now: its row goes with the end.
+        let end = end_of(run_id, &workflow, result, &pins);
+        let _ = end_tx.send(end);
+        match writer.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(run_id, error = %e, "cannot record the end of a run"),
+            Err(e) => tracing::error!(run_id, error = %e, "the event writer of a run failed"),
+        }
+    }
+
+    /// The engine part of a run, inside the run span.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_engine(
+        self: &Arc<Self>,
+        owner: &SecretOwner,
+        run_id: &str,
+        workflow: &Workflow,
+        inputs: Map<String, Value>,
+        live: &LiveRun,
+        resume: ResumeState,
+        tx: mpsc::UnboundedSender<WorkflowEvent>,
+    ) -> (
+        Result<node_runtime::graph::engine::WorkflowRun, node_runtime::graph::engine::EngineError>,
+        Arc<MemoryPinHistory>,
+    ) {
+        // Pins: the history of this workflow, loaded before and saved after.
+        let pins = Arc::new(MemoryPinHistory::default());
+        for node in &workflow.nodes {
+            if let NodeKind::Agent(c) = &node.kind {
+                for pin in &c.pins {
+                    if let Ok(Some(v)) = self
+                        .store
+                        .pin_value(&workflow.id, &node.id, &pin.name)
+                        .await
+                    {
+                        pins.record(&workflow.id, &node.id, &pin.name, &v);
+                    }
+                }
+            }
+        }
+        let ws = owner.workspace_id.as_str();
+        let files = self.data_dir.join("files").join(ws);
+        let services = EngineServices {
+            registry: self.registry.clone(),
+            executor: self.executor.clone(),
+            agents: self.agents.clone(),
+            // Providers reach loopback and private hosts (a local Ollama or
+            // vLLM) only when allow-listed, like `http_request`.
+            models: Arc::new(ProviderModels(node_runtime::model::ModelEnv {
+                egress: node_runtime::model::Egress::with_allow_hosts(
+                    self.http_allow_hosts.clone(),
+                ),
+                ..Default::default()
+            })),
+            approvals: Arc::new(StoreGate {
+                runs: self.clone(),
+                workspace_id: ws.into(),
+                run_id: run_id.into(),
+            }),
+            pin_history: pins.clone(),
+            owner: owner.clone(),
+            env: Arc::new(ToolEnv {
+                files_root: Some(files),
+                http_allow_hosts: self.http_allow_hosts.clone(),
+                ..ToolEnv::default()
+            }),
+            traces_url: self.traces_url.clone(),
+            checkpoints: Some(Arc::new(StoreCheckpoints {
+                store: self.store.clone(),
+                writer: self.writer.clone(),
+                run_id: run_id.into(),
+                created: live.created.clone(),
+            })),
+            journal: Some(Arc::new(StoreJournal {
+                store: self.store.clone(),
+                run_id: run_id.into(),
+                created: live.created.clone(),
+                #[cfg(feature = "test-hooks")]
+                crash_at: self.crash_at.clone(),
+            })),
+        };
+        let sink = ChannelSink(tx);
+        let result = resume_workflow(
+            &services,
+            workflow,
+            run_id,
+            inputs,
+            &sink,
+            live.cancel.clone(),
+            resume,
+        )
+        .await;
+        (result, pins)
+    }
+
+    /// Subscribes to a live run's events (None when it is not running here).
+    pub fn subscribe(&self, run_id: &str) -> Option<broadcast::Receiver<LiveEvent>> {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(run_id)
+            .map(|l| l.events.subscribe())
+    }
+
+    pub fn cancel(&self, run_id: &str) -> bool {
+        match self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(run_id)
+        {
+            Some(l) => {
+                l.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Hands a recorded decision to the run waiting for it.
+    pub fn deliver(&self, token: &str, decision: Decision) -> bool {
+        match self
+            .waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(token)
+        {
+            Some(tx) => tx.send(decision).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// A serde unit enum as its wire word (`done`, `failed`, ...).
+fn word(v: impl serde::Serialize) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}

@@ -1,0 +1,195 @@
+//! The stored rows, as plain structs, and the record timestamps and ids.
+
+use super::*;
+
+/// Record timestamps: RFC 3339 UTC with microseconds (text that sorts in
+/// time order; the same width on every row).
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// A new id: UUID v7 (time-ordered), lowercase hex with dashes.
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct WorkflowRow {
+    pub id: String,
+    pub workspace_id: String,
+    pub name: String,
+    pub revision: i64,
+    pub document: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl WorkflowRow {
+    pub fn workflow(&self) -> Result<Workflow, StoreError> {
+        Workflow::from_json(&self.document)
+            .map_err(|e| StoreError::Corrupt(format!("workflow {}: {e}", self.id)))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct RevisionRow {
+    pub workflow_id: String,
+    pub revision: i64,
+    pub document: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct RunRow {
+    pub id: String,
+    pub workspace_id: String,
+    pub workflow_id: Option<String>,
+    pub workflow_revision: Option<i64>,
+    /// `run` or `replay`.
+    pub kind: String,
+    pub replay_of: Option<String>,
+    /// queued | running | waiting_for_approval | succeeded | failed | cancelled
+    pub status: String,
+    pub trigger_kind: String,
+    pub inputs: String,
+    pub outputs: Option<String>,
+    pub error: Option<String>,
+    pub record: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    /// The run's trace (32 hex digits, the OTLP trace id).
+    pub trace_id: Option<String>,
+}
+
+impl RunRow {
+    /// A run just created: queued, triggered from the API with no inputs,
+    /// of no workflow yet, nothing recorded (the caller sets the rest).
+    pub fn queued(id: &str, workspace_id: &str) -> Self {
+        RunRow {
+            id: id.into(),
+            workspace_id: workspace_id.into(),
+            workflow_id: None,
+            workflow_revision: None,
+            kind: "run".into(),
+            replay_of: None,
+            status: "queued".into(),
+            trigger_kind: "api".into(),
+            inputs: "{}".into(),
+            outputs: None,
+            error: None,
+            record: None,
+            created_at: now(),
+            finished_at: None,
+            trace_id: None,
+        }
+    }
+}
+
+/// One node of a finished run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct NodeRunRow {
+    pub run_id: String,
+    pub node_id: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub outputs: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub trace_id: Option<String>,
+}
+
+/// One closed `tracing` span of a run (see `crate::trace`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct SpanRow {
+    pub run_id: String,
+    pub span_id: String,
+    pub parent_id: Option<String>,
+    pub trace_id: String,
+    pub name: String,
+    pub started_at: String,
+    pub duration_us: i64,
+    /// JSON object.
+    pub fields: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    pub workflow_id: Option<String>,
+    pub status: Option<String>,
+    pub limit: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct EventRow {
+    pub run_id: String,
+    pub seq: i64,
+    pub event: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct ApprovalRow {
+    pub token: String,
+    pub workspace_id: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub call_id: String,
+    pub tool: String,
+    pub args_summary: String,
+    pub effect_description: String,
+    /// pending | approved | denied | revision_requested (the approval
+    /// row's words; an invocation's `approval_status` is seed 001's
+    /// pending | approved | rejected)
+    pub status: String,
+    pub decided_by: Option<String>,
+    pub note: Option<String>,
+    pub created_at: String,
+    pub decided_at: Option<String>,
+}
+
+/// A long-lived API token as listed (the token itself is shown once, at
+/// creation, and stored only as its hash).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct ApiTokenRow {
+    pub id: String,
+    pub name: String,
+    pub user_id: String,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+}
+
+/// Seed 001's invocation record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct InvocationRow {
+    pub id: String,
+    pub workspace_id: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub call_id: String,
+    pub tool_name: String,
+    pub tool_version: String,
+    /// pending | approved | rejected | running | completed | failed
+    pub status: String,
+    pub approval_required: i64,
+    pub approval_status: Option<String>,
+    pub decided_by: Option<String>,
+    pub reason: Option<String>,
+    pub input: String,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub cost: f64,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub completed_at: Option<String>,
+    pub trace_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct InvocationFilter {
+    pub status: Option<String>,
+    pub tool: Option<String>,
+    pub run_id: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub limit: i64,
+}

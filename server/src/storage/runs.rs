@@ -1,0 +1,123 @@
+//! Run records, node runs, events and spans.
+
+use super::*;
+
+impl Store {
+    pub async fn create_run(&self, run: &RunRow) -> Result<(), StoreError> {
+        self.write_values(&RUNS, vec![run_args(run)]).await
+    }
+
+    pub async fn finish_run(
+        &self,
+        run_id: &str,
+        status: &str,
+        outputs: Option<&Value>,
+        error: Option<&str>,
+        record: Option<&Value>,
+    ) -> Result<(), StoreError> {
+        let row = vec![
+            run_id.into(),
+            status.into(),
+            outputs.map(Value::to_string).into(),
+            error.map(str::to_string).into(),
+            record.map(Value::to_string).into(),
+            now().into(),
+        ];
+        self.write_values(&RUN_END, vec![row]).await
+    }
+
+    pub async fn get_run(&self, workspace_id: &str, id: &str) -> Result<RunRow, StoreError> {
+        sqlx::query_as("SELECT * FROM runs WHERE workspace_id = $1 AND id = $2")
+            .bind(workspace_id)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("run {id}")))
+    }
+
+    pub async fn list_runs(
+        &self,
+        workspace_id: &str,
+        filter: &RunFilter,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT * FROM runs WHERE workspace_id = $1 AND ($2 IS NULL OR workflow_id = $2) AND ($3 IS NULL OR status = $3) ORDER BY created_at DESC, id DESC LIMIT $4",
+        )
+        .bind(workspace_id)
+        .bind(&filter.workflow_id)
+        .bind(&filter.status)
+        .bind(limit(filter.limit))
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    pub async fn append_event(
+        &self,
+        run_id: &str,
+        seq: i64,
+        event: &Value,
+    ) -> Result<(), StoreError> {
+        let row = vec![
+            run_id.into(),
+            seq.into(),
+            event.to_string().into(),
+            now().into(),
+        ];
+        self.write_values(&EVENTS, vec![row]).await
+    }
+
+    /// Stores the per-node rows of a finished run (replacing any).
+    pub async fn put_node_runs(
+        &self,
+        run_id: &str,
+        nodes: &[NodeRunRow],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.writer().begin().await?;
+        execute_values(&mut tx, &CLEAR_NODE_RUNS, vec![vec![run_id.into()]]).await?;
+        let rows = nodes.iter().map(|n| node_run_args(run_id, n)).collect();
+        execute_values(&mut tx, &NODE_RUNS, rows).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The nodes of a run (the run must be the caller's).
+    pub async fn node_runs(
+        &self,
+        workspace_id: &str,
+        run_id: &str,
+    ) -> Result<Vec<NodeRunRow>, StoreError> {
+        self.get_run(workspace_id, run_id).await?;
+        Ok(sqlx::query_as("SELECT run_id, node_id, status, error, outputs, started_at, finished_at, trace_id FROM node_runs WHERE run_id = $1 ORDER BY started_at, node_id")
+            .bind(run_id)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// The stored spans of a run in start order (the run must be the caller's).
+    pub async fn spans(
+        &self,
+        workspace_id: &str,
+        run_id: &str,
+    ) -> Result<Vec<SpanRow>, StoreError> {
+        self.get_run(workspace_id, run_id).await?;
+        Ok(sqlx::query_as("SELECT run_id, span_id, parent_id, trace_id, name, started_at, duration_us, fields FROM run_spans WHERE run_id = $1 ORDER BY started_at, span_id")
+            .bind(run_id)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// Events of a run with `seq > after`, in order (the run must be the caller's).
+    pub async fn events_after(
+        &self,
+        workspace_id: &str,
+        run_id: &str,
+        after: i64,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        self.get_run(workspace_id, run_id).await?;
+        Ok(sqlx::query_as("SELECT run_id, seq, event, created_at FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq")
+            .bind(run_id)
+            .bind(after)
+            .fetch_all(self.pool())
+            .await?)
+    }
+}
