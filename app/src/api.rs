@@ -2,6 +2,10 @@
 //! becomes [`ApiError::Api`] with the server's code and message, so pages can
 //! show it in words.
 
+pub use node_runtime::wire::{
+    Approval, Invocation, ReplayOutcome, ReplayTimeline, RunCancelled, RunDetail, RunItem,
+    SecretName, Session, Trace, WorkflowItem, WorkflowView,
+};
 use node_runtime::wire::{ErrorBody, Health, API_PREFIX};
 use serde::de::DeserializeOwned;
 
@@ -97,49 +101,20 @@ async fn send_json<T: DeserializeOwned>(
     decode(status, &text)
 }
 
-/// The answer of `POST /api/v1/auth/exchange`.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct Session {
-    pub session_token: String,
-    pub user_id: String,
-}
-
 /// `POST /api/v1/auth/exchange`: a one-time sign-in token for a session.
 pub async fn exchange(token: &str) -> Result<Session, ApiError> {
     post_json("/auth/exchange", &serde_json::json!({ "token": token })).await
 }
 
-/// A workflow as the API returns it.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct WorkflowView {
-    pub id: String,
-    pub name: String,
-    pub revision: u64,
-    pub workflow: node_runtime::graph::Workflow,
-}
-
-/// One row of the workflow list.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct WorkflowItem {
-    pub id: String,
-    pub name: String,
-    pub revision: u64,
-    pub updated_at: String,
-}
-
-#[derive(serde::Deserialize)]
-struct WorkflowList {
-    workflows: Vec<WorkflowItem>,
-}
-
 /// `GET /api/v1/workflows`.
 pub async fn list_workflows() -> Result<Vec<WorkflowItem>, ApiError> {
-    get_json::<WorkflowList>("/workflows")
+    get_json::<node_runtime::wire::WorkflowList>("/workflows")
         .await
         .map(|l| l.workflows)
 }
 
-/// `POST /api/v1/workflows`: a new, empty workflow named `name`.
+/// `POST /api/v1/workflows`: a new, empty workflow named `name` (the
+/// answer's diagnostics are not kept: an empty graph has none).
 pub async fn create_workflow(name: &str) -> Result<WorkflowView, ApiError> {
     post_json(
         "/workflows",
@@ -176,22 +151,12 @@ pub async fn duplicate_workflow(id: &str, name: &str) -> Result<WorkflowView, Ap
     .await
 }
 
-/// A secret's name and scope (values never come back).
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct SecretName {
-    pub name: String,
-    pub scope: String,
-    pub created_at: String,
-}
-
-#[derive(serde::Deserialize)]
-struct SecretList {
-    secrets: Vec<SecretName>,
-}
-
-/// `GET /api/v1/secrets`: names and scopes the caller can see.
+/// `GET /api/v1/secrets`: names and scopes the caller can see (values
+/// never come back).
 pub async fn list_secrets() -> Result<Vec<SecretName>, ApiError> {
-    get_json::<SecretList>("/secrets").await.map(|l| l.secrets)
+    get_json::<node_runtime::wire::SecretList>("/secrets")
+        .await
+        .map(|l| l.secrets)
 }
 
 /// Answers with no body (204) on success; the error body otherwise.
@@ -250,22 +215,12 @@ pub async fn save_workflow(
     .await
 }
 
-#[derive(serde::Deserialize)]
-struct ToolList {
-    tools: Vec<crate::editor::tools::ToolInfo>,
-}
-
 /// `GET /api/v1/tools?include_deprecated=true`: every listable tool version,
 /// with its workspace auth status.
-pub async fn list_tools() -> Result<Vec<crate::editor::tools::ToolInfo>, ApiError> {
-    get_json::<ToolList>("/tools?include_deprecated=true")
+pub async fn list_tools() -> Result<Vec<node_runtime::wire::ToolView>, ApiError> {
+    get_json::<node_runtime::wire::ToolList>("/tools?include_deprecated=true")
         .await
         .map(|l| l.tools)
-}
-
-#[derive(serde::Deserialize)]
-struct Diagnostics {
-    diagnostics: Vec<node_runtime::graph::validate::Diagnostic>,
 }
 
 /// `POST /api/v1/workflows/validate`: the server's diagnostics for an
@@ -273,7 +228,7 @@ struct Diagnostics {
 pub async fn validate(
     workflow: &node_runtime::graph::Workflow,
 ) -> Result<Vec<node_runtime::graph::validate::Diagnostic>, ApiError> {
-    post_json::<Diagnostics>(
+    post_json::<node_runtime::wire::Diagnostics>(
         "/workflows/validate",
         &serde_json::to_value(workflow).unwrap_or_default(),
     )
@@ -282,22 +237,14 @@ pub async fn validate(
 }
 
 /// `GET /api/v1/runs/{id}/trace`: the run's stored spans.
-pub async fn run_trace(run_id: &str) -> Result<crate::trace_view::Trace, ApiError> {
+pub async fn run_trace(run_id: &str) -> Result<Trace, ApiError> {
     get_json(&format!("/runs/{run_id}/trace")).await
-}
-
-#[derive(serde::Deserialize)]
-struct RunList {
-    runs: Vec<crate::runs_view::RunItem>,
 }
 
 /// `GET /api/v1/runs`: the newest runs, filtered by status and workflow
 /// (empty strings for no filter).
-pub async fn list_runs(
-    status: &str,
-    workflow_id: &str,
-) -> Result<Vec<crate::runs_view::RunItem>, ApiError> {
-    get_json::<RunList>(&format!(
+pub async fn list_runs(status: &str, workflow_id: &str) -> Result<Vec<RunItem>, ApiError> {
+    get_json::<node_runtime::wire::RunList>(&format!(
         "/runs{}",
         crate::runs_view::list_query(status, workflow_id)
     ))
@@ -306,12 +253,12 @@ pub async fn list_runs(
 }
 
 /// `GET /api/v1/runs/{id}`.
-pub async fn get_run(id: &str) -> Result<crate::runs_view::RunDetail, ApiError> {
+pub async fn get_run(id: &str) -> Result<RunDetail, ApiError> {
     get_json(&format!("/runs/{id}")).await
 }
 
 /// `POST /api/v1/runs/{id}/cancel`.
-pub async fn cancel_run(id: &str) -> Result<serde_json::Value, ApiError> {
+pub async fn cancel_run(id: &str) -> Result<RunCancelled, ApiError> {
     post_json(&format!("/runs/{id}/cancel"), &serde_json::json!({})).await
 }
 
@@ -320,11 +267,7 @@ pub async fn start_run(
     workflow_id: &str,
     inputs: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<String, ApiError> {
-    #[derive(serde::Deserialize)]
-    struct Started {
-        run_id: String,
-    }
-    post_json::<Started>(
+    post_json::<node_runtime::wire::RunStarted>(
         "/runs",
         &serde_json::json!({"workflow_id": workflow_id, "inputs": inputs}),
     )
@@ -390,12 +333,13 @@ pub async fn decide_approval(token: &str, decision: &str, text: &str) -> Result<
         "revise" => serde_json::json!({"note": text}),
         _ => serde_json::json!({}),
     };
-    post_json::<serde_json::Value>(&format!("/approvals/{token}/{decision}"), &body)
-        .await
-        .map(|_| ())
+    post_json::<node_runtime::wire::ApprovalDecided>(
+        &format!("/approvals/{token}/{decision}"),
+        &body,
+    )
+    .await
+    .map(|_| ())
 }
-
-pub use node_runtime::wire::{ReplayOutcome, ReplayTimeline};
 
 /// `POST /api/v1/runs/{id}/replay`: a hermetic replay of a finished run.
 pub async fn replay_run(id: &str) -> Result<ReplayOutcome, ApiError> {
@@ -415,35 +359,6 @@ pub async fn run_bundle(id: &str) -> Result<String, ApiError> {
     Ok(serde_json::to_string_pretty(&value).unwrap_or_default())
 }
 
-/// One invocation record (seed 001's fields).
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct Invocation {
-    pub id: String,
-    pub run_id: String,
-    pub node_id: String,
-    pub call_id: String,
-    pub tool_name: String,
-    pub tool_version: String,
-    pub status: String,
-    pub approval_required: i64,
-    pub approval_status: Option<String>,
-    pub decided_by: Option<String>,
-    pub reason: Option<String>,
-    /// JSON text.
-    pub input: Option<String>,
-    pub output: Option<String>,
-    pub error: Option<String>,
-    pub cost: f64,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub completed_at: Option<String>,
-}
-
-#[derive(serde::Deserialize)]
-struct Invocations {
-    invocations: Vec<Invocation>,
-}
-
 /// `GET /api/v1/invocations` with the filters that are set (`status`,
 /// `tool`, `since`, `run_id`; an empty value is left out), newest first.
 pub async fn list_invocations(
@@ -456,7 +371,7 @@ pub async fn list_invocations(
             query.push(format!("{k}={}", js_sys::encode_uri_component(v.trim())));
         }
     }
-    get_json::<Invocations>(&format!("/invocations?{}", query.join("&")))
+    get_json::<node_runtime::wire::InvocationList>(&format!("/invocations?{}", query.join("&")))
         .await
         .map(|l| l.invocations)
 }
@@ -466,27 +381,11 @@ pub async fn blob(hash: &str) -> Result<serde_json::Value, ApiError> {
     get_json(&format!("/blobs/{}", js_sys::encode_uri_component(hash))).await
 }
 
-/// A write waiting for a human.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct PendingApproval {
-    pub token: String,
-    pub run_id: String,
-    pub node_id: String,
-    pub call_id: String,
-    pub tool: String,
-    pub args_summary: String,
-    pub effect_description: String,
-    pub created_at: String,
-}
-
-#[derive(serde::Deserialize)]
-struct Pending {
-    pending: Vec<PendingApproval>,
-}
-
 /// `GET /api/v1/approvals`: the pending writes of the workspace.
-pub async fn pending_approvals() -> Result<Vec<PendingApproval>, ApiError> {
-    get_json::<Pending>("/approvals").await.map(|p| p.pending)
+pub async fn pending_approvals() -> Result<Vec<Approval>, ApiError> {
+    get_json::<node_runtime::wire::PendingApprovals>("/approvals")
+        .await
+        .map(|p| p.pending)
 }
 
 /// `GET /api/v1/health`.

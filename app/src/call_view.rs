@@ -68,12 +68,12 @@ impl CallFacts {
         Self {
             tool: format!("{}@{}", i.tool_name, i.tool_version),
             call_id: i.call_id.clone(),
-            status: i.status.clone(),
-            approval_status: i.approval_status.clone(),
+            status: i.status.to_string(),
+            approval_status: i.approval_status.map(|a| a.to_string()),
             cost: Some(i.cost),
             reason: i.reason.clone(),
             run: Some((i.run_id.clone(), i.node_id.clone())),
-            input: parse(&i.input),
+            input: parse(&Some(i.input.clone())),
             truncated: truncated_blob(&output).is_some(),
             output,
             error,
@@ -85,8 +85,8 @@ impl CallFacts {
     /// The record's facts laid over the live ones: its lifecycle status,
     /// approval, cost and reason are the durable truth.
     pub fn with_record(mut self, i: &Invocation) -> Self {
-        self.status = i.status.clone();
-        self.approval_status = i.approval_status.clone();
+        self.status = i.status.to_string();
+        self.approval_status = i.approval_status.map(|a| a.to_string());
         self.cost = Some(i.cost);
         self.reason = i.reason.clone();
         self.run = Some((i.run_id.clone(), i.node_id.clone()));
@@ -139,12 +139,13 @@ mod tests {
 
     fn invocation() -> Invocation {
         serde_json::from_value(json!({
-            "id": "i", "run_id": "r", "node_id": "agent", "call_id": "c", "tool_name": "write_file",
+            "id": "i", "workspace_id": "w", "run_id": "r", "node_id": "agent", "call_id": "c", "tool_name": "write_file",
             "tool_version": "1.0.0", "status": "completed", "approval_required": 1,
             "approval_status": "approved", "decided_by": "u", "reason": null,
             "input": "{\"path\":\"a.txt\"}", "output": "{\"truncated\":true,\"bytes\":9000,\"blob\":\"abc\",\"preview\":\"x\"}",
             "error": null, "cost": 0.5, "created_at": "2026-01-01T00:00:00Z",
-            "started_at": "2026-01-01T00:00:00.000Z", "completed_at": "2026-01-01T00:00:00.250Z"
+            "started_at": "2026-01-01T00:00:00.000Z", "completed_at": "2026-01-01T00:00:00.250Z",
+            "trace_id": null
         }))
         .expect("invocation")
     }

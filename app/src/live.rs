@@ -1,12 +1,17 @@
 //! A run watched live: the run's events (as `GET /runs/{id}/events` streams
 //! them) folded into each node's state and each Agent node's tool timeline.
 //! Events carry their sequence number; one seen twice (a reconnect that
-//! overlaps) is ignored, so the view never shows a duplicate.
+//! overlaps) is ignored, so the view never shows a duplicate. Events are
+//! decoded into node-runtime's `WorkflowEvent` and folded by an exhaustive
+//! match: a new event kind fails to compile here until it is handled.
 
 use std::collections::BTreeMap;
 
+use node_runtime::agent_event::{AgentEvent, Decision};
 use node_runtime::envelope::{AgentOutputs, ToolEnvelope};
 use node_runtime::graph::pins::PinnedHandle;
+use node_runtime::graph::record::{NodeStatus, RunOutcome, WorkflowEvent};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// One row of an Agent node's tool timeline.
@@ -54,7 +59,7 @@ pub struct LiveRun {
     pub finished: Option<String>,
     /// Once it finished: every node's record as `GET /runs/{id}` gives it
     /// (status, outputs with each pinned handle's value).
-    pub results: Option<Value>,
+    pub results: Option<BTreeMap<String, node_runtime::wire::NodeRun>>,
 }
 
 const PREVIEW_CHARS: usize = 80;
@@ -93,6 +98,24 @@ pub fn latency_ms(start: &str, end: &str) -> Option<f64> {
     (d1 == d2 && b >= a).then_some((b - a) * 1000.0)
 }
 
+/// A node's end as the view names it (its wire name).
+fn node_status(status: NodeStatus) -> &'static str {
+    match status {
+        NodeStatus::Done => "done",
+        NodeStatus::Failed => "failed",
+        NodeStatus::Skipped => "skipped",
+    }
+}
+
+/// A run's end as the view names it (its wire name).
+fn run_outcome(outcome: RunOutcome) -> &'static str {
+    match outcome {
+        RunOutcome::Succeeded => "succeeded",
+        RunOutcome::Failed => "failed",
+        RunOutcome::Cancelled => "cancelled",
+    }
+}
+
 /// The row of `call_id`, added at the end when the call is new.
 fn row_for<'a>(rows: &'a mut Vec<ToolRow>, call_id: &str) -> &'a mut ToolRow {
     let index = match rows.iter().position(|r| r.call_id == call_id) {
@@ -120,50 +143,62 @@ impl LiveRun {
     /// The call a pinned handle of `agent` selected, once the run finished
     /// (what "Materialize as node" on the pin ejects).
     pub fn pin_call(&self, agent: &str, pin: &PinnedHandle) -> Option<ToolEnvelope> {
-        let outputs = self.results.as_ref()?.get(agent)?.get("outputs")?;
-        let outputs: AgentOutputs = serde_json::from_value(outputs.clone()).ok()?;
+        let outputs = &self.results.as_ref()?.get(agent)?.outputs;
+        let outputs: AgentOutputs =
+            serde_json::from_value(Value::Object(outputs.clone().into_iter().collect())).ok()?;
         node_runtime::graph::pins::select(pin, &outputs).cloned()
     }
 
-    /// Applies event `seq`; false (and nothing changes) when it was seen.
+    /// Applies event `seq` as the event stream carries it (JSON); false
+    /// (and nothing changes) when it was seen. An event this app cannot
+    /// decode moves the sequence on and changes nothing else.
     pub fn apply(&mut self, seq: i64, event: &Value) -> bool {
         if seq <= self.last_seq {
             return false;
         }
+        match WorkflowEvent::deserialize(event) {
+            Ok(event) => self.apply_event(seq, event),
+            Err(_) => {
+                self.last_seq = seq;
+                true
+            }
+        }
+    }
+
+    /// Applies the decoded event `seq`; false (and nothing changes) when it
+    /// was seen. Every variant is matched by name, so a new event kind
+    /// does not compile until the live view decides what it shows.
+    pub fn apply_event(&mut self, seq: i64, event: WorkflowEvent) -> bool {
+        if seq <= self.last_seq {
+            return false;
+        }
         self.last_seq = seq;
-        let node = event["node_id"].as_str().unwrap_or_default().to_string();
-        match event["type"].as_str().unwrap_or_default() {
-            "NodeStarted" => {
-                self.nodes.insert(node, "running".into());
+        match event {
+            WorkflowEvent::NodeStarted { node_id } => {
+                self.nodes.insert(node_id, "running".into());
             }
-            "NodeFinished" => {
-                let status = event["status"].as_str().unwrap_or("done").to_string();
-                self.nodes.insert(node, status);
+            WorkflowEvent::NodeFinished {
+                node_id, status, ..
+            } => {
+                self.nodes.insert(node_id, node_status(status).into());
             }
-            "RunFinished" => {
-                self.finished = Some(event["outcome"].as_str().unwrap_or("finished").into());
+            WorkflowEvent::RunFinished { outcome } => {
+                self.finished = Some(run_outcome(outcome).into());
             }
-            "Agent" => self.apply_agent(node, &event["event"]),
-            _ => {}
+            WorkflowEvent::Agent { node_id, event } => self.apply_agent(node_id, *event),
         }
         true
     }
 
-    fn apply_agent(&mut self, node: String, event: &Value) {
+    fn apply_agent(&mut self, node: String, event: AgentEvent) {
         let rows = self.timeline.entry(node.clone()).or_default();
-        match event["type"].as_str().unwrap_or_default() {
-            "ToolCallStarted" => {
-                let call = event["call_id"].as_str().unwrap_or_default();
-                let row = row_for(rows, call);
-                row.tool = event["tool"].as_str().unwrap_or_default().into();
+        match event {
+            AgentEvent::ToolCallStarted { call_id, tool, .. } => {
+                let row = row_for(rows, &call_id);
+                row.tool = tool;
                 row.state = "running".into();
             }
-            "ToolCallFinished" => {
-                let Ok(envelope) =
-                    serde_json::from_value::<ToolEnvelope>(event["envelope"].clone())
-                else {
-                    return;
-                };
+            AgentEvent::ToolCallFinished { envelope } => {
                 let row = row_for(rows, &envelope.call_id);
                 row.tool = format!("{}@{}", envelope.name, envelope.version);
                 row.latency_ms = latency_ms(&envelope.t_start, &envelope.t_end);
@@ -179,9 +214,7 @@ impl LiveRun {
                     }
                     Some(e) => {
                         row.state = "failed".into();
-                        row.error_code = serde_json::to_value(e.code)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_string));
+                        row.error_code = Some(e.code.as_str().into());
                         row.preview = preview(&Value::String(e.message.clone()));
                     }
                     None => {
@@ -191,46 +224,46 @@ impl LiveRun {
                 }
                 row.envelope = Some(envelope);
             }
-            "ApprovalRequested" => {
-                let request = &event["request"];
-                let row = row_for(rows, request["call_id"].as_str().unwrap_or_default());
-                row.tool = request["tool"].as_str().unwrap_or_default().into();
+            AgentEvent::ApprovalRequested { request } => {
+                let row = row_for(rows, &request.call_id);
+                row.tool = request.tool;
                 row.state = "waiting for approval".into();
-                row.preview = request["args_summary"].as_str().unwrap_or_default().into();
+                row.preview = request.args_summary;
                 row.approval = Some(Approval {
-                    token: request["token"].as_str().unwrap_or_default().into(),
-                    effect: request["effect_description"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .into(),
+                    token: request.token,
+                    effect: request.effect_description,
                     decision: None,
                 });
                 self.nodes.insert(node, "waiting for approval".into());
             }
-            "ApprovalDecided" => {
-                let call = event["call_id"].as_str().unwrap_or_default();
-                let decision = event["decision"]["decision"].as_str().unwrap_or_default();
-                if let Some(row) = rows.iter_mut().find(|r| r.call_id == call) {
+            AgentEvent::ApprovalDecided { call_id, decision } => {
+                let (decision, state) = match decision {
+                    Decision::Approve => ("approve", "approved"),
+                    Decision::Deny { .. } => ("deny", "denied"),
+                    Decision::Revise { .. } => ("revise", "revision requested"),
+                };
+                if let Some(row) = rows.iter_mut().find(|r| r.call_id == call_id) {
                     if let Some(a) = row.approval.as_mut() {
                         a.decision = Some(decision.into());
                     }
                     if row.state == "waiting for approval" {
-                        row.state = match decision {
-                            "approve" => "approved",
-                            "deny" => "denied",
-                            _ => "revision requested",
-                        }
-                        .into();
+                        row.state = state.into();
                     }
                 }
                 if self.nodes.get(&node).map(String::as_str) == Some("waiting for approval") {
                     self.nodes.insert(node, "running".into());
                 }
             }
-            "Finished" => {
-                self.outputs.insert(node, event["outputs"].clone());
+            AgentEvent::Finished { outputs } => {
+                let outputs = serde_json::to_value(&outputs).unwrap_or(Value::Null);
+                self.outputs.insert(node, outputs);
             }
-            _ => {}
+            // The loop's own progress: the node's state already says it runs,
+            // and its end arrives as `NodeFinished`.
+            AgentEvent::IterationStarted { .. }
+            | AgentEvent::ModelCalled { .. }
+            | AgentEvent::LimitReached { .. }
+            | AgentEvent::Failed { .. } => {}
         }
     }
 
@@ -275,7 +308,7 @@ mod tests {
             json!({"type": "Agent", "node_id": "agent", "event": {"type": "ToolCallStarted", "call_id": "a", "tool": "calculator", "input": {}}}),
             json!({"type": "Agent", "node_id": "agent", "event": {"type": "ToolCallFinished", "envelope": envelope("a", json!(4), None)}}),
             json!({"type": "Agent", "node_id": "agent", "event": {"type": "ToolCallFinished", "envelope": envelope("b", Value::Null, Some(json!({"code": "VALIDATION_ERROR", "message": "bad\nexpression"})))}}),
-            json!({"type": "Agent", "node_id": "agent", "event": {"type": "Finished", "outputs": {"response": "4", "tool_order": ["a", "b"]}}}),
+            json!({"type": "Agent", "node_id": "agent", "event": {"type": "Finished", "outputs": {"response": "4", "tools_by_id": {}, "tool_order": ["a", "b"]}}}),
             json!({"type": "NodeFinished", "node_id": "agent", "status": "done", "error": null}),
             json!({"type": "RunFinished", "outcome": "succeeded"}),
         ];
@@ -340,11 +373,12 @@ mod tests {
             None,
             "nothing before the run ends"
         );
-        live.results = Some(json!({"agent": {"status": "done", "outputs": {
+        live.results = Some(serde_json::from_value(json!({"agent": {"node_id": "agent", "status": "done",
+            "error": null, "started_at": "t0", "finished_at": "t1", "outputs": {
             "response": "6", "tool_order": ["a", "b"], "last_tool": null, "traces_url": null,
             "tools_by_id": {"a": envelope("a", json!(2), None), "b": envelope("b", json!(6), None)},
             "calc_result": 6
-        }}}));
+        }}})).expect("node records"));
         let call = live.pin_call("agent", &pin).expect("the latest call");
         assert_eq!((call.call_id.as_str(), &call.output), ("b", &json!(6)));
         assert_eq!(live.pin_call("other", &pin), None);
@@ -359,6 +393,21 @@ mod tests {
         assert_eq!(row.state, "outcome unknown");
         assert_eq!(row.error_code.as_deref(), Some("OUTCOME_UNKNOWN"));
         assert!(row.preview.contains("reconcile"), "{}", row.preview);
+    }
+
+    #[test]
+    fn an_event_it_cannot_decode_moves_the_sequence_on_and_changes_nothing() {
+        let mut live = LiveRun::default();
+        assert!(live.apply(1, &json!({"type": "SomethingNew", "node_id": "agent"})));
+        assert_eq!(live.last_seq, 1);
+        assert_eq!(
+            live,
+            LiveRun {
+                last_seq: 1,
+                ..LiveRun::default()
+            }
+        );
+        assert!(!live.apply(1, &json!({"type": "NodeStarted", "node_id": "agent"})));
     }
 
     #[test]

@@ -1,12 +1,15 @@
-//! The runs pages' model, free of the DOM: runs as the API lists them, the
-//! filter the list offers, durations in words, and one row per node of a
-//! run's record.
+//! The runs pages' model, free of the DOM: the filter the runs list
+//! offers, durations in words, and one row per node of a run's record
+//! (runs themselves are `node_runtime::wire`'s `RunItem` and `RunDetail`).
 
-use serde::Deserialize;
+use std::collections::BTreeMap;
 
 use crate::trace_view::human_ms;
 use node_runtime::envelope::ToolEnvelope;
+use node_runtime::wire::{NodeRun, RunStatus};
 use serde_json::Value;
+
+pub use node_runtime::wire::{RunDetail, RunItem};
 
 /// The run statuses the list filter offers, in lifecycle order.
 pub const STATUSES: [&str; 6] = [
@@ -25,63 +28,14 @@ pub fn short_id(id: &str) -> &str {
     &id[start..]
 }
 
-/// One row of `GET /api/v1/runs`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct RunItem {
-    pub id: String,
-    pub workflow_id: String,
-    pub kind: String,
-    pub status: String,
-    pub trigger: String,
-    pub created_at: String,
-    pub finished_at: Option<String>,
-    pub duration_ms: Option<f64>,
-}
-
-/// `GET /api/v1/runs/{id}`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct RunDetail {
-    pub id: String,
-    pub workflow_id: String,
-    pub workflow_revision: i64,
-    pub kind: String,
-    pub replay_of: Option<String>,
-    pub status: String,
-    pub trigger: String,
-    #[serde(default)]
-    pub inputs: Value,
-    #[serde(default)]
-    pub outputs: Value,
-    pub error: Option<String>,
-    pub created_at: String,
-    pub finished_at: Option<String>,
-    pub duration_ms: Option<f64>,
-    #[serde(default)]
-    pub nodes: Value,
-    #[serde(default)]
-    pub agent_outputs: Value,
-    /// The graph as it ran (null until the run ends).
-    #[serde(default)]
-    pub workflow: Value,
-}
-
-impl RunDetail {
-    /// The graph as it ran, when the record holds one.
-    pub fn graph(&self) -> Option<node_runtime::graph::Workflow> {
-        node_runtime::graph::Workflow::from_value(&self.workflow).ok()
-    }
-}
-
-impl RunDetail {
-    /// Whether the run may still change (worth watching and cancelling).
-    pub fn is_active(&self) -> bool {
-        is_active(&self.status)
-    }
+/// The graph a run ran, when its record holds one.
+pub fn run_graph(run: &RunDetail) -> Option<node_runtime::graph::Workflow> {
+    node_runtime::graph::Workflow::from_value(&run.workflow).ok()
 }
 
 /// Whether a run in `status` may still change.
-pub fn is_active(status: &str) -> bool {
-    matches!(status, "queued" | "running" | "waiting_for_approval")
+pub fn is_active(status: RunStatus) -> bool {
+    !status.is_final()
 }
 
 /// A run's duration in words ([`human_ms`]); "running" while it has not
@@ -110,33 +64,27 @@ pub struct NodeResult {
     pub tool_calls: Option<usize>,
 }
 
-/// The nodes of a run's record, in the order they finished.
-pub fn node_results(nodes: &Value) -> Vec<NodeResult> {
-    let Some(map) = nodes.as_object() else {
+/// The nodes of a run's record (none while it runs), in the order they
+/// finished.
+pub fn node_results(nodes: Option<&BTreeMap<String, NodeRun>>) -> Vec<NodeResult> {
+    let Some(map) = nodes else {
         return Vec::new();
     };
     let mut rows: Vec<(String, NodeResult)> = map
         .iter()
         .map(|(id, n)| {
-            let outputs = n.get("outputs").cloned().unwrap_or(Value::Null);
-            let tool_calls = outputs
+            let tool_calls = n
+                .outputs
                 .get("tool_order")
                 .and_then(Value::as_array)
                 .map(Vec::len);
             (
-                n.get("finished_at")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
+                n.finished_at.clone(),
                 NodeResult {
                     node_id: id.clone(),
-                    status: n
-                        .get("status")
-                        .and_then(Value::as_str)
-                        .unwrap_or("unknown")
-                        .to_string(),
-                    error: n.get("error").and_then(Value::as_str).map(str::to_string),
-                    outputs: serde_json::to_string_pretty(&outputs).unwrap_or_default(),
+                    status: n.status.as_str().to_string(),
+                    error: n.error.clone(),
+                    outputs: serde_json::to_string_pretty(&n.outputs).unwrap_or_default(),
                     tool_calls,
                 },
             )
@@ -260,19 +208,24 @@ mod tests {
 
     #[test]
     fn node_results_follow_finish_order_and_count_tool_calls() {
-        let nodes = json!({
-            "out": {"status": "succeeded", "outputs": {"answer": "hi"}, "finished_at": "2026-01-01T00:00:02Z"},
-            "agent": {"status": "succeeded", "outputs": {"response": "hi", "tool_order": ["a", "b"]}, "finished_at": "2026-01-01T00:00:01Z"},
-            "bad": {"status": "failed", "error": "boom", "outputs": {}, "finished_at": "2026-01-01T00:00:03Z"}
-        });
-        let rows = node_results(&nodes);
+        let node = |id: &str, status: &str, error: Value, outputs: Value, at: &str| {
+            json!({"node_id": id, "status": status, "error": error, "inputs": {}, "outputs": outputs,
+                   "started_at": at, "finished_at": at})
+        };
+        let nodes: BTreeMap<String, NodeRun> = serde_json::from_value(json!({
+            "out": node("out", "done", Value::Null, json!({"answer": "hi"}), "2026-01-01T00:00:02Z"),
+            "agent": node("agent", "done", Value::Null, json!({"response": "hi", "tool_order": ["a", "b"]}), "2026-01-01T00:00:01Z"),
+            "bad": node("bad", "failed", json!("boom"), json!({}), "2026-01-01T00:00:03Z")
+        }))
+        .expect("node records");
+        let rows = node_results(Some(&nodes));
         let ids: Vec<&str> = rows.iter().map(|r| r.node_id.as_str()).collect();
         assert_eq!(ids, ["agent", "out", "bad"]);
         assert_eq!(rows[0].tool_calls, Some(2));
         assert_eq!(rows[1].tool_calls, None);
         assert_eq!(rows[2].error.as_deref(), Some("boom"));
         assert!(rows[1].outputs.contains("\"answer\": \"hi\""));
-        assert!(node_results(&Value::Null).is_empty());
+        assert!(node_results(None).is_empty());
     }
 
     #[test]

@@ -4,29 +4,10 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// The API's answer.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Trace {
-    pub run_id: String,
-    pub trace_id: String,
-    pub status: String,
-    pub spans: Vec<Span>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Span {
-    pub span_id: String,
-    pub parent_id: Option<String>,
-    pub name: String,
-    /// RFC 3339 with microseconds.
-    pub started_at: String,
-    pub duration_ms: f64,
-    #[serde(default)]
-    pub fields: Map<String, Value>,
-}
+/// The API's answer and its spans.
+pub use node_runtime::wire::{Span, Trace};
 
 /// One row of the timeline: a span at its depth in the tree, with its bar
 /// placed on the run's time axis (percentages of the whole trace).
@@ -196,7 +177,7 @@ mod tests {
             name: name.into(),
             started_at: format!("2026-11-22T10:00:00.{at_us:06}Z"),
             duration_ms: ms,
-            fields: fields.as_object().cloned().unwrap_or_default(),
+            fields,
         }
     }
 

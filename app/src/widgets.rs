@@ -14,12 +14,12 @@ use crate::live::Approval;
 pub fn tool_badges(t: &ToolInfo) -> impl IntoView {
     let auth = tools::auth_badge(t);
     view! {
-        <span class="badge">{t.category.clone()}</span>
-        <span class=format!("badge effect-{}", t.side_effects) data-testid="effect-badge">{t.side_effects.clone()}</span>
+        <span class="badge">{t.category.as_str()}</span>
+        <span class=format!("badge effect-{}", t.side_effects) data-testid="effect-badge">{t.side_effects.as_str()}</span>
         {auth.map(|(text, warn)| view! {
             <span class=if warn { "badge warn" } else { "badge" } data-testid="auth-badge">{text}</span>
         })}
-        {(t.lifecycle == "deprecated").then(|| view! {
+        {(t.lifecycle == node_runtime::tool_spec::Lifecycle::Deprecated).then(|| view! {
             <span class="badge warn" data-testid="deprecated-badge" title="Deprecated: still runs, with a warning; pick a newer version">"deprecated"</span>
         })}
     }

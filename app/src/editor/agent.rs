@@ -39,6 +39,7 @@ pub fn switch_provider(current: &ProviderConfig, kind: &str) -> Result<ProviderC
                 .unwrap_or_else(|| "https://api.openai.com/v1".into()),
             model: model.unwrap_or_else(|| "gpt-4o-mini".into()),
             api_key_secret: Some("OPENAI_API_KEY".into()),
+            price: None,
         },
         "anthropic" => ProviderConfig::Anthropic {
             base_url: base
@@ -46,6 +47,7 @@ pub fn switch_provider(current: &ProviderConfig, kind: &str) -> Result<ProviderC
                 .unwrap_or_else(|| "https://api.anthropic.com".into()),
             model: model.unwrap_or_else(|| "claude-3-5-haiku-latest".into()),
             api_key_secret: "ANTHROPIC_API_KEY".into(),
+            price: None,
         },
         other => return Err(format!("`{other}` is not a provider")),
     })
@@ -174,7 +176,8 @@ mod tests {
             ProviderConfig::Openai {
                 base_url: "http://127.0.0.1:11434/v1".into(),
                 model: "llama3".into(),
-                api_key_secret: None
+                api_key_secret: None,
+                price: None
             }
         );
         let anthropic = switch_provider(&openai, "anthropic").unwrap();

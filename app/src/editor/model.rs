@@ -9,100 +9,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use node_runtime::agent_config::ProviderConfig;
-use node_runtime::envelope::ToolEnvelope;
-use node_runtime::graph::materialize::{materialize, Source};
-use node_runtime::graph::{
-    AgentNodeConfig, BranchConfig, Condition, Edge, HandleRef, InputConfig, Node, NodeKind,
-    OutputConfig, Position, TemplateConfig, ToolNodeConfig, Workflow,
-};
-use node_runtime::tool_spec::SecretScope;
-use serde_json::json;
+use node_runtime::graph::{Node, Workflow};
+
+use super::edit::apply_to;
+pub use super::edit::{can_connect, connect_targets, new_node, Clip, Edit, EditError, PALETTE};
 
 /// How many edits can be undone.
 pub const UNDO_LIMIT: usize = 200;
-
-/// The node kinds the palette offers.
-pub const PALETTE: [(&str, &str); 6] = [
-    ("input", "Input"),
-    ("agent", "Agent"),
-    ("tool", "Tool"),
-    ("template", "Template"),
-    ("branch", "Branch"),
-    ("output", "Output"),
-];
-
-/// One change to the document.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Edit {
-    AddNode {
-        kind: String,
-        at: Position,
-    },
-    /// Moves nodes by a delta (a whole drag, or an arrow key).
-    Move {
-        ids: Vec<String>,
-        dx: f64,
-        dy: f64,
-    },
-    Connect {
-        source: HandleRef,
-        target: HandleRef,
-    },
-    /// Removes nodes (with their edges) and edges.
-    Delete {
-        nodes: Vec<String>,
-        edges: Vec<String>,
-    },
-    /// Adds copies of nodes and the edges among them, under fresh ids,
-    /// shifted by (dx, dy) (paste).
-    Paste {
-        clip: Clip,
-        dx: f64,
-        dy: f64,
-    },
-    Rename {
-        node: String,
-        label: String,
-    },
-    /// Renames an Agent node's pinned handle and the edges that leave it.
-    RenamePin {
-        node: String,
-        from: String,
-        to: String,
-    },
-    /// Ejects one tool call of an Agent node into a Tool node beside it
-    /// (seed 003 §8.1, `graph::materialize`); the new node's id is returned.
-    Materialize {
-        agent: String,
-        source: Source,
-        envelope: Box<ToolEnvelope>,
-        secret_scope: Option<SecretScope>,
-    },
-    /// Replaces a node's kind and config (the configuration panel).
-    SetKind {
-        node: String,
-        kind: Box<NodeKind>,
-    },
-}
-
-/// Copied nodes and the edges between them.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Clip {
-    pub nodes: Vec<node_runtime::graph::Node>,
-    pub edges: Vec<Edge>,
-}
-
-/// Why an edit was refused, in words for the user.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum EditError {
-    #[error("there is no node `{0}`")]
-    UnknownNode(String),
-    #[error("`{0}` is not a node kind")]
-    UnknownKind(String),
-    #[error("{0}")]
-    Refused(String),
-}
 
 /// The document, its history and the selection.
 #[derive(Debug, Clone)]
@@ -147,7 +60,7 @@ impl Editor {
     }
 
     /// A node by id in O(1).
-    pub fn node(&self, id: &str) -> Option<&node_runtime::graph::Node> {
+    pub fn node(&self, id: &str) -> Option<&Node> {
         self.index.get(id).and_then(|&i| self.doc.nodes.get(i))
     }
 
@@ -318,284 +231,11 @@ impl Editor {
     }
 }
 
-/// Every input handle `source` may be wired to, in document order: what
-/// the keyboard's "Connect" list offers.
-pub fn connect_targets(doc: &Workflow, source: &HandleRef) -> Vec<HandleRef> {
-    doc.nodes
-        .iter()
-        .flat_map(|n| {
-            n.inputs().into_iter().map(|handle| HandleRef {
-                node: n.id.clone(),
-                handle,
-            })
-        })
-        .filter(|t| can_connect(doc, source, t).is_ok())
-        .collect()
-}
-
-/// Whether `source` (an output handle) may be wired to `target` (an input
-/// handle); the reason when not.
-pub fn can_connect(doc: &Workflow, source: &HandleRef, target: &HandleRef) -> Result<(), String> {
-    let from = doc
-        .node(&source.node)
-        .ok_or_else(|| format!("there is no node `{}`", source.node))?;
-    let to = doc
-        .node(&target.node)
-        .ok_or_else(|| format!("there is no node `{}`", target.node))?;
-    if source.node == target.node {
-        return Err("a node cannot feed itself".into());
-    }
-    if !from.outputs().contains(&source.handle) {
-        return Err(format!("`{}` has no output `{}`", from.id, source.handle));
-    }
-    if !to.inputs().contains(&target.handle) {
-        return Err(format!("`{}` has no input `{}`", to.id, target.handle));
-    }
-    if doc.edges.iter().any(|e| e.target == *target) {
-        return Err(format!(
-            "input `{}` of `{}` is already wired",
-            target.handle, to.id
-        ));
-    }
-    // No cycles: the target must not reach the source.
-    let mut stack = vec![target.node.as_str()];
-    let mut seen = BTreeSet::new();
-    while let Some(n) = stack.pop() {
-        if n == source.node {
-            return Err("this edge would make a cycle".into());
-        }
-        if seen.insert(n) {
-            stack.extend(
-                doc.edges
-                    .iter()
-                    .filter(|e| e.source.node == n)
-                    .map(|e| e.target.node.as_str()),
-            );
-        }
-    }
-    Ok(())
-}
-
-fn fresh_id(doc: &Workflow, prefix: &str) -> String {
-    (1..)
-        .map(|i| format!("{prefix}{i}"))
-        .find(|id| doc.node(id).is_none() && !doc.edges.iter().any(|e| e.id == *id))
-        .unwrap_or_else(|| prefix.to_string())
-}
-
-/// A new node of `kind` with a working default configuration.
-pub fn new_node(kind: &str, id: String, at: Position) -> Result<Node, EditError> {
-    let (label, kind) = match kind {
-        "input" => (
-            "Input",
-            NodeKind::Input(InputConfig {
-                schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
-            }),
-        ),
-        "agent" => (
-            "Agent",
-            NodeKind::Agent(AgentNodeConfig {
-                system_prompt: String::new(),
-                prompt: "{{ text }}".into(),
-                tools: Vec::new(),
-                policy: Default::default(),
-                provider: ProviderConfig::Scripted {
-                    script: json!({"turns": [{"text": "Scripted answer."}]}),
-                },
-                params: Default::default(),
-                pins: Vec::new(),
-            }),
-        ),
-        "tool" => (
-            "Tool",
-            NodeKind::Tool(ToolNodeConfig {
-                tool: "calculator@1.0.0".into(),
-                inputs: [(
-                    "expression".to_string(),
-                    node_runtime::graph::FieldSource::Fixed {
-                        value: json!("1 + 1"),
-                    },
-                )]
-                .into(),
-                secret_scope: None,
-                output_path: None,
-            }),
-        ),
-        "template" => (
-            "Template",
-            NodeKind::Template(TemplateConfig {
-                template: "{{ value }}".into(),
-            }),
-        ),
-        "branch" => (
-            "Branch",
-            NodeKind::Branch(BranchConfig {
-                pointer: String::new(),
-                condition: Condition::Truthy,
-            }),
-        ),
-        "output" => (
-            "Output",
-            NodeKind::Output(OutputConfig {
-                fields: vec!["result".into()],
-            }),
-        ),
-        other => return Err(EditError::UnknownKind(other.into())),
-    };
-    Ok(Node {
-        id,
-        label: label.into(),
-        position: at,
-        kind,
-    })
-}
-
-/// Applies an edit to the document; `index` is the id -> position table of
-/// `doc.nodes` as it is before the edit.
-fn apply_to(
-    doc: &mut Workflow,
-    index: &HashMap<String, usize>,
-    edit: &Edit,
-) -> Result<Option<String>, EditError> {
-    match edit {
-        Edit::AddNode { kind, at } => {
-            let id = fresh_id(doc, kind);
-            doc.nodes.push(new_node(kind, id.clone(), *at)?);
-            Ok(Some(id))
-        }
-        Edit::Move { ids, dx, dy } => {
-            // All or nothing: check every id before moving any.
-            if let Some(missing) = ids.iter().find(|id| !index.contains_key(*id)) {
-                return Err(EditError::UnknownNode(missing.clone()));
-            }
-            for id in ids {
-                let p = &mut doc.nodes[index[id]].position;
-                p.x += dx;
-                p.y += dy;
-            }
-            Ok(None)
-        }
-        Edit::Connect { source, target } => {
-            can_connect(doc, source, target).map_err(EditError::Refused)?;
-            let id = fresh_id(doc, "e");
-            doc.edges.push(Edge {
-                id,
-                source: source.clone(),
-                target: target.clone(),
-            });
-            Ok(None)
-        }
-        Edit::Delete { nodes, edges } => {
-            for n in nodes {
-                if doc.node(n).is_none() {
-                    return Err(EditError::UnknownNode(n.clone()));
-                }
-            }
-            doc.nodes.retain(|n| !nodes.contains(&n.id));
-            doc.edges.retain(|e| {
-                !edges.contains(&e.id)
-                    && !nodes.contains(&e.source.node)
-                    && !nodes.contains(&e.target.node)
-            });
-            Ok(None)
-        }
-        Edit::Paste { clip, dx, dy } => {
-            let mut renamed = HashMap::new();
-            for n in &clip.nodes {
-                let id = fresh_id(doc, n.kind_name());
-                renamed.insert(n.id.clone(), id.clone());
-                let mut copy = n.clone();
-                copy.id = id;
-                copy.position.x += dx;
-                copy.position.y += dy;
-                doc.nodes.push(copy);
-            }
-            for e in &clip.edges {
-                let (Some(s), Some(t)) = (renamed.get(&e.source.node), renamed.get(&e.target.node))
-                else {
-                    continue;
-                };
-                let id = fresh_id(doc, "e");
-                doc.edges.push(Edge {
-                    id,
-                    source: HandleRef {
-                        node: s.clone(),
-                        handle: e.source.handle.clone(),
-                    },
-                    target: HandleRef {
-                        node: t.clone(),
-                        handle: e.target.handle.clone(),
-                    },
-                });
-            }
-            Ok(None)
-        }
-        Edit::Rename { node, label } => {
-            let n = doc
-                .nodes
-                .iter_mut()
-                .find(|n| n.id == *node)
-                .ok_or_else(|| EditError::UnknownNode(node.clone()))?;
-            n.label = label.clone();
-            Ok(None)
-        }
-        Edit::RenamePin { node, from, to } => {
-            let n = index
-                .get(node)
-                .map(|i| &mut doc.nodes[*i])
-                .ok_or_else(|| EditError::UnknownNode(node.clone()))?;
-            let NodeKind::Agent(config) = &mut n.kind else {
-                return Err(EditError::Refused(format!("`{node}` is not an Agent node")));
-            };
-            node_runtime::graph::pins::check_name(to)
-                .map_err(|e| EditError::Refused(format!("name: {e}")))?;
-            if node_runtime::graph::AGENT_OUTPUTS.contains(&to.as_str())
-                || config.pins.iter().any(|p| p.name == *to && p.name != *from)
-            {
-                return Err(EditError::Refused(format!(
-                    "name: `{to}` is already an output of this node"
-                )));
-            }
-            let pin = config
-                .pins
-                .iter_mut()
-                .find(|p| p.name == *from)
-                .ok_or_else(|| EditError::Refused(format!("there is no pin `{from}`")))?;
-            pin.name = to.clone();
-            for e in &mut doc.edges {
-                if e.source.node == *node && e.source.handle == *from {
-                    e.source.handle = to.clone();
-                }
-            }
-            Ok(None)
-        }
-        Edit::Materialize {
-            agent,
-            source,
-            envelope,
-            secret_scope,
-        } => {
-            let (next, id) = materialize(doc, agent, source, envelope, *secret_scope)
-                .map_err(|e| EditError::Refused(e.to_string()))?;
-            *doc = next;
-            Ok(Some(id))
-        }
-        Edit::SetKind { node, kind } => {
-            let n = doc
-                .nodes
-                .iter_mut()
-                .find(|n| n.id == *node)
-                .ok_or_else(|| EditError::UnknownNode(node.clone()))?;
-            n.kind = (**kind).clone();
-            Ok(None)
-        }
-    }
-}
-
 /// Helpers for the editor's native tests (here and in `pages::editor`).
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;
+    use node_runtime::graph::Position;
 
     /// An empty workflow at revision 3.
     pub fn empty() -> Workflow {
@@ -624,6 +264,11 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::{add, empty};
     use super::*;
+    use node_runtime::envelope::ToolEnvelope;
+    use node_runtime::graph::materialize::Source;
+    use node_runtime::graph::{HandleRef, NodeKind, Position};
+    use node_runtime::tool_spec::SecretScope;
+    use serde_json::json;
 
     fn at(x: f64, y: f64) -> Position {
         Position { x, y }

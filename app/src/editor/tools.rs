@@ -6,40 +6,11 @@ use node_runtime::graph::{
     AgentNodeConfig, FieldSource, OnMissing, PinSelector, PinStrategy, PinnedHandle,
     ToolNodeConfig, ToolSelection,
 };
-use serde::Deserialize;
+use node_runtime::tool_spec::Lifecycle;
 use serde_json::Value;
 
-/// One tool version from `GET /api/v1/tools`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ToolInfo {
-    pub name: String,
-    pub version: String,
-    #[serde(rename = "ref")]
-    pub reference: String,
-    #[serde(default)]
-    pub description: String,
-    pub category: String,
-    pub side_effects: String,
-    pub lifecycle: String,
-    pub auth: Auth,
-    #[serde(default)]
-    pub input_schema: serde_json::Value,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Auth {
-    pub ok: bool,
-    #[serde(default)]
-    pub secrets: Vec<SecretStatus>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct SecretStatus {
-    pub name: String,
-    pub status: String,
-    pub scope: Option<String>,
-    pub warning: Option<String>,
-}
+/// One tool version from `GET /api/v1/tools`: the wire type itself.
+pub use node_runtime::wire::{ToolAuth as Auth, ToolSecret as SecretStatus, ToolView as ToolInfo};
 
 /// The categories, in the order the filter offers them.
 pub const CATEGORIES: [&str; 5] = ["api", "code", "data", "search", "utility"];
@@ -56,9 +27,9 @@ pub fn filter<'a>(
     let q = query.trim().to_lowercase();
     tools
         .iter()
-        .filter(|t| t.lifecycle != "blocked")
-        .filter(|t| show_deprecated || t.lifecycle != "deprecated")
-        .filter(|t| category.is_empty() || t.category == category)
+        .filter(|t| t.lifecycle != Lifecycle::Blocked)
+        .filter(|t| show_deprecated || t.lifecycle != Lifecycle::Deprecated)
+        .filter(|t| category.is_empty() || t.category.as_str() == category)
         .filter(|t| {
             q.is_empty()
                 || t.name.to_lowercase().contains(&q)
@@ -350,14 +321,17 @@ mod tests {
             version: version.into(),
             reference: format!("{name}@{version}"),
             description: format!("{name} does things"),
-            category: category.into(),
-            side_effects: "none".into(),
-            lifecycle: lifecycle.into(),
+            category: serde_json::from_value(Value::String(category.into())).expect("category"),
+            side_effects: node_runtime::tool_spec::SideEffects::None,
+            lifecycle: serde_json::from_value(Value::String(lifecycle.into())).expect("lifecycle"),
+            cache: node_runtime::tool_spec::CachePolicy::None,
+            timeout_ms: 1000,
             auth: Auth {
                 ok: secrets.iter().all(|s| s.status == "ok"),
                 secrets,
             },
             input_schema: Value::Null,
+            output_schema: Value::Null,
         }
     }
 

@@ -17,53 +17,10 @@ use crate::pages::inspector::Inspector;
 use crate::pages::run_panel::RunPanel;
 use node_runtime::graph::validate::{Diagnostic, Severity};
 
-/// A drawn node's position and selection, each its own signal: a drag
-/// wakes the moved nodes and their edges only. (A memo per node and edge
-/// over the whole editor woke all of them on every pointer move: with
-/// 1,000 nodes in view, about 100 ms a frame.)
-#[derive(Clone)]
-struct NodeLive {
-    position: ArcRwSignal<Position>,
-    selected: ArcRwSignal<bool>,
-}
+mod keys;
+mod live_nodes;
 
-impl NodeLive {
-    fn new(position: Position, selected: bool) -> Self {
-        Self {
-            position: ArcRwSignal::new(position),
-            selected: ArcRwSignal::new(selected),
-        }
-    }
-}
-
-/// Brings `live` in step with the editor: new nodes get signals, gone
-/// ones lose them, and only the values that differ are set (after the
-/// map is released, by the caller), so only their readers wake.
-fn sync_live(
-    live: &mut HashMap<String, NodeLive>,
-    editor: &Editor,
-) -> Vec<(NodeLive, Position, bool)> {
-    let mut changed = Vec::new();
-    for n in &editor.doc.nodes {
-        let selected = editor.selection.contains(&n.id);
-        match live.get(&n.id) {
-            Some(l) => {
-                if l.position.get_untracked() != n.position
-                    || l.selected.get_untracked() != selected
-                {
-                    changed.push((l.clone(), n.position, selected));
-                }
-            }
-            None => {
-                live.insert(n.id.clone(), NodeLive::new(n.position, selected));
-            }
-        }
-    }
-    if live.len() != editor.doc.nodes.len() {
-        live.retain(|id, _| editor.node(id).is_some());
-    }
-    changed
-}
+use live_nodes::{sync_live, NodeLive};
 
 /// What the pointer is doing.
 #[derive(Debug, Clone, PartialEq)]
@@ -310,74 +267,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     };
     let save_key = save.clone();
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
-        let ctrl = ev.ctrl_key() || ev.meta_key();
-        match ev.key().as_str() {
-            "Delete" | "Backspace" => {
-                ev.prevent_default();
-                if let Err(err) = editor
-                    .try_update(Editor::delete_selection)
-                    .expect("editor signal")
-                {
-                    refuse(err.to_string());
-                }
-            }
-            "z" | "Z" if ctrl && ev.shift_key() => {
-                ev.prevent_default();
-                editor.update(|e| {
-                    e.redo();
-                });
-            }
-            "z" if ctrl => {
-                ev.prevent_default();
-                editor.update(|e| {
-                    e.undo();
-                });
-            }
-            "y" if ctrl => {
-                ev.prevent_default();
-                editor.update(|e| {
-                    e.redo();
-                });
-            }
-            "s" if ctrl => {
-                ev.prevent_default();
-                save_key();
-            }
-            // Arrows move the selection (Shift: further), one undoable
-            // edit per press; Escape clears the selection.
-            "ArrowLeft" | "ArrowRight" | "ArrowUp" | "ArrowDown" => {
-                let ids: Vec<String> =
-                    editor.with_untracked(|e| e.selection.iter().cloned().collect());
-                if ids.is_empty() {
-                    return;
-                }
-                ev.prevent_default();
-                let step = if ev.shift_key() { 50.0 } else { 10.0 };
-                let (dx, dy) = match ev.key().as_str() {
-                    "ArrowLeft" => (-step, 0.0),
-                    "ArrowRight" => (step, 0.0),
-                    "ArrowUp" => (0.0, -step),
-                    _ => (0.0, step),
-                };
-                apply(Edit::Move { ids, dx, dy });
-            }
-            "Escape" => editor.update(|e| e.selection.clear()),
-            "c" if ctrl => {
-                ev.prevent_default();
-                clip.set_value(editor.with_untracked(Editor::copy_selection));
-            }
-            "v" if ctrl => {
-                ev.prevent_default();
-                let copied = clip.get_value();
-                if let Err(err) = editor
-                    .try_update(|e| e.paste(&copied))
-                    .expect("editor signal")
-                {
-                    refuse(err.to_string());
-                }
-            }
-            _ => {}
-        }
+        keys::on_key(&ev, editor, clip, &save_key, &refuse, &apply)
     };
     let fit = move || {
         let (w, h) = canvas_size(host).unwrap_or((1200.0, 700.0));
@@ -791,70 +681,5 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 }).collect_view()}
             </ul>
         </section>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::editor::model::testing::{add, empty};
-
-    #[test]
-    fn sync_live_reports_only_what_changed() {
-        let mut ed = Editor::new(empty());
-        let a = add(&mut ed, "input", Position { x: 0.0, y: 0.0 });
-        let b = add(&mut ed, "output", Position { x: 300.0, y: 0.0 });
-        let mut live = HashMap::new();
-        assert!(
-            sync_live(&mut live, &ed).is_empty(),
-            "new nodes get signals"
-        );
-        assert_eq!(live.len(), 2);
-        assert_eq!(
-            live[&a].position.get_untracked(),
-            Position { x: 0.0, y: 0.0 }
-        );
-
-        // A move of `a` changes `a` only; a selection of `b`, `b` only.
-        ed.apply(Edit::Move {
-            ids: vec![a.clone()],
-            dx: 5.0,
-            dy: 7.0,
-        })
-        .unwrap();
-        ed.selection.insert(b.clone());
-        let changed = sync_live(&mut live, &ed);
-        let mut seen: Vec<_> = changed
-            .iter()
-            .map(|(l, p, s)| (l.position.get_untracked(), *p, *s))
-            .collect();
-        seen.sort_by(|x, y| x.1.x.total_cmp(&y.1.x));
-        assert_eq!(
-            seen,
-            vec![
-                (
-                    Position { x: 0.0, y: 0.0 },
-                    Position { x: 5.0, y: 7.0 },
-                    false
-                ),
-                (
-                    Position { x: 300.0, y: 0.0 },
-                    Position { x: 300.0, y: 0.0 },
-                    true
-                ),
-            ]
-        );
-        for (l, p, s) in changed {
-            l.position.set(p);
-            l.selected.set(s);
-        }
-        assert!(sync_live(&mut live, &ed).is_empty(), "nothing left to set");
-
-        // A deleted node loses its signals.
-        ed.selection.clear();
-        ed.selection.insert(a.clone());
-        ed.delete_selection().unwrap();
-        sync_live(&mut live, &ed);
-        assert_eq!(live.keys().collect::<Vec<_>>(), vec![&b]);
     }
 }

@@ -86,6 +86,7 @@ fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
                 base_url,
                 model,
                 api_key_secret,
+                ..
             } => Some((
                 base_url.clone(),
                 model.clone(),
@@ -95,6 +96,7 @@ fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
                 base_url,
                 model,
                 api_key_secret,
+                ..
             } => Some((base_url.clone(), model.clone(), api_key_secret.clone())),
         };
         let text_field = move |label: &'static str,
@@ -305,9 +307,9 @@ fn tool_panel(
         };
         let options = list
             .iter()
-            .filter(|t| t.lifecycle != "blocked")
+            .filter(|t| t.lifecycle != node_runtime::tool_spec::Lifecycle::Blocked)
             .map(|t| {
-                let label = if t.lifecycle == "deprecated" { format!("{} (deprecated)", t.reference) } else { t.reference.clone() };
+                let label = if t.lifecycle == node_runtime::tool_spec::Lifecycle::Deprecated { format!("{} (deprecated)", t.reference) } else { t.reference.clone() };
                 view! { <option value=t.reference.clone() selected=t.reference == config.tool>{label}</option> }
             })
             .collect_view();

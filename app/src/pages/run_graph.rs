@@ -2,25 +2,27 @@
 //! result (succeeded, failed, skipped, still running); clicking a node, or
 //! Enter on it, shows its status, error, tool calls and outputs below.
 
+use std::collections::BTreeMap;
+
 use leptos::prelude::*;
 use node_runtime::graph::Workflow;
+use node_runtime::wire::NodeRun;
 use serde_json::Value;
 
 use crate::editor::geometry::{self, HEADER, NODE_WIDTH};
 use crate::pages::call_drawer::json_tree;
 
 /// A node's status in the run's record (`queued` when it has none).
-fn status_of(nodes: &Value, id: &str) -> String {
+fn status_of(nodes: &BTreeMap<String, NodeRun>, id: &str) -> String {
     nodes
         .get(id)
-        .and_then(|n| n.get("status"))
-        .and_then(Value::as_str)
-        .unwrap_or("queued")
+        .map_or("queued", |n| n.status.as_str())
         .to_string()
 }
 
+/// `nodes` is the run record's node entries (empty while the run runs).
 #[component]
-pub fn RunGraph(workflow: Workflow, nodes: Value) -> impl IntoView {
+pub fn RunGraph(workflow: Workflow, nodes: BTreeMap<String, NodeRun>) -> impl IntoView {
     let picked = RwSignal::new(None::<String>);
     // Drawn at its natural size, shrunk (never blown up) to fit the page.
     let view_box = geometry::view_box(&workflow, 20.0);
@@ -70,24 +72,21 @@ pub fn RunGraph(workflow: Workflow, nodes: Value) -> impl IntoView {
         .collect_view();
     let detail = move || {
         let id = picked.get()?;
-        let record = nodes.get(&id).cloned().unwrap_or(Value::Null);
+        let record = nodes.get(&id);
         let status = status_of(&nodes, &id);
-        let error = record
-            .get("error")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let error = record.and_then(|r| r.error.clone());
         let calls = record
-            .get("outputs")
-            .and_then(|o| o.get("tool_order"))
+            .and_then(|r| r.outputs.get("tool_order"))
             .and_then(Value::as_array)
             .map(Vec::len);
+        let outputs = record.map_or(Value::Null, |r| serde_json::json!(r.outputs));
         Some(view! {
             <div class="drawer" data-testid="run-node" data-node=id.clone()>
                 <h3>{id.clone()} " " <span class=format!("badge run-status status-{status}")>{status.replace('_', " ")}</span></h3>
                 {calls.map(|c| view! { <p class="muted">{format!("{c} tool call(s)")}</p> })}
                 {error.map(|e| view! { <p class="error">{e}</p> })}
                 <h4>"Outputs"</h4>
-                {json_tree(record.get("outputs").unwrap_or(&Value::Null), 1)}
+                {json_tree(&outputs, 1)}
                 <button type="button" on:click=move |_| picked.set(None)>"Close"</button>
             </div>
         })

@@ -161,7 +161,7 @@ pub fn RunPanel(
                                 Ok(d) => watched.update(|w| {
                                     if let Some((run, live)) = w {
                                         if *run == id {
-                                            live.results = Some(d.nodes);
+                                            live.results = d.nodes.clone();
                                         }
                                     }
                                 }),
@@ -226,7 +226,7 @@ pub fn RunPanel(
     };
     let node_outputs = move || {
         let nodes = watched.with(|w| w.as_ref().and_then(|(_, l)| l.results.clone()))?;
-        let rows = crate::runs_view::node_results(&nodes);
+        let rows = crate::runs_view::node_results(Some(&nodes));
         Some(view! {
             <h3>"Node outputs"</h3>
             <table class="runs" data-testid="live-outputs">

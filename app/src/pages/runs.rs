@@ -12,6 +12,7 @@ use crate::api;
 use crate::pages::run_graph::RunGraph;
 use crate::runs_view::{self, format_duration, node_results, short_time, STATUSES};
 use crate::widgets::refresh_while;
+use node_runtime::wire::{RunDetail, RunKind};
 
 /// A status as a badge whose class names the status.
 fn status_badge(status: String) -> impl IntoView {
@@ -184,7 +185,7 @@ pub fn Runs() -> impl IntoView {
             runs.with(|r| {
                 r.as_ref()
                     .and_then(|r| r.as_ref().ok())
-                    .is_some_and(|l| l.iter().any(|r| runs_view::is_active(&r.status)))
+                    .is_some_and(|l| l.iter().any(|r| runs_view::is_active(r.status)))
             })
         },
         move || runs.refetch(),
@@ -228,14 +229,15 @@ pub fn Runs() -> impl IntoView {
                                 <thead><tr><th>"Run"</th><th>"Workflow"</th><th>"Status"</th><th>"Trigger"</th><th>"Started"</th><th>"Duration"</th></tr></thead>
                                 <tbody>
                                     {list.into_iter().map(|r| {
-                                        let wf = names.get(&r.workflow_id).cloned().unwrap_or_else(|| r.workflow_id.clone());
+                                        let workflow_id = r.workflow_id.clone().unwrap_or_default();
+                                        let wf = names.get(&workflow_id).cloned().unwrap_or(workflow_id);
                                         let short = runs_view::short_id(&r.id).to_string();
-                                        let kind = (r.kind != "run").then(|| view! { " " <span class="badge">{r.kind.clone()}</span> });
+                                        let kind = (r.kind != RunKind::Run).then(|| view! { " " <span class="badge">{r.kind.as_str()}</span> });
                                         view! {
                                             <tr data-run=r.id.clone()>
                                                 <td><A href=format!("/runs/{}", r.id)><code>{short}</code></A>{kind}</td>
                                                 <td>{wf}</td>
-                                                <td>{status_badge(r.status.clone())}</td>
+                                                <td>{status_badge(r.status.to_string())}</td>
                                                 <td>{r.trigger.clone()}</td>
                                                 <td class="muted">{short_time(&r.created_at)}</td>
                                                 <td class="num" data-testid="run-duration">{format_duration(r.duration_ms)}</td>
@@ -266,7 +268,7 @@ pub fn RunPage() -> impl IntoView {
             run.with(|r| {
                 r.as_ref()
                     .and_then(|r| r.as_ref().ok())
-                    .is_some_and(runs_view::RunDetail::is_active)
+                    .is_some_and(RunDetail::is_active)
             })
         },
         move || run.refetch(),
@@ -296,8 +298,8 @@ pub fn RunPage() -> impl IntoView {
             <Transition fallback=|| view! { <p class="muted">"Loading the run…"</p> }>
                 {move || run.get().map(|r| match r {
                     Ok(d) => {
-                        let nodes = node_results(&d.nodes);
-                        let graph = d.graph();
+                        let nodes = node_results(d.nodes.as_ref());
+                        let graph = runs_view::run_graph(&d);
                         let has_graph = graph.is_some();
                         let active = d.is_active();
                         let outputs = serde_json::to_string_pretty(&d.outputs).unwrap_or_default();
@@ -305,10 +307,10 @@ pub fn RunPage() -> impl IntoView {
                         view! {
                             <dl class="facts">
                                 <dt>"Run"</dt><dd><code data-testid="run-id">{d.id.clone()}</code></dd>
-                                <dt>"Status"</dt><dd>{status_badge(d.status.clone())}</dd>
-                                <dt>"Workflow"</dt><dd><A href=format!("/workflows/{}", d.workflow_id)>{d.workflow_id.clone()}</A>
+                                <dt>"Status"</dt><dd>{status_badge(d.status.to_string())}</dd>
+                                <dt>"Workflow"</dt><dd><A href=format!("/workflows/{}", d.workflow_id.clone().unwrap_or_default())>{d.workflow_id.clone()}</A>
                                     <span class="muted">" revision " {d.workflow_revision}</span></dd>
-                                <dt>"Kind"</dt><dd>{d.kind.clone()}{d.replay_of.clone().map(|o| view! {
+                                <dt>"Kind"</dt><dd>{d.kind.as_str()}{d.replay_of.clone().map(|o| view! {
                                     " of " <A href=format!("/runs/{o}")><code>{o.clone()}</code></A>
                                 })}</dd>
                                 <dt>"Trigger"</dt><dd>{d.trigger.clone()}</dd>
@@ -320,7 +322,7 @@ pub fn RunPage() -> impl IntoView {
                                 {active.then(|| view! {
                                     <button type="button" data-testid="run-cancel" on:click=cancel>"Cancel run"</button>
                                 })}
-                                {(!active && d.kind == "run").then(|| view! { <ReplayControls run_id=d.id.clone() /> })}
+                                {(!active && d.kind == RunKind::Run).then(|| view! { <ReplayControls run_id=d.id.clone() /> })}
                             </p>
                             {d.error.clone().map(|e| view! { <p class="error" role="alert" data-testid="run-error">{e}</p> })}
                             <h2>"Inputs"</h2>
@@ -328,7 +330,7 @@ pub fn RunPage() -> impl IntoView {
                             <h2>"Outputs"</h2>
                             <pre class="json" data-testid="run-outputs">{outputs}</pre>
                             <h2>"Nodes"</h2>
-                            {graph.map(|g| view! { <RunGraph workflow=g nodes=d.nodes.clone() /> })}
+                            {graph.map(|g| view! { <RunGraph workflow=g nodes=d.nodes.clone().unwrap_or_default() /> })}
                             {(!has_graph).then(|| view! {
                             {nodes.is_empty().then(|| view! {
                                 <p class="muted">{if active { "Node results appear when the run ends." } else { "No node results were recorded." }}</p>

@@ -110,7 +110,7 @@ fn open_drawer(row: ToolRow, run_id: String, tools: Registry, open: RwSignal<Opt
         return;
     };
     let mut facts = CallFacts::from_envelope(envelope, &row.state);
-    facts.side_effects = with_tool(tools, &facts.tool, |t| t.side_effects.clone());
+    facts.side_effects = with_tool(tools, &facts.tool, |t| t.side_effects.to_string());
     open.set(Some(facts.clone()));
     let call_id = row.call_id;
     leptos::task::spawn_local(async move {
@@ -191,9 +191,12 @@ pub fn AgentTimeline(
             w.as_ref()
                 .and_then(|(_, l)| l.results.as_ref())
                 .and_then(|r| r.get(&outputs_agent))
-                .and_then(|n| n.get("outputs"))
-                .and_then(Value::as_object)
-                .cloned()
+                .map(|n| {
+                    n.outputs
+                        .clone()
+                        .into_iter()
+                        .collect::<serde_json::Map<String, Value>>()
+                })
         })?;
         let pins: Vec<String> =
             editor.with_untracked(|e| match e.node(&outputs_agent).map(|n| &n.kind) {

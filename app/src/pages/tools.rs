@@ -131,7 +131,7 @@ fn InvocationsTab() -> impl IntoView {
             // Drawn again once the registry has loaded.
             registry.track();
             let mut facts = CallFacts::from_invocation(&i);
-            facts.side_effects = with_tool(registry, &facts.tool, |t| t.side_effects.clone());
+            facts.side_effects = with_tool(registry, &facts.tool, |t| t.side_effects.to_string());
             view! { <CallDrawer facts=facts close=move |()| open.set(None) /> }
         })
     };
@@ -162,8 +162,8 @@ fn InvocationsTab() -> impl IntoView {
                                     <tr data-invocation=i.call_id.clone() class="timeline-row" tabindex="0"
                                         on:click=move |_| open.set(Some(row.clone()))>
                                         <td><code>{format!("{}@{}", i.tool_name, i.tool_version)}</code></td>
-                                        <td><span class=format!("badge run-status status-{}", i.status)>{i.status.clone()}</span></td>
-                                        <td>{i.approval_status.clone().unwrap_or_default()}</td>
+                                        <td><span class=format!("badge run-status status-{}", i.status)>{i.status.as_str()}</span></td>
+                                        <td>{i.approval_status.map(|a| a.as_str()).unwrap_or_default()}</td>
                                         <td class="muted">{crate::runs_view::short_time(&i.created_at)}</td>
                                         <td><code>{crate::runs_view::short_id(&i.run_id).to_string()}</code></td>
                                     </tr>
@@ -180,7 +180,7 @@ fn InvocationsTab() -> impl IntoView {
 
 #[component]
 fn ApprovalsTab(
-    pending: LocalResource<Result<Vec<api::PendingApproval>, api::ApiError>>,
+    pending: LocalResource<Result<Vec<api::Approval>, api::ApiError>>,
 ) -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
     view! {

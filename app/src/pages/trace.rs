@@ -25,7 +25,7 @@ pub fn TracePage() -> impl IntoView {
                         view! {
                             <dl class="facts">
                                 <dt>"Run"</dt><dd data-testid="trace-run">{t.run_id.clone()}</dd>
-                                <dt>"Status"</dt><dd data-testid="trace-status">{t.status.clone()}</dd>
+                                <dt>"Status"</dt><dd data-testid="trace-status">{t.status.as_str()}</dd>
                                 <dt>"Trace id"</dt><dd><code data-testid="trace-id">{t.trace_id.clone()}</code></dd>
                                 <dt>"Spans"</dt><dd data-testid="trace-count">{rows.len()}</dd>
                             </dl>
