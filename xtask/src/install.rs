@@ -7,8 +7,7 @@ use std::process::Command;
 
 use crate::phase::{capture, cargo, run_cmd};
 use crate::{
-    TRUNK_VERSION, WASM_BINDGEN_VERSION, WASM_OPT_CRATE_VERSION, WASM_OPT_VERSION,
-    WASM_SPLIT_VERSION,
+    TRUNK_VERSION, WASM_BINDGEN_VERSION, WASM_OPT_NPM_VERSION, WASM_OPT_VERSION, WASM_SPLIT_VERSION,
 };
 
 /// `$CARGO_HOME/bin`, where `cargo install` puts binaries.
@@ -20,17 +19,40 @@ pub fn cargo_bin_dir() -> PathBuf {
     PathBuf::from(home).join(".cargo").join("bin")
 }
 
-/// Puts `$CARGO_HOME/bin` first on PATH for every child process, so Trunk
-/// finds the wasm-bindgen we installed (offline mode uses the one on PATH).
+/// Where xtask keeps tools that come from other registries than crates.io:
+/// `$GLASSBOX_TOOLS_DIR`, else `~/.cache/glassbox/tools`.
+pub fn tools_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("GLASSBOX_TOOLS_DIR") {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    PathBuf::from(home)
+        .join(".cache")
+        .join("glassbox")
+        .join("tools")
+}
+
+/// The npm package of Binaryen's wasm-opt, in its own prefix.
+fn binaryen_dir() -> PathBuf {
+    tools_dir().join(format!("binaryen-{WASM_OPT_VERSION}"))
+}
+
+/// Puts `$CARGO_HOME/bin` and the pinned Binaryen first on PATH for every
+/// child process, so Trunk and the split hook find the wasm-bindgen and
+/// wasm-opt we installed (offline mode uses the ones on PATH).
 pub fn prepend_cargo_bin_to_path() {
-    let bin = cargo_bin_dir();
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut parts: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    if !parts.iter().any(|p| p == &bin) {
-        parts.insert(0, bin);
-        if let Ok(joined) = std::env::join_paths(parts) {
-            std::env::set_var("PATH", joined);
+    for bin in [
+        cargo_bin_dir(),
+        binaryen_dir().join("node_modules").join(".bin"),
+    ] {
+        if !parts.iter().any(|p| p == &bin) {
+            parts.insert(0, bin);
         }
+    }
+    if let Ok(joined) = std::env::join_paths(parts) {
+        std::env::set_var("PATH", joined);
     }
 }
 
@@ -102,18 +124,39 @@ pub fn ensure_trunk() -> Result<(), String> {
     )
 }
 
-/// Binaryen's wasm-opt, built from source by the `wasm-opt` crate (Debian's
-/// binaryen is too old for current rustc output); the split hook runs it on
-/// each of the app's wasm modules (`split.rs`).
+/// Binaryen's wasm-opt from npm's `binaryen` package (Binaryen compiled to
+/// wasm and run by node), pinned to the release the split hook expects: a
+/// few seconds to install, where building Binaryen's C++ from the
+/// `wasm-opt` crate took 12 minutes on 2 cores, and the same output
+/// (Debian's binaryen is too old for current rustc output). The split hook
+/// runs it on each of the app's wasm modules (`split.rs`).
 pub fn ensure_wasm_opt() -> Result<(), String> {
-    ensure_cargo_tool(
-        "wasm-opt",
-        &format!("wasm-opt version {WASM_OPT_VERSION} (version_{WASM_OPT_VERSION})"),
-        "wasm-opt",
-        WASM_OPT_CRATE_VERSION,
-        "about 7 minutes",
-        true,
-    )
+    let want = format!("wasm-opt version {WASM_OPT_VERSION} (version_{WASM_OPT_VERSION})");
+    let dir = binaryen_dir();
+    let bin = dir.join("node_modules").join(".bin").join("wasm-opt");
+    if version_of(&bin.to_string_lossy()).as_deref() == Some(want.as_str()) {
+        println!("    {want}: present");
+        return Ok(());
+    }
+    if version_of("npm").is_none() {
+        return Err(
+            "wasm-opt comes from npm's `binaryen` package, and npm is not on PATH: \
+                    install Node.js and npm (Debian's `nodejs` and `npm`), then rerun"
+                .into(),
+        );
+    }
+    println!("    binaryen {WASM_OPT_NPM_VERSION} (npm): installing (a few seconds)");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    run_cmd(
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+            .arg(&dir)
+            .arg(format!("binaryen@{WASM_OPT_NPM_VERSION}")),
+    )?;
+    match version_of(&bin.to_string_lossy()) {
+        Some(v) if v == want => Ok(()),
+        other => Err(format!("{} printed {other:?}, not `{want}`", bin.display())),
+    }
 }
 
 /// `wasm-split-cli`, which splits the app's wasm at its lazy routes
@@ -238,6 +281,24 @@ fn report_wasm_size(dist: &Path) {
             kib((chunk_raw, chunk_gz))
         );
     }
+}
+
+/// `cargo build --release` of the `glassbox` binary, as users run it (no
+/// test hooks): what `cargo xtask run` serves and the release-binary test
+/// checks.
+pub fn build_release_server(root: &Path) -> Result<(), String> {
+    run_cmd(
+        cargo()
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "glassbox-server",
+                "--bin",
+                "glassbox",
+            ])
+            .current_dir(root),
+    )
 }
 
 /// The cargo target directory (CARGO_TARGET_DIR or `<root>/target`).

@@ -14,9 +14,9 @@ use std::process::ExitCode;
 /// must equal the `wasm-bindgen` crate pinned in `app/Cargo.toml`.
 pub const TRUNK_VERSION: &str = "0.21.14";
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
-/// The `wasm-opt` crate's version and the Binaryen release it builds; Trunk.toml
-/// names the same release (`[tools] wasm_opt`).
-pub const WASM_OPT_CRATE_VERSION: &str = "0.116.1";
+/// The Binaryen release whose wasm-opt optimises the app's modules, and the
+/// npm `binaryen` package that ships it.
+pub const WASM_OPT_NPM_VERSION: &str = "116.0.0";
 pub const WASM_OPT_VERSION: &str = "116";
 /// The `wasm_split_cli_support` crate, whose `wasm-split-cli` splits the
 /// app's wasm at its lazy routes (`split.rs`).

@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use crate::install;
-use crate::phase::{cargo, run_cmd, workspace_root, Phases};
+use crate::phase::{workspace_root, Phases};
 
 struct RunArgs {
     port: u16,
@@ -90,18 +90,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         install::build_app(&root)
     })?;
     phases.run("build server (cargo build --release)", || {
-        run_cmd(
-            cargo()
-                .args([
-                    "build",
-                    "--release",
-                    "-p",
-                    "glassbox-server",
-                    "--bin",
-                    "glassbox",
-                ])
-                .current_dir(&root),
-        )
+        install::build_release_server(&root)
     })?;
     phases.print_summary();
 

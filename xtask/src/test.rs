@@ -95,19 +95,39 @@ pub fn test(args: &[String]) -> Result<(), String> {
         "build app (trunk --release --offline)",
         &mut || install::build_app(&root),
     );
-    check(&mut phases, "build glassbox binary", &mut || {
-        run_cmd(
-            cargo()
-                .args(["build", "-p", "glassbox-server", "--bin", "glassbox"])
-                .current_dir(&root),
-        )
+    // The end-to-end tests' binary carries the test hooks (the leak-test
+    // tool, crash injection); the release binary, as users build it, does not,
+    // and a test checks that on it.
+    check(
+        &mut phases,
+        "build glassbox binary (test hooks)",
+        &mut || {
+            run_cmd(
+                cargo()
+                    .args([
+                        "build",
+                        "-p",
+                        "glassbox-server",
+                        "--bin",
+                        "glassbox",
+                        "--features",
+                        "test-hooks",
+                    ])
+                    .current_dir(&root),
+            )
+        },
+    );
+    check(&mut phases, "build glassbox release binary", &mut || {
+        install::build_release_server(&root)
     });
     let bin = install::target_dir(&root).join("debug").join("glassbox");
+    let release_bin = install::target_dir(&root).join("release").join("glassbox");
     check(&mut phases, "cargo test --workspace", &mut || {
         let mut cmd = cargo();
         cmd.args(["test", "--workspace", "--no-fail-fast"])
             .current_dir(&root)
             .env("GLASSBOX_BIN", &bin)
+            .env("GLASSBOX_RELEASE_BIN", &release_bin)
             .env("GLASSBOX_STATIC_DIR", root.join("dist"))
             .env("CHROMIUM", install::CHROMIUM)
             .env("CHROMEDRIVER", install::CHROMEDRIVER);
