@@ -430,3 +430,15 @@ mod tests {
         assert!(matches!(err, ApiError::Decode { status: 502, .. }));
     }
 }
+
+/// `POST /api/v1/providers/test`: one cheap call to an Agent node's
+/// provider, made by the server with the caller's secrets.
+pub async fn test_provider(
+    provider: &node_runtime::agent_config::ProviderConfig,
+) -> Result<node_runtime::wire::ProviderTestResult, ApiError> {
+    post_json(
+        "/providers/test",
+        &serde_json::json!({"provider": provider}),
+    )
+    .await
+}

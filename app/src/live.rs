@@ -43,6 +43,43 @@ pub struct Approval {
     pub decision: Option<String>,
 }
 
+/// An Agent node's model calls so far, and the answer being written.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelProgress {
+    pub calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost: f64,
+    /// The streamed text of the call in progress (cleared when it ends).
+    pub writing: String,
+}
+
+impl ModelProgress {
+    /// "2 model calls · 1,234 tokens · $0.0031".
+    pub fn summary(&self) -> String {
+        let tokens = self.input_tokens + self.output_tokens;
+        let calls = if self.calls == 1 { "call" } else { "calls" };
+        format!(
+            "{} model {calls} · {tokens} tokens ({} in, {} out) · cost {}",
+            self.calls,
+            self.input_tokens,
+            self.output_tokens,
+            format_cost(self.cost)
+        )
+    }
+}
+
+/// A cost with enough digits for a fraction of a cent.
+pub fn format_cost(cost: f64) -> String {
+    if cost == 0.0 {
+        "0".into()
+    } else if cost < 0.01 {
+        format!("{cost:.6}")
+    } else {
+        format!("{cost:.4}")
+    }
+}
+
 /// What the live view knows of a run.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LiveRun {
@@ -55,6 +92,8 @@ pub struct LiveRun {
     pub timeline: BTreeMap<String, Vec<ToolRow>>,
     /// Agent node id -> its final outputs.
     pub outputs: BTreeMap<String, Value>,
+    /// Agent node id -> its model calls' usage and the text being streamed.
+    pub models: BTreeMap<String, ModelProgress>,
     /// The run's outcome once it finished.
     pub finished: Option<String>,
     /// Once it finished: every node's record as `GET /runs/{id}` gives it
@@ -258,10 +297,20 @@ impl LiveRun {
                 let outputs = serde_json::to_value(&outputs).unwrap_or(Value::Null);
                 self.outputs.insert(node, outputs);
             }
+            AgentEvent::TextDelta { text, .. } => {
+                self.models.entry(node).or_default().writing.push_str(&text);
+            }
+            AgentEvent::ModelCalled { usage, cost, .. } => {
+                let model = self.models.entry(node).or_default();
+                model.calls += 1;
+                model.input_tokens += usage.input_tokens;
+                model.output_tokens += usage.output_tokens;
+                model.cost += cost;
+                model.writing.clear();
+            }
             // The loop's own progress: the node's state already says it runs,
             // and its end arrives as `NodeFinished`.
             AgentEvent::IterationStarted { .. }
-            | AgentEvent::ModelCalled { .. }
             | AgentEvent::LimitReached { .. }
             | AgentEvent::Failed { .. } => {}
         }

@@ -25,6 +25,28 @@ pub enum ProviderConfig {
         /// Overrides the shipped price of `model` (`crate::pricing`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         price: Option<Price>,
+        /// Stream the answer: its text reaches the live timeline as it is
+        /// written.
+        #[serde(default, skip_serializing_if = "is_false")]
+        stream: bool,
+    },
+    /// Azure OpenAI: Chat Completions on one deployment, keyed by the
+    /// `api-key` header.
+    Azure {
+        /// The resource's endpoint, `https://<resource>.openai.azure.com`.
+        endpoint: String,
+        deployment: String,
+        #[serde(default = "default_azure_api_version")]
+        api_version: String,
+        api_key_secret: String,
+        /// The model behind the deployment, for the price table; none:
+        /// the deployment's name is looked up.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        price: Option<Price>,
+        #[serde(default, skip_serializing_if = "is_false")]
+        stream: bool,
     },
     /// Anthropic Messages API.
     Anthropic {
@@ -34,7 +56,20 @@ pub enum ProviderConfig {
         /// Overrides the shipped price of `model` (`crate::pricing`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         price: Option<Price>,
+        #[serde(default, skip_serializing_if = "is_false")]
+        stream: bool,
     },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The Azure OpenAI data-plane API version used when a node names none.
+pub const AZURE_API_VERSION: &str = "2024-10-21";
+
+fn default_azure_api_version() -> String {
+    AZURE_API_VERSION.to_string()
 }
 
 impl ProviderConfig {
@@ -43,7 +78,20 @@ impl ProviderConfig {
         match self {
             Self::Scripted { .. } => None,
             Self::Openai { api_key_secret, .. } => api_key_secret.as_deref(),
-            Self::Anthropic { api_key_secret, .. } => Some(api_key_secret),
+            Self::Azure { api_key_secret, .. } | Self::Anthropic { api_key_secret, .. } => {
+                Some(api_key_secret)
+            }
+        }
+    }
+
+    /// The model a call is priced as and a connection test names.
+    pub fn model_name(&self) -> &str {
+        match self {
+            Self::Scripted { .. } => "scripted",
+            Self::Openai { model, .. } | Self::Anthropic { model, .. } => model,
+            Self::Azure {
+                model, deployment, ..
+            } => model.as_deref().unwrap_or(deployment),
         }
     }
 
@@ -51,6 +99,7 @@ impl ProviderConfig {
         match self {
             Self::Scripted { .. } => "scripted",
             Self::Openai { .. } => "openai",
+            Self::Azure { .. } => "azure",
             Self::Anthropic { .. } => "anthropic",
         }
     }

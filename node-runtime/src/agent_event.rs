@@ -22,8 +22,17 @@ pub enum AgentEvent {
         iteration: u32,
         stop_reason: StopReason,
         usage: TokenUsage,
+        /// What this call cost (`crate::pricing`).
+        #[serde(default)]
+        cost: f64,
         tool_calls: usize,
         tools_offered: bool,
+    },
+    /// A piece of a streamed answer's text, as it arrived. Only the live
+    /// view uses it: the model call's recorded answer is the whole text.
+    TextDelta {
+        iteration: u32,
+        text: String,
     },
     ToolCallStarted {
         call_id: String,

@@ -82,6 +82,37 @@ pub struct TokenUsage {
     pub output_tokens: u64,
 }
 
+/// What an Agent Node's model calls consumed in all: the sum of every
+/// answer's usage and cost (`crate::pricing`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ModelUsage {
+    pub model_calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// US dollars for the real providers (0 where the price is unknown),
+    /// the script's own unit for the scripted model.
+    pub cost: f64,
+}
+
+impl ModelUsage {
+    /// Adds one answer.
+    pub fn add(&mut self, response: &ChatResponse) {
+        self.model_calls += 1;
+        self.input_tokens += response.usage.input_tokens;
+        self.output_tokens += response.usage.output_tokens;
+        self.cost += response.cost;
+    }
+
+    /// Adds another node's usage.
+    pub fn merge(&mut self, other: &ModelUsage) {
+        self.model_calls += other.model_calls;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost += other.cost;
+    }
+}
+
 /// Why the model stopped answering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -117,6 +117,10 @@ pub struct AgentOutputs {
     /// `max_tool_calls`, `max_budget`), or null. An additive field.
     #[serde(default)]
     pub limit_reached: Option<String>,
+    /// What the node's model calls consumed: tokens and cost. An additive
+    /// field.
+    #[serde(default)]
+    pub usage: crate::chat::ModelUsage,
 }
 
 impl AgentOutputs {
@@ -168,7 +172,8 @@ mod tests {
         let json = serde_json::to_value(AgentOutputs::default()).expect("ser");
         assert_eq!(
             json,
-            serde_json::json!({"response": "", "tools_by_id": {}, "tool_order": [], "last_tool": null, "traces_url": null, "limit_reached": null})
+            serde_json::json!({"response": "", "tools_by_id": {}, "tool_order": [], "last_tool": null, "traces_url": null, "limit_reached": null,
+                "usage": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": 0.0}})
         );
     }
 

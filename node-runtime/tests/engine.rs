@@ -697,6 +697,7 @@ fn openai_agent_workflow(base_url: &str) -> Workflow {
             model: "gpt-4o".into(),
             api_key_secret: Some("OPENAI_API_KEY".into()),
             price: None,
+            stream: false,
         };
         config.prompt = "Say hello".into();
     }

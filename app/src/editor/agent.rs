@@ -7,47 +7,142 @@ use node_runtime::tool_spec::SideEffects;
 use serde_json::json;
 
 /// The provider kinds the panel offers.
-pub const PROVIDERS: [(&str, &str); 3] = [
+pub const PROVIDERS: [(&str, &str); 4] = [
     ("scripted", "Scripted (offline)"),
     ("openai", "OpenAI-compatible"),
+    ("azure", "Azure OpenAI"),
     ("anthropic", "Anthropic"),
 ];
 
-/// The provider of `kind`, keeping what carries over (model and base URL
-/// between the two HTTP providers); new ones start with their usual
-/// defaults and the usual secret name.
+/// A preset of the OpenAI-compatible provider: what it fills in.
+pub struct Preset {
+    pub id: &'static str,
+    pub label: &'static str,
+    pub base_url: &'static str,
+    pub model: &'static str,
+    /// The usual secret name; none for a local server without a key.
+    pub secret: Option<&'static str>,
+}
+
+/// The OpenAI-compatible servers people use, with their usual base URL,
+/// a common model and secret name. Local servers need their host
+/// allow-listed on the server (`GLASSBOX_HTTP_ALLOW_HOSTS`).
+pub const PRESETS: [Preset; 6] = [
+    Preset {
+        id: "openai",
+        label: "OpenAI",
+        base_url: "https://api.openai.com/v1",
+        model: "gpt-4o-mini",
+        secret: Some("OPENAI_API_KEY"),
+    },
+    Preset {
+        id: "ollama",
+        label: "Ollama (local)",
+        base_url: "http://127.0.0.1:11434/v1",
+        model: "llama3.1",
+        secret: None,
+    },
+    Preset {
+        id: "vllm",
+        label: "vLLM (local)",
+        base_url: "http://127.0.0.1:8000/v1",
+        model: "meta-llama/Llama-3.1-8B-Instruct",
+        secret: None,
+    },
+    Preset {
+        id: "lmstudio",
+        label: "LM Studio (local)",
+        base_url: "http://127.0.0.1:1234/v1",
+        model: "qwen2.5-7b-instruct",
+        secret: None,
+    },
+    Preset {
+        id: "openrouter",
+        label: "OpenRouter",
+        base_url: "https://openrouter.ai/api/v1",
+        model: "openai/gpt-4o-mini",
+        secret: Some("OPENROUTER_API_KEY"),
+    },
+    Preset {
+        id: "groq",
+        label: "Groq",
+        base_url: "https://api.groq.com/openai/v1",
+        model: "llama-3.3-70b-versatile",
+        secret: Some("GROQ_API_KEY"),
+    },
+];
+
+/// The OpenAI-compatible provider a preset describes, keeping the node's
+/// price override and streaming choice.
+pub fn apply_preset(current: &ProviderConfig, preset: &str) -> Result<ProviderConfig, String> {
+    let p = PRESETS
+        .iter()
+        .find(|p| p.id == preset)
+        .ok_or_else(|| format!("`{preset}` is not a preset"))?;
+    let (price, stream) = match current {
+        ProviderConfig::Openai { price, stream, .. } => (*price, *stream),
+        _ => (None, false),
+    };
+    Ok(ProviderConfig::Openai {
+        base_url: p.base_url.into(),
+        model: p.model.into(),
+        api_key_secret: p.secret.map(str::to_string),
+        price,
+        stream,
+    })
+}
+
+/// The preset an OpenAI-compatible config matches by base URL, if any.
+pub fn preset_of(current: &ProviderConfig) -> Option<&'static str> {
+    let ProviderConfig::Openai { base_url, .. } = current else {
+        return None;
+    };
+    PRESETS
+        .iter()
+        .find(|p| p.base_url == base_url.trim_end_matches('/'))
+        .map(|p| p.id)
+}
+
+/// The provider of `kind`, keeping the model name between the HTTP
+/// providers; each starts with its usual base URL and secret name.
 pub fn switch_provider(current: &ProviderConfig, kind: &str) -> Result<ProviderConfig, String> {
-    let (base, model) = match current {
-        ProviderConfig::Openai {
-            base_url, model, ..
+    if current.kind() == kind {
+        return Ok(current.clone());
+    }
+    // The model name carries over between the HTTP providers.
+    let model = match current {
+        ProviderConfig::Openai { model, .. } | ProviderConfig::Anthropic { model, .. } => {
+            Some(model.clone())
         }
-        | ProviderConfig::Anthropic {
-            base_url, model, ..
-        } => (Some(base_url.clone()), Some(model.clone())),
-        ProviderConfig::Scripted { .. } => (None, None),
+        ProviderConfig::Azure { model, .. } => model.clone(),
+        ProviderConfig::Scripted { .. } => None,
     };
     Ok(match kind {
-        "scripted" => match current {
-            ProviderConfig::Scripted { .. } => current.clone(),
-            _ => ProviderConfig::Scripted {
-                script: json!({"turns": [{"text": "Scripted answer."}]}),
-            },
+        "scripted" => ProviderConfig::Scripted {
+            script: json!({"turns": [{"text": "Scripted answer."}]}),
         },
         "openai" => ProviderConfig::Openai {
-            base_url: base
-                .filter(|_| current.kind() == "openai")
-                .unwrap_or_else(|| "https://api.openai.com/v1".into()),
+            base_url: "https://api.openai.com/v1".into(),
             model: model.unwrap_or_else(|| "gpt-4o-mini".into()),
             api_key_secret: Some("OPENAI_API_KEY".into()),
             price: None,
+            stream: false,
+        },
+        "azure" => ProviderConfig::Azure {
+            endpoint: "https://YOUR-RESOURCE.openai.azure.com".into(),
+            deployment: "gpt-4o-mini".into(),
+            api_version: node_runtime::agent_config::AZURE_API_VERSION.into(),
+            api_key_secret: "AZURE_OPENAI_API_KEY".into(),
+            model: model.or_else(|| Some("gpt-4o-mini".into())),
+            price: None,
+            stream: false,
         },
         "anthropic" => ProviderConfig::Anthropic {
-            base_url: base
-                .filter(|_| current.kind() == "anthropic")
-                .unwrap_or_else(|| "https://api.anthropic.com".into()),
+            base_url: "https://api.anthropic.com".into(),
             model: model.unwrap_or_else(|| "claude-3-5-haiku-latest".into()),
             api_key_secret: "ANTHROPIC_API_KEY".into(),
             price: None,
+            stream: false,
         },
         other => return Err(format!("`{other}` is not a provider")),
     })
@@ -61,28 +156,94 @@ fn secret_name_ok(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
-/// Sets `base_url`, `model` or `api_key_secret` of an HTTP provider; the
-/// error names the field.
+fn url_field(field: &str, text: &str) -> Result<String, String> {
+    if !(text.starts_with("http://") || text.starts_with("https://")) || text.len() < 10 {
+        return Err(format!("{field}: an http:// or https:// URL"));
+    }
+    Ok(text.to_string())
+}
+
+/// A deployment or API version: what Azure accepts in its URL.
+fn segment_field(field: &str, text: &str) -> Result<String, String> {
+    let ok = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err(format!("{field}: letters, digits, `.`, `_` or `-`"))
+    }
+}
+
+/// A price per million tokens; empty clears the override.
+fn price_field(field: &str, text: &str) -> Result<Option<f64>, String> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse::<f64>()
+        .ok()
+        .filter(|p| p.is_finite() && *p >= 0.0)
+        .map(Some)
+        .ok_or_else(|| {
+            format!("{field}: US dollars per million tokens, 0 or more (empty: the shipped price)")
+        })
+}
+
+/// Sets one setting of an HTTP provider from its text (`stream` takes
+/// `true`/`false`); the error names the field.
 pub fn set_provider_field(
     provider: &mut ProviderConfig,
     field: &str,
     text: &str,
 ) -> Result<(), String> {
+    use node_runtime::pricing::Price;
     let text = text.trim();
-    match (provider, field) {
-        (ProviderConfig::Scripted { .. }, _) => {
-            Err("the scripted provider has no connection settings".into())
+    if matches!(provider, ProviderConfig::Scripted { .. }) {
+        return Err("the scripted provider has no connection settings".into());
+    }
+    match field {
+        "price_input" | "price_output" => {
+            let value = price_field(field, text)?;
+            let price = match provider {
+                ProviderConfig::Openai { price, .. }
+                | ProviderConfig::Azure { price, .. }
+                | ProviderConfig::Anthropic { price, .. } => price,
+                ProviderConfig::Scripted { .. } => {
+                    return Err("the scripted provider has no connection settings".into())
+                }
+            };
+            let mut next = price.unwrap_or(Price::new(0.0, 0.0));
+            let other_set = if field == "price_input" {
+                next.input_per_million = value.unwrap_or(0.0);
+                price.is_some_and(|p| p.output_per_million != 0.0)
+            } else {
+                next.output_per_million = value.unwrap_or(0.0);
+                price.is_some_and(|p| p.input_per_million != 0.0)
+            };
+            *price = (value.is_some() || other_set).then_some(next);
+            return Ok(());
         }
+        "stream" => {
+            let on = text == "true";
+            match provider {
+                ProviderConfig::Openai { stream, .. }
+                | ProviderConfig::Azure { stream, .. }
+                | ProviderConfig::Anthropic { stream, .. } => *stream = on,
+                ProviderConfig::Scripted { .. } => {
+                    return Err("the scripted provider has no connection settings".into())
+                }
+            }
+            return Ok(());
+        }
+        _ => {}
+    }
+    match (provider, field) {
         (
             ProviderConfig::Openai { base_url, .. } | ProviderConfig::Anthropic { base_url, .. },
             "base_url",
-        ) => {
-            if !(text.starts_with("http://") || text.starts_with("https://")) || text.len() < 10 {
-                return Err("base_url: an http:// or https:// URL".into());
-            }
-            *base_url = text.to_string();
-            Ok(())
-        }
+        ) => *base_url = url_field(field, text)?,
+        (ProviderConfig::Azure { endpoint, .. }, "endpoint") => *endpoint = url_field(field, text)?,
         (
             ProviderConfig::Openai { model, .. } | ProviderConfig::Anthropic { model, .. },
             "model",
@@ -91,7 +252,15 @@ pub fn set_provider_field(
                 return Err("model: a model name is needed".into());
             }
             *model = text.to_string();
-            Ok(())
+        }
+        (ProviderConfig::Azure { model, .. }, "model") => {
+            *model = (!text.is_empty()).then(|| text.to_string());
+        }
+        (ProviderConfig::Azure { deployment, .. }, "deployment") => {
+            *deployment = segment_field(field, text)?
+        }
+        (ProviderConfig::Azure { api_version, .. }, "api_version") => {
+            *api_version = segment_field(field, text)?
         }
         (ProviderConfig::Openai { api_key_secret, .. }, "api_key_secret") => {
             if !text.is_empty() && !secret_name_ok(text) {
@@ -100,17 +269,20 @@ pub fn set_provider_field(
                 );
             }
             *api_key_secret = (!text.is_empty()).then(|| text.to_string());
-            Ok(())
         }
-        (ProviderConfig::Anthropic { api_key_secret, .. }, "api_key_secret") => {
+        (
+            ProviderConfig::Anthropic { api_key_secret, .. }
+            | ProviderConfig::Azure { api_key_secret, .. },
+            "api_key_secret",
+        ) => {
             if !secret_name_ok(text) {
                 return Err("api_key_secret: 1-128 of A-Z a-z 0-9 _ - .".into());
             }
             *api_key_secret = text.to_string();
-            Ok(())
         }
-        (_, other) => Err(format!("{other}: not a provider setting")),
+        (_, other) => return Err(format!("{other}: not a setting of this provider")),
     }
+    Ok(())
 }
 
 /// Sets one policy limit from its text; the error names the field.
@@ -177,13 +349,31 @@ mod tests {
                 base_url: "http://127.0.0.1:11434/v1".into(),
                 model: "llama3".into(),
                 api_key_secret: None,
-                price: None
+                price: None,
+                stream: false,
             }
         );
         let anthropic = switch_provider(&openai, "anthropic").unwrap();
         assert!(
             matches!(&anthropic, ProviderConfig::Anthropic { model, base_url, .. } if model == "llama3" && base_url == "https://api.anthropic.com")
         );
+        let mut azure = switch_provider(&openai, "azure").unwrap();
+        set_provider_field(&mut azure, "endpoint", "https://acme.openai.azure.com").unwrap();
+        set_provider_field(&mut azure, "deployment", "prod-4o").unwrap();
+        assert!(set_provider_field(&mut azure, "deployment", "a/b")
+            .unwrap_err()
+            .starts_with("deployment"));
+        set_provider_field(&mut azure, "price_input", "2.5").unwrap();
+        set_provider_field(&mut azure, "stream", "true").unwrap();
+        assert!(
+            matches!(&azure, ProviderConfig::Azure { deployment, price: Some(p), stream: true, .. }
+            if deployment == "prod-4o" && p.input_per_million == 2.5 && p.output_per_million == 0.0)
+        );
+        set_provider_field(&mut azure, "price_input", "").unwrap();
+        assert!(matches!(&azure, ProviderConfig::Azure { price: None, .. }));
+        assert!(set_provider_field(&mut azure, "price_output", "-1")
+            .unwrap_err()
+            .starts_with("price_output"));
         assert!(switch_provider(&openai, "gemini")
             .unwrap_err()
             .contains("gemini"));
@@ -199,6 +389,27 @@ mod tests {
             .starts_with("model"));
         let mut s = scripted;
         assert!(set_provider_field(&mut s, "model", "x").is_err());
+    }
+
+    #[test]
+    fn presets_fill_the_openai_compatible_provider() {
+        let scripted = ProviderConfig::Scripted {
+            script: json!({"turns": []}),
+        };
+        let ollama = apply_preset(&scripted, "ollama").unwrap();
+        assert_eq!(preset_of(&ollama), Some("ollama"));
+        assert!(
+            matches!(&ollama, ProviderConfig::Openai { api_key_secret: None, base_url, .. } if base_url.contains("11434"))
+        );
+        let groq = apply_preset(&ollama, "groq").unwrap();
+        assert!(
+            matches!(&groq, ProviderConfig::Openai { api_key_secret: Some(s), .. } if s == "GROQ_API_KEY")
+        );
+        assert!(apply_preset(&groq, "nope").is_err());
+        for p in PRESETS {
+            let config = apply_preset(&scripted, p.id).unwrap();
+            assert_eq!(preset_of(&config), Some(p.id));
+        }
     }
 
     #[test]

@@ -12,11 +12,8 @@ use crate::pages::run_panel::Watched;
 use crate::pages::timeline::AgentTimeline;
 use crate::widgets::{tool_badges, ToolFilters};
 
-/// A checked change to an Agent node's config.
-type AgentChange = Box<dyn FnOnce(&mut AgentNodeConfig) -> Result<(), String>>;
-
 /// The config of node `id` if it is an Agent node.
-fn agent_of(e: &Editor, id: &str) -> Option<AgentNodeConfig> {
+pub(super) fn agent_of(e: &Editor, id: &str) -> Option<AgentNodeConfig> {
     match e.node(id).map(|n| &n.kind) {
         Some(NodeKind::Agent(c)) => Some(c.clone()),
         _ => None,
@@ -42,7 +39,11 @@ fn set_kind(editor: RwSignal<Editor>, node: &str, kind: NodeKind) {
 }
 
 /// Applies a change to the selected Agent node's config as one edit.
-fn edit_agent(editor: RwSignal<Editor>, node: &str, change: impl FnOnce(&mut AgentNodeConfig)) {
+pub(super) fn edit_agent(
+    editor: RwSignal<Editor>,
+    node: &str,
+    change: impl FnOnce(&mut AgentNodeConfig),
+) {
     if let Some(mut config) = editor.with_untracked(|e| agent_of(e, node)) {
         change(&mut config);
         set_kind(editor, node, NodeKind::Agent(config));
@@ -54,104 +55,6 @@ fn edit_tool(editor: RwSignal<Editor>, node: &str, change: impl FnOnce(&mut Tool
     if let Some(mut config) = editor.with_untracked(|e| tool_of(e, node)) {
         change(&mut config);
         set_kind(editor, node, NodeKind::Tool(config));
-    }
-}
-
-/// The Agent node's provider, model and policy limits. Each field is
-/// checked when it changes; a refused value is named and changes nothing.
-fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
-    use crate::editor::agent::{self, PROVIDERS};
-    use node_runtime::agent_config::ProviderConfig;
-    let problem = RwSignal::new(None::<String>);
-    // Applies a checked change: refused values leave the document alone.
-    let change = move |id: String, f: AgentChange| {
-        let Some(mut next) = editor.with_untracked(|e| agent_of(e, &id)) else {
-            return;
-        };
-        match f(&mut next) {
-            Ok(()) => {
-                problem.set(None);
-                edit_agent(editor, &id, |c| *c = next);
-            }
-            Err(e) => problem.set(Some(e)),
-        }
-    };
-    move || {
-        let config = editor.with(|e| agent_of(e, &id))?;
-        let kind = config.provider.kind();
-        let provider_id = id.clone();
-        let provider_fields = match &config.provider {
-            ProviderConfig::Scripted { .. } => None,
-            ProviderConfig::Openai {
-                base_url,
-                model,
-                api_key_secret,
-                ..
-            } => Some((
-                base_url.clone(),
-                model.clone(),
-                api_key_secret.clone().unwrap_or_default(),
-            )),
-            ProviderConfig::Anthropic {
-                base_url,
-                model,
-                api_key_secret,
-                ..
-            } => Some((base_url.clone(), model.clone(), api_key_secret.clone())),
-        };
-        let text_field = move |label: &'static str,
-                               field: &'static str,
-                               value: String,
-                               id: String,
-                               policy: bool| {
-            view! {
-                <label class="field">{label}
-                    <input type="text" data-setting=field prop:value=value on:change=move |ev| {
-                        let text = event_target_value(&ev);
-                        if policy {
-                            change(id.clone(), Box::new(move |c| agent::set_policy_field(&mut c.policy, field, &text)));
-                        } else {
-                            change(id.clone(), Box::new(move |c| agent::set_provider_field(&mut c.provider, field, &text)));
-                        }
-                    } />
-                </label>
-            }
-        };
-        let connection = provider_fields.map(|(base, model, secret)| view! {
-            {text_field("Base URL", "base_url", base, id.clone(), false)}
-            {text_field("Model", "model", model, id.clone(), false)}
-            {text_field("API key secret (its name)", "api_key_secret", secret, id.clone(), false)}
-        });
-        let ceiling_id = id.clone();
-        let ceiling = format!("{:?}", config.policy.side_effect_ceiling).to_lowercase();
-        Some(view! {
-            <h3>"Model"</h3>
-            <label class="field">"Provider"
-                <select data-setting="provider" on:change=move |ev| {
-                    let kind = event_target_value(&ev);
-                    change(provider_id.clone(), Box::new(move |c| {
-                        c.provider = agent::switch_provider(&c.provider, &kind)?;
-                        Ok(())
-                    }));
-                }>
-                    {PROVIDERS.iter().map(|(k, label)| view! { <option value=*k selected=*k == kind>{*label}</option> }).collect_view()}
-                </select>
-            </label>
-            {connection}
-            <h3>"Policy"</h3>
-            {text_field("Max iterations", "max_iterations", config.policy.max_iterations.to_string(), id.clone(), true)}
-            {text_field("Max tool calls", "max_tool_calls", config.policy.max_tool_calls.to_string(), id.clone(), true)}
-            {text_field("Budget (credits; empty: none)", "max_budget", config.policy.max_budget.map(|b| b.to_string()).unwrap_or_default(), id.clone(), true)}
-            <label class="field">"Side-effect ceiling"
-                <select data-setting="side_effect_ceiling" on:change=move |ev| {
-                    let v = event_target_value(&ev);
-                    change(ceiling_id.clone(), Box::new(move |c| agent::set_policy_field(&mut c.policy, "side_effect_ceiling", &v)));
-                }>
-                    {["none", "reads", "writes"].iter().map(|v| view! { <option value=*v selected=*v == ceiling>{*v}</option> }).collect_view()}
-                </select>
-            </label>
-            {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="setting-error">{p}</p> })}
-        })
     }
 }
 
@@ -596,7 +499,7 @@ pub fn Inspector(
                     }.into_any()
                 };
                 let pins = pin_rows(editor, id.clone());
-                let settings = agent_settings(editor, id.clone());
+                let settings = super::agent_settings::agent_settings(editor, id.clone());
                 let timeline_agent = id.clone();
                 Some(view! {
                     <AgentTimeline agent=timeline_agent editor=editor watched=watched tools=tools />

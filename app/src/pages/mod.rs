@@ -1,5 +1,6 @@
 //! One module per route.
 
+mod agent_settings;
 mod call_drawer;
 mod editor;
 mod home;

@@ -141,7 +141,14 @@ pub fn AgentTimeline(
         let (run_id, live) = watched.get()?;
         let agent = table_agent.clone();
         let rows = live.rows(&agent);
+        let model = live.models.get(&agent).cloned();
         Some(view! {
+            {model.map(|m| view! {
+                <p class="muted" data-testid="model-usage">{m.summary()}</p>
+                {(!m.writing.is_empty()).then(|| view! {
+                    <p class="streaming" data-testid="model-writing" aria-live="polite">{m.writing.clone()}</p>
+                })}
+            })}
             {rows.is_empty().then(|| view! { <p class="muted">"No tool calls yet."</p> })}
             <table class="timeline" data-testid="timeline" data-agent=agent.clone()>
                 <tbody>

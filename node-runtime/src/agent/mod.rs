@@ -272,13 +272,14 @@ impl AgentRuntime {
             sink.emit(AgentEvent::IterationStarted { iteration });
             iteration_span = tracing::info_span!("iteration", iteration);
             let response = self
-                .call_model(run, model, true)
+                .call_model(run, model, true, sink)
                 .instrument(iteration_span.clone())
                 .await?;
             sink.emit(AgentEvent::ModelCalled {
                 iteration,
                 stop_reason: response.stop_reason,
                 usage: response.usage,
+                cost: response.cost,
                 tool_calls: response.tool_calls.len(),
                 tools_offered: true,
             });
@@ -299,6 +300,7 @@ impl AgentRuntime {
         run: &mut AgentRun,
         model: &dyn ChatModel,
         with_tools: bool,
+        sink: &dyn EventSink,
     ) -> Result<ChatResponse, AgentError> {
         // The conversation moves into the request and back: cloning the whole
         // history on every call would make a long run quadratic.
@@ -320,7 +322,17 @@ impl AgentRuntime {
             tool_calls = tracing::field::Empty,
             error = tracing::field::Empty,
         );
-        let result = model.complete(&request).instrument(span.clone()).await;
+        let iteration = run.usage.iterations;
+        let on_text = move |text: &str| {
+            sink.emit(AgentEvent::TextDelta {
+                iteration,
+                text: text.to_string(),
+            })
+        };
+        let result = model
+            .complete_streaming(&request, &on_text)
+            .instrument(span.clone())
+            .await;
         match &result {
             Ok(r) => span.record("tool_calls", r.tool_calls.len()),
             Err(e) => span.record("error", tracing::field::display(e)),
@@ -337,6 +349,7 @@ impl AgentRuntime {
             other => AgentError::Model(other),
         })?;
         run.usage.cost += response.cost;
+        run.outputs.usage.add(&response);
         // Each message is stored once: the assistant message that follows an
         // exchange is that exchange's response, so the next exchange's delta
         // starts after it (replay rebuilds it from the response).
@@ -540,11 +553,12 @@ impl AgentRuntime {
         run.messages.push(Message::User {
             text: format!("The {limit} limit was reached, so no more tools can be called. Give your final answer now from what you know."),
         });
-        let response = self.call_model(run, model, false).await?;
+        let response = self.call_model(run, model, false, sink).await?;
         sink.emit(AgentEvent::ModelCalled {
             iteration: run.usage.iterations,
             stop_reason: response.stop_reason,
             usage: response.usage,
+            cost: response.cost,
             tool_calls: 0,
             tools_offered: false,
         });

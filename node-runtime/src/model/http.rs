@@ -81,6 +81,89 @@ pub async fn post_json(
     retry: RetryPolicy,
 ) -> Result<Value, ModelError> {
     let provider = endpoint.provider;
+    let response = send(endpoint, headers, body, retry).await?;
+    let text = read_capped(provider, response, endpoint.egress.max_response_bytes).await?;
+    serde_json::from_str(&text).map_err(|e| ModelError::Malformed {
+        provider,
+        message: format!(
+            "body is not JSON ({e}): {}",
+            text.chars().take(200).collect::<String>()
+        ),
+    })
+}
+
+/// POSTs `body` (a streaming request) and hands each server-sent event's
+/// name and data to `on_event` as it arrives, until the stream ends or
+/// `on_event` says it is done. The stream as a whole is capped like any
+/// answer.
+pub async fn post_stream(
+    endpoint: &Endpoint,
+    headers: &[(&str, String)],
+    body: &Value,
+    retry: RetryPolicy,
+    on_event: &mut (dyn FnMut(&str, &str) -> Result<bool, ModelError> + Send),
+) -> Result<(), ModelError> {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    let provider = endpoint.provider;
+    let max = endpoint.egress.max_response_bytes;
+    let response = send(endpoint, headers, body, retry).await?;
+    // The byte stream fails itself once past the cap.
+    enum Broke {
+        TooLarge,
+        Network(String),
+    }
+    impl std::fmt::Display for Broke {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match self {
+                Broke::TooLarge => f.write_str("too large"),
+                Broke::Network(e) => f.write_str(e),
+            }
+        }
+    }
+    let mut read = 0usize;
+    let bytes = response.bytes_stream().map(move |chunk| match chunk {
+        Ok(chunk) => {
+            read += chunk.len();
+            if read > max {
+                Err(Broke::TooLarge)
+            } else {
+                Ok(chunk)
+            }
+        }
+        Err(e) => Err(Broke::Network(e.to_string())),
+    });
+    let mut events = Box::pin(bytes.eventsource());
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| match e {
+            eventsource_stream::EventStreamError::Transport(Broke::TooLarge) => {
+                super::egress::too_large(provider, max)
+            }
+            eventsource_stream::EventStreamError::Transport(Broke::Network(message)) => {
+                ModelError::Network { provider, message }
+            }
+            other => ModelError::Malformed {
+                provider,
+                message: format!("the answer's event stream is not SSE: {other}"),
+            },
+        })?;
+        if on_event(&event.event, &event.data)? {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Sends the request, retrying 429, 5xx and failed connections as the
+/// policy says, and returns the first successful answer unread. Any other
+/// status fails with the provider's own message.
+async fn send(
+    endpoint: &Endpoint,
+    headers: &[(&str, String)],
+    body: &Value,
+    retry: RetryPolicy,
+) -> Result<reqwest::Response, ModelError> {
+    let provider = endpoint.provider;
     let client = endpoint.client().await?;
     let url = endpoint.url.as_str();
     let mut last = String::new();
@@ -108,6 +191,9 @@ pub async fn post_json(
             }
         };
         let status = response.status().as_u16();
+        if (200..=299).contains(&status) {
+            return Ok(response);
+        }
         let retry_after = response
             .headers()
             .get(reqwest::header::RETRY_AFTER)
@@ -116,15 +202,6 @@ pub async fn post_json(
             .map(|d| d.min(retry.max_delay));
         let text = read_capped(provider, response, endpoint.egress.max_response_bytes).await?;
         match status {
-            200..=299 => {
-                return serde_json::from_str(&text).map_err(|e| ModelError::Malformed {
-                    provider,
-                    message: format!(
-                        "body is not JSON ({e}): {}",
-                        text.chars().take(200).collect::<String>()
-                    ),
-                })
-            }
             429 => {
                 last = format!("HTTP 429: {}", error_message(&text));
                 tokio::time::sleep(retry_after.unwrap_or(backoff)).await;

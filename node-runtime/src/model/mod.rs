@@ -7,6 +7,7 @@
 //! id round-trips in that format, while our `call_id` keys the envelope.
 
 pub mod anthropic;
+pub mod check;
 pub mod egress;
 mod http;
 pub mod openai;
@@ -22,7 +23,8 @@ use crate::agent_config::ProviderConfig;
 use crate::secrets::SecretValue;
 
 pub use crate::chat::{
-    ChatRequest, ChatResponse, Message, ProviderToolCall, StopReason, TokenUsage, ToolDefinition,
+    ChatRequest, ChatResponse, Message, ModelUsage, ProviderToolCall, StopReason, TokenUsage,
+    ToolDefinition,
 };
 pub use egress::Egress;
 pub use http::RetryPolicy;
@@ -75,7 +77,23 @@ pub trait ChatModel: Send + Sync {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>>;
+
+    /// Like [`complete`](Self::complete), and hands each piece of the
+    /// answer's text to `on_text` as it arrives when the provider streams
+    /// (the config's `stream`). The answer returned is the whole one, the
+    /// same as without streaming; the others never stream.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        on_text: &'a TextSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        let _ = on_text;
+        self.complete(request)
+    }
 }
+
+/// Where streamed text goes as it arrives.
+pub type TextSink<'a> = dyn Fn(&str) + Send + Sync + 'a;
 
 /// How the remote providers reach the network: retries and the egress
 /// guard. The host builds it from its configuration (the allow-list of
@@ -101,15 +119,35 @@ pub fn build_model(
             base_url,
             model,
             price,
+            stream,
             ..
         } => Arc::new(
             openai::OpenAiModel::new(base_url, model, api_key, env)?
-                .with_price(crate::pricing::price_for(model, *price)),
+                .with_price(crate::pricing::price_for(model, *price))
+                .streaming(*stream),
         ),
+        ProviderConfig::Azure {
+            endpoint,
+            deployment,
+            api_version,
+            price,
+            stream,
+            ..
+        } => {
+            let key = api_key.ok_or_else(|| {
+                ModelError::Config("the Azure OpenAI provider needs an API key secret".into())
+            })?;
+            Arc::new(
+                openai::OpenAiModel::azure(endpoint, deployment, api_version, key, env)?
+                    .with_price(crate::pricing::price_for(config.model_name(), *price))
+                    .streaming(*stream),
+            )
+        }
         ProviderConfig::Anthropic {
             base_url,
             model,
             price,
+            stream,
             ..
         } => {
             let key = api_key.ok_or_else(|| {
@@ -117,7 +155,8 @@ pub fn build_model(
             })?;
             Arc::new(
                 anthropic::AnthropicModel::new(base_url, model, key, env)?
-                    .with_price(crate::pricing::price_for(model, *price)),
+                    .with_price(crate::pricing::price_for(model, *price))
+                    .streaming(*stream),
             )
         }
     })

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 mod approvals;
 mod auth;
 mod invocations;
+mod providers;
 mod runs;
 mod secrets;
 mod status;
@@ -22,6 +23,7 @@ mod workflows;
 pub use approvals::{Approval, ApprovalDecided, PendingApprovals};
 pub use auth::{Membership, Session};
 pub use invocations::{Invocation, InvocationList};
+pub use providers::{ProviderTest, ProviderTestResult};
 pub use runs::{
     NodeRun, NodeRunStatus, ReplayOutcome, ReplayTimeline, RunCancelled, RunDetail, RunItem,
     RunList, RunStarted,

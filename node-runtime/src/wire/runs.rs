@@ -65,9 +65,13 @@ pub struct RunDetail {
     /// What each node did, by node id (null until the run ends).
     #[serde(default)]
     pub nodes: Option<BTreeMap<String, NodeRun>>,
-    /// Every Agent node's outputs, by node id.
+    /// Every Agent node's outputs, by node id, each with its `usage`.
     #[serde(default)]
     pub agent_outputs: Map<String, Value>,
+    /// What the run's model calls consumed (tokens, cost), summed over its
+    /// Agent nodes.
+    #[serde(default)]
+    pub usage: crate::chat::ModelUsage,
     /// The graph as it ran (null until the run ends).
     #[serde(default)]
     pub workflow: Value,
@@ -195,6 +199,7 @@ mod tests {
             duration_ms: None,
             nodes: None,
             agent_outputs: Map::new(),
+            usage: Default::default(),
             workflow: Value::Null,
         };
         let value = serde_json::to_value(&detail).expect("plain data");
@@ -205,6 +210,7 @@ mod tests {
                 "replay_of": null, "status": "running", "trigger": "api", "inputs": {},
                 "outputs": null, "error": null, "created_at": "t", "finished_at": null,
                 "trace_id": null, "duration_ms": null, "nodes": null, "agent_outputs": {},
+                "usage": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": 0.0},
                 "workflow": null
             })
         );

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod mock_http;
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -10,6 +10,7 @@ mod approvals;
 mod auth;
 mod blobs;
 mod health;
+mod providers;
 mod runs;
 mod secrets;
 mod tokens;
@@ -38,6 +39,7 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(workflows::router())
         .merge(tools::router())
         .merge(runs::router())
+        .merge(providers::router())
         .merge(approvals::router())
         .merge(blobs::router())
         .merge(secrets::router())

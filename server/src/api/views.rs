@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use node_runtime::chat::ModelUsage;
 use node_runtime::wire::{
     ApiToken, Approval, Invocation, NodeRun, RunDetail, RunItem, Span, WorkflowItem, WorkflowView,
 };
@@ -49,12 +50,24 @@ pub fn run_detail(row: &RunRow, record: &Value) -> Result<RunDetail, ApiError> {
                 .map_err(|e| ApiError::Internal(anyhow::anyhow!("run {}: {e}", row.id)))?,
         ),
     };
-    // Every Agent node's outputs, for convenience.
+    // Every Agent node's outputs, for convenience, with what its model
+    // calls consumed (from its bundle); the run's usage is their sum.
+    let mut usage = ModelUsage::default();
     let agent_outputs: Map<String, Value> = nodes
         .iter()
         .flatten()
         .filter(|(_, n)| !n.bundle.is_null())
-        .map(|(id, n)| (id.clone(), serde_json::json!(n.outputs)))
+        .map(|(id, n)| {
+            let node_usage: ModelUsage = n
+                .bundle
+                .pointer("/outputs/usage")
+                .and_then(|u| serde_json::from_value(u.clone()).ok())
+                .unwrap_or_default();
+            usage.merge(&node_usage);
+            let mut outputs = serde_json::json!(n.outputs);
+            outputs["usage"] = serde_json::json!(node_usage);
+            (id.clone(), outputs)
+        })
         .collect();
     Ok(RunDetail {
         id: row.id.clone(),
@@ -73,6 +86,7 @@ pub fn run_detail(row: &RunRow, record: &Value) -> Result<RunDetail, ApiError> {
         duration_ms: duration_ms(&row.created_at, row.finished_at.as_deref()),
         nodes,
         agent_outputs,
+        usage,
         workflow: record.get("workflow").cloned().unwrap_or(Value::Null),
     })
 }

@@ -262,6 +262,7 @@ pub(super) fn index_event(
         }
         AgentEvent::IterationStarted { .. }
         | AgentEvent::ModelCalled { .. }
+        | AgentEvent::TextDelta { .. }
         | AgentEvent::LimitReached { .. }
         | AgentEvent::Finished { .. }
         | AgentEvent::Failed { .. } => None,

@@ -44,6 +44,7 @@ mod approvals;
 mod durable;
 mod end;
 mod events;
+mod providers;
 mod replay;
 
 pub use approvals::stored_decision;
@@ -528,14 +529,7 @@ impl Runs {
             registry: self.registry.clone(),
             executor: self.executor.clone(),
             agents: self.agents.clone(),
-            // Providers reach loopback and private hosts (a local Ollama or
-            // vLLM) only when allow-listed, like `http_request`.
-            models: Arc::new(ProviderModels(node_runtime::model::ModelEnv {
-                egress: node_runtime::model::Egress::with_allow_hosts(
-                    self.http_allow_hosts.clone(),
-                ),
-                ..Default::default()
-            })),
+            models: Arc::new(ProviderModels(self.model_env())),
             approvals: Arc::new(StoreGate {
                 runs: self.clone(),
                 workspace_id: ws.into(),
