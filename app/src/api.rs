@@ -393,6 +393,18 @@ pub async fn health() -> Result<Health, ApiError> {
     get_json("/health").await
 }
 
+/// `POST /api/v1/providers/test`: one cheap call to an Agent node's
+/// provider, made by the server with the caller's secrets.
+pub async fn test_provider(
+    provider: &node_runtime::agent_config::ProviderConfig,
+) -> Result<node_runtime::wire::ProviderTestResult, ApiError> {
+    post_json(
+        "/providers/test",
+        &serde_json::json!({"provider": provider}),
+    )
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,16 +441,4 @@ mod tests {
         let err = decode::<Health>(502, "<html>bad gateway</html>").expect_err("502");
         assert!(matches!(err, ApiError::Decode { status: 502, .. }));
     }
-}
-
-/// `POST /api/v1/providers/test`: one cheap call to an Agent node's
-/// provider, made by the server with the caller's secrets.
-pub async fn test_provider(
-    provider: &node_runtime::agent_config::ProviderConfig,
-) -> Result<node_runtime::wire::ProviderTestResult, ApiError> {
-    post_json(
-        "/providers/test",
-        &serde_json::json!({"provider": provider}),
-    )
-    .await
 }

@@ -6,5 +6,7 @@
 //! failing or panicking test leaves nothing running.
 
 pub mod harness;
+pub mod leaks;
+pub mod mock_provider;
 pub mod ui;
 pub mod writes;

@@ -125,11 +125,11 @@ pub fn ensure_trunk() -> Result<(), String> {
 }
 
 /// Binaryen's wasm-opt from npm's `binaryen` package (Binaryen compiled to
-/// wasm and run by node), pinned to the release the split hook expects: a
-/// few seconds to install, where building Binaryen's C++ from the
-/// `wasm-opt` crate took 12 minutes on 2 cores, and the same output
-/// (Debian's binaryen is too old for current rustc output). The split hook
-/// runs it on each of the app's wasm modules (`split.rs`).
+/// wasm and run by node), pinned: a few seconds to install, where building
+/// Binaryen's C++ from the `wasm-opt` crate took 12 minutes on 2 cores
+/// (Debian's binaryen is too old for current rustc output). Release 132:
+/// 116 aborts on the app's main module (an assertion on its data segments).
+/// The split hook runs it on each of the app's wasm modules (`split.rs`).
 pub fn ensure_wasm_opt() -> Result<(), String> {
     let want = format!("wasm-opt version {WASM_OPT_VERSION} (version_{WASM_OPT_VERSION})");
     let dir = binaryen_dir();

@@ -16,8 +16,8 @@ pub const TRUNK_VERSION: &str = "0.21.14";
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
 /// The Binaryen release whose wasm-opt optimises the app's modules, and the
 /// npm `binaryen` package that ships it.
-pub const WASM_OPT_NPM_VERSION: &str = "116.0.0";
-pub const WASM_OPT_VERSION: &str = "116";
+pub const WASM_OPT_NPM_VERSION: &str = "132.0.0";
+pub const WASM_OPT_VERSION: &str = "132";
 /// The `wasm_split_cli_support` crate, whose `wasm-split-cli` splits the
 /// app's wasm at its lazy routes (`split.rs`).
 pub const WASM_SPLIT_VERSION: &str = "0.2.4";

@@ -82,6 +82,11 @@ pub struct Node {
 }
 
 /// The node kinds and their configuration.
+///
+/// The Agent's config is the largest by far (a few hundred bytes); nodes
+/// are built and matched far more often than they are moved, and a graph
+/// holds at most thousands, so it stays inline rather than boxed.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "config", rename_all = "snake_case")]
 pub enum NodeKind {
