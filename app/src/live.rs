@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use node_runtime::agent_event::{AgentEvent, Decision};
+use node_runtime::chat::ModelUsage;
 use node_runtime::envelope::{AgentOutputs, ToolEnvelope};
 use node_runtime::graph::pins::PinnedHandle;
 use node_runtime::graph::record::{NodeStatus, RunOutcome, WorkflowEvent};
@@ -55,18 +56,32 @@ pub struct ModelProgress {
 }
 
 impl ModelProgress {
-    /// "2 model calls · 1,234 tokens · $0.0031".
+    /// "2 model calls · 220 tokens (200 in, 20 out) · cost 0.000150".
     pub fn summary(&self) -> String {
-        let tokens = self.input_tokens + self.output_tokens;
-        let calls = if self.calls == 1 { "call" } else { "calls" };
-        format!(
-            "{} model {calls} · {tokens} tokens ({} in, {} out) · cost {}",
-            self.calls,
-            self.input_tokens,
-            self.output_tokens,
-            format_cost(self.cost)
-        )
+        usage_summary(&ModelUsage {
+            model_calls: self.calls,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cost: self.cost,
+        })
     }
+}
+
+/// A node's or a run's model usage on one line.
+pub fn usage_summary(usage: &ModelUsage) -> String {
+    let tokens = usage.input_tokens + usage.output_tokens;
+    let calls = if usage.model_calls == 1 {
+        "call"
+    } else {
+        "calls"
+    };
+    format!(
+        "{} model {calls} · {tokens} tokens ({} in, {} out) · cost {}",
+        usage.model_calls,
+        usage.input_tokens,
+        usage.output_tokens,
+        format_cost(usage.cost)
+    )
 }
 
 /// A cost with enough digits for a fraction of a cent.
@@ -346,6 +361,36 @@ mod tests {
         json!({"call_id": call_id, "name": "calculator", "version": "1.0.0", "input": {},
                "output": output, "error": error, "t_start": "2026-11-22T10:00:00.100Z",
                "t_end": "2026-11-22T10:00:00.350Z", "cached": false, "truncated": false})
+    }
+
+    #[test]
+    fn streamed_text_shows_until_its_call_ends_and_usage_adds_up() {
+        let mut live = LiveRun::default();
+        let agent = |event: Value| json!({"type": "Agent", "node_id": "agent", "event": event});
+        live.apply(
+            1,
+            &agent(json!({"type": "TextDelta", "iteration": 1, "text": "The sum "})),
+        );
+        live.apply(
+            2,
+            &agent(json!({"type": "TextDelta", "iteration": 1, "text": "is 2."})),
+        );
+        assert_eq!(live.models["agent"].writing, "The sum is 2.");
+        let called = json!({"type": "ModelCalled", "iteration": 1, "stop_reason": "end_turn",
+            "usage": {"input_tokens": 100, "output_tokens": 10}, "cost": 0.00015,
+            "tool_calls": 0, "tools_offered": true});
+        live.apply(3, &agent(called.clone()));
+        live.apply(4, &agent(called));
+        let model = &live.models["agent"];
+        assert_eq!(model.writing, "", "the whole answer replaces the stream");
+        assert_eq!(
+            model.summary(),
+            "2 model calls · 220 tokens (200 in, 20 out) · cost 0.000300"
+        );
+        assert!(!live.apply(
+            2,
+            &agent(json!({"type": "TextDelta", "iteration": 1, "text": "x"}))
+        ));
     }
 
     #[test]

@@ -316,6 +316,9 @@ pub fn RunPage() -> impl IntoView {
                                 <dt>"Trigger"</dt><dd>{d.trigger.clone()}</dd>
                                 <dt>"Started"</dt><dd>{short_time(&d.created_at)}</dd>
                                 <dt>"Duration"</dt><dd data-testid="run-duration">{format_duration(d.duration_ms)}</dd>
+                                {(d.usage.model_calls > 0).then(|| view! {
+                                    <dt>"Model usage"</dt><dd data-testid="run-usage">{crate::live::usage_summary(&d.usage)}</dd>
+                                })}
                             </dl>
                             <p class="row">
                                 <A href=format!("/runs/{}/trace", d.id)>"Trace"</A>
