@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
 
+use crate::harness::{wait_for_text, Browser, Server};
+
 /// Polls `check` every 50 ms until it says yes (20 s at most); the error
 /// names `what`.
 pub async fn wait_until<F, Fut>(what: &str, mut check: F) -> Result<(), String>
@@ -108,4 +110,36 @@ pub async fn attr_or_none(c: &Client, css: &str, name: &str) -> Result<Option<St
         }
         Err(e) => Err(format!("{css}: {e}")),
     }
+}
+
+/// Signs in, creates a workflow named `name` from the workflows page and
+/// waits for its editor; returns the session token.
+pub async fn new_workflow(
+    browser: &Browser,
+    server: &Server,
+    name: &str,
+) -> Result<String, String> {
+    let token = browser.sign_in(server).await?;
+    let c = &browser.client;
+    browser.open(&format!("{}/workflows", server.url)).await?;
+    appear(c, "[data-testid=new-workflow-name]")
+        .await?
+        .send_keys(name)
+        .await
+        .map_err(|e| e.to_string())?;
+    click(c, "[data-testid=new-workflow]").await?;
+    wait_for_text(c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
+    Ok(token)
+}
+
+/// Clicks the palette button of `kind` and returns the new node's id.
+pub async fn add_node(c: &Client, kind: &str) -> Result<String, String> {
+    let before = count(c, &format!("[data-kind={kind}]")).await?;
+    click(c, &format!("[data-palette={kind}]")).await?;
+    let want = before + 1;
+    wait_until("the new node", || async move {
+        Ok(count(c, &format!("[data-kind={kind}]")).await? == want)
+    })
+    .await?;
+    Ok(format!("{kind}{want}"))
 }

@@ -9,11 +9,10 @@ use std::time::Duration;
 
 use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
 use fantoccini::{Client, Locator};
-use glassbox_tests::harness::{
-    app_and_browser, app_and_browser_with, wait_for_text, Browser, Server,
-};
+use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text, Server};
 use glassbox_tests::ui::{
-    appear, attr_or_none, click, count, find, text_or_empty, type_and_leave, value_of, wait_until,
+    add_node, appear, attr_or_none, click, count, find, new_workflow, text_or_empty,
+    type_and_leave, value_of, wait_until,
 };
 
 type Nodes = BTreeSet<(String, String, String, String)>;
@@ -104,22 +103,6 @@ fn grab(element: fantoccini::elements::Element, by: (f64, f64)) -> MouseActions 
             x: by.0,
             y: by.1,
         })
-}
-
-/// Signs in, creates a workflow named `name` from the workflows page and
-/// waits for its editor; returns the session token.
-async fn new_workflow(browser: &Browser, server: &Server, name: &str) -> Result<String, String> {
-    let token = browser.sign_in(server).await?;
-    let c = &browser.client;
-    browser.open(&format!("{}/workflows", server.url)).await?;
-    appear(c, "[data-testid=new-workflow-name]")
-        .await?
-        .send_keys(name)
-        .await
-        .map_err(|e| e.to_string())?;
-    click(c, "[data-testid=new-workflow]").await?;
-    wait_for_text(c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
-    Ok(token)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -409,18 +392,6 @@ async fn build_wire_save_and_reload_a_workflow() {
         .filter_map(|n| n["config"]["policy"]["max_iterations"].as_u64())
         .collect();
     assert_eq!(iterations, [4], "the policy limit, saved");
-}
-
-/// Clicks the palette button of `kind` and returns the new node's id.
-async fn add_node(c: &Client, kind: &str) -> Result<String, String> {
-    let before = count(c, &format!("[data-kind={kind}]")).await?;
-    click(c, &format!("[data-palette={kind}]")).await?;
-    let want = before + 1;
-    wait_until("the new node", || async move {
-        Ok(count(c, &format!("[data-kind={kind}]")).await? == want)
-    })
-    .await?;
-    Ok(format!("{kind}{want}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
