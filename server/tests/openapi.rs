@@ -26,6 +26,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("get", "/invocations"),
     ("get", "/runs"),
     ("post", "/runs"),
+    ("post", "/providers/test"),
     ("get", "/runs/{id}"),
     ("post", "/runs/{id}/cancel"),
     ("get", "/runs/{id}/events"),

@@ -442,6 +442,19 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         "/secrets",
         &request(&state, "GET", &api("/secrets"), t, None).await,
     );
+    // The connection test of the offline provider: no network.
+    c.check(
+        "post",
+        "/providers/test",
+        &request(
+            &state,
+            "POST",
+            &api("/providers/test"),
+            t,
+            Some(json!({"provider": {"kind": "scripted", "script": {"turns": [{"text": "ok"}]}}})),
+        )
+        .await,
+    );
     c.check(
         "delete",
         "/secrets/{scope}/{name}",
