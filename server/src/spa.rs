@@ -1,4 +1,4 @@
-//! Serves the built browser app (Trunk's `dist/`) with a fallback to
+//! Serves the built browser app (`dist/`, as `cargo xtask run` or Trunk builds it) with a fallback to
 //! `index.html` for client-side routes (paths whose last segment has no
 //! extension; a missing file is a 404). Every file is revalidated on use
 //! (`Cache-Control: no-cache`).
@@ -23,8 +23,9 @@ pub const NOT_BUILT_PAGE: &str = r#"<!doctype html>
 <h1>Glassbox is running, but the app has not been built</h1>
 <p>The JSON API is available under <a href="/api/v1/health"><code>/api/v1</code></a>.</p>
 <p>To build the browser app, run <code>cargo xtask run</code> from the repository root
-(it installs Trunk and builds the app), or <code>trunk build --release --offline</code>
-and restart the server with <code>--static-dir dist</code>.</p>
+(it installs the tools the build needs, builds the app into <code>dist/</code> and starts
+the server with it), or restart this server with <code>--static-dir</code> naming a built
+<code>dist/</code>.</p>
 </body></html>
 "#;
 

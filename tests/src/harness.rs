@@ -540,7 +540,7 @@ pub fn built_app_dir() -> Result<PathBuf, String> {
     } else {
         Err(format!(
             "the app is not built ({} has no index.html); run `cargo xtask test`, which builds it \
-             with trunk before the browser tests",
+             before the browser tests",
             dir.display()
         ))
     }

@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::phase::{capture, cargo, run_cmd};
-use crate::{
-    TRUNK_VERSION, WASM_BINDGEN_VERSION, WASM_OPT_NPM_VERSION, WASM_OPT_VERSION, WASM_SPLIT_VERSION,
-};
+use crate::{WASM_BINDGEN_VERSION, WASM_OPT_NPM_VERSION, WASM_OPT_VERSION, WASM_SPLIT_VERSION};
 
 /// `$CARGO_HOME/bin`, where `cargo install` puts binaries.
 pub fn cargo_bin_dir() -> PathBuf {
@@ -113,17 +111,6 @@ pub fn ensure_wasm_bindgen() -> Result<(), String> {
     )
 }
 
-pub fn ensure_trunk() -> Result<(), String> {
-    ensure_cargo_tool(
-        "trunk",
-        &format!("trunk {TRUNK_VERSION}"),
-        "trunk",
-        TRUNK_VERSION,
-        "about 9 minutes",
-        true,
-    )
-}
-
 /// Binaryen's wasm-opt from npm's `binaryen` package (Binaryen compiled to
 /// wasm and run by node), pinned: a few seconds to install, where building
 /// Binaryen's C++ from the `wasm-opt` crate took 12 minutes on 2 cores
@@ -210,18 +197,9 @@ pub fn ensure_chromium() -> Result<(), String> {
     })
 }
 
-/// `trunk build --release --offline` from the workspace root (Trunk.toml),
-/// with size-optimised settings for the wasm only.
+/// The app into `dist/` (`app.rs`), then its sizes.
 pub fn build_app(root: &Path) -> Result<(), String> {
-    run_cmd(
-        Command::new("trunk")
-            .args(["build", "--release", "--offline"])
-            .current_dir(root)
-            .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "z")
-            .env("CARGO_PROFILE_RELEASE_LTO", "true")
-            .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")
-            .env("CARGO_PROFILE_RELEASE_PANIC", "abort"),
-    )?;
+    crate::app::build(root)?;
     report_wasm_size(&root.join("dist"));
     Ok(())
 }

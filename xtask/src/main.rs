@@ -2,6 +2,7 @@
 //! needs. Each one installs what is missing on a fresh machine, prints what it
 //! does per phase, and reports timings.
 
+mod app;
 mod install;
 mod phase;
 mod run;
@@ -11,8 +12,9 @@ mod test;
 use std::process::ExitCode;
 
 /// Pinned tool versions (see ../shared/TOOLCHAIN.md). `WASM_BINDGEN_VERSION`
-/// must equal the `wasm-bindgen` crate pinned in `app/Cargo.toml`.
-pub const TRUNK_VERSION: &str = "0.21.14";
+/// must equal the `wasm-bindgen` crate pinned in `app/Cargo.toml`. Trunk
+/// (0.21.14, for `trunk serve`) is not needed by `run` or `test`: `app.rs`
+/// builds the app.
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
 /// The Binaryen release whose wasm-opt optimises the app's modules, and the
 /// npm `binaryen` package that ships it.

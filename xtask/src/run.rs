@@ -83,10 +83,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     install::prepend_cargo_bin_to_path();
     phases.run("install: wasm32 target", install::ensure_wasm_target)?;
     phases.run("install: wasm-bindgen-cli", install::ensure_wasm_bindgen)?;
-    phases.run("install: trunk", install::ensure_trunk)?;
     phases.run("install: wasm-opt", install::ensure_wasm_opt)?;
     phases.run("install: wasm-split-cli", install::ensure_wasm_split)?;
-    phases.run("build app (trunk --release --offline)", || {
+    phases.run("build app (wasm32 release, split, wasm-opt)", || {
         install::build_app(&root)
     })?;
     phases.run("build server (cargo build --release)", || {

@@ -67,39 +67,54 @@ fn glue_stem(staging: &Path) -> Result<String, String> {
     }
 }
 
+/// Trunk's post-build hook: the module cargo linked for Trunk's profile,
+/// split into Trunk's staging dir under Trunk's glue name.
 pub fn split_wasm() -> Result<(), String> {
     crate::install::prepend_cargo_bin_to_path();
     let staging = env_path("TRUNK_STAGING_DIR")?;
     let release = std::env::var("TRUNK_PROFILE").as_deref() != Ok("debug");
     let root = workspace_root();
-    let profile = if release { "release" } else { "debug" };
-    let linked = target_dir(&root)
+    let stem = glue_stem(&staging)?;
+    split_into(&root, &staging, &stem, release)
+}
+
+/// The app module cargo linked for `profile`.
+pub fn linked_module(root: &Path, release: bool) -> PathBuf {
+    target_dir(root)
         .join("wasm32-unknown-unknown")
-        .join(profile)
-        .join(format!("{APP}.wasm"));
+        .join(if release { "release" } else { "debug" })
+        .join(format!("{APP}.wasm"))
+}
+
+/// Splits the linked app module into `staging`: the main module bound as
+/// `{stem}.js` + `{stem}_bg.wasm`, the loader `__wasm_split.js`, and one
+/// module per lazy route and shared chunk, each optimised in release
+/// builds.
+pub fn split_into(root: &Path, staging: &Path, stem: &str, release: bool) -> Result<(), String> {
+    let profile = if release { "release" } else { "debug" };
+    let linked = linked_module(root, release);
     if !linked.is_file() {
         return Err(format!("no linked app module at {}", linked.display()));
     }
-    let stem = glue_stem(&staging)?;
     // One work dir per profile, so a debug and a release build do not meet.
-    let work = target_dir(&root).join("wasm-split").join(profile);
+    let work = target_dir(root).join("wasm-split").join(profile);
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
 
-    // 1. Split. The loader imports `initSync` from Trunk's glue name.
+    // 1. Split. The loader imports `initSync` from the glue's name.
     tool(
         Command::new("wasm-split-cli")
-            .args(["--target", "web", "--out-name", &stem])
+            .args(["--target", "web", "--out-name", stem])
             .arg(&linked)
             .arg(&work),
     )?;
-    // 2. Bind the main module in place of Trunk's.
+    // 2. Bind the main module.
     tool(
         Command::new("wasm-bindgen")
             .args(["--target", "web", "--no-typescript", "--keep-lld-exports"])
             .arg("--out-dir")
-            .arg(&staging)
-            .args(["--out-name", &stem])
+            .arg(staging)
+            .args(["--out-name", stem])
             .arg(work.join(format!("{stem}.wasm"))),
     )?;
     let loader = "__wasm_split.js";

@@ -59,7 +59,6 @@ pub fn test(args: &[String]) -> Result<(), String> {
     install::prepend_cargo_bin_to_path();
     phases.run("install: wasm32 target", install::ensure_wasm_target)?;
     phases.run("install: wasm-bindgen-cli", install::ensure_wasm_bindgen)?;
-    phases.run("install: trunk", install::ensure_trunk)?;
     phases.run("install: wasm-opt", install::ensure_wasm_opt)?;
     phases.run("install: wasm-split-cli", install::ensure_wasm_split)?;
     if browser {
@@ -92,7 +91,7 @@ pub fn test(args: &[String]) -> Result<(), String> {
     });
     check(
         &mut phases,
-        "build app (trunk --release --offline)",
+        "build app (wasm32 release, split, wasm-opt)",
         &mut || install::build_app(&root),
     );
     // The end-to-end tests' binary carries the test hooks (the leak-test

@@ -21,7 +21,7 @@ pub struct ServeArgs {
     /// Port to listen on (0 picks a free one).
     #[arg(long, env = "GLASSBOX_PORT", default_value_t = 8080)]
     port: u16,
-    /// Directory of the built app (Trunk's dist/).
+    /// Directory of the built app (`dist/`).
     #[arg(long, env = "GLASSBOX_STATIC_DIR", default_value = "dist")]
     static_dir: PathBuf,
     /// Workflows loaded into the default workspace on first start.
