@@ -78,6 +78,23 @@ pub fn build(root: &Path) -> Result<(), String> {
     let linked = linked_module(root, true);
     let bytes = std::fs::read(&linked).map_err(|e| format!("{}: {e}", linked.display()))?;
     let stem = format!("glassbox-app-{}", short_hash(&bytes));
+    let style = root.join("style").join("main.css");
+    let css = std::fs::read(&style).map_err(|e| format!("{}: {e}", style.display()))?;
+    let css_name = format!("main-{}.css", short_hash(&css));
+    let template = root.join("app").join("index.html");
+    let template =
+        std::fs::read_to_string(&template).map_err(|e| format!("{}: {e}", template.display()))?;
+    let html = index_html(&template, &css_name, &stem)?;
+    // The same module, stylesheet and page as the dist/ there: nothing to
+    // redo (the split and wasm-opt take most of a minute).
+    let dist = root.join("dist");
+    if std::fs::read_to_string(dist.join("index.html")).is_ok_and(|h| h == html)
+        && dist.join(format!("{stem}_bg.wasm")).is_file()
+        && dist.join(&css_name).is_file()
+    {
+        println!("    the app is unchanged since the last build");
+        return Ok(());
+    }
     let stage = root.join("dist.stage");
     let _ = std::fs::remove_dir_all(&stage);
     std::fs::create_dir_all(&stage).map_err(|e| format!("{}: {e}", stage.display()))?;

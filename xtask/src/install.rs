@@ -261,15 +261,21 @@ fn report_wasm_size(dist: &Path) {
     }
 }
 
-/// `cargo build --release` of the `glassbox` binary, as users run it (no
-/// test hooks): what `cargo xtask run` serves and the release-binary test
-/// checks.
-pub fn build_release_server(root: &Path) -> Result<(), String> {
+/// The cargo profile `cargo xtask run` serves from: `release` tuned for
+/// build time (workspace Cargo.toml); `release` stays for packaging and
+/// benchmarks.
+pub const SERVER_PROFILE: &str = "local";
+
+/// The `glassbox` binary as users run it (no test hooks), built with
+/// [`SERVER_PROFILE`]: what `cargo xtask run` serves and the release-binary
+/// test checks.
+pub fn build_server(root: &Path) -> Result<(), String> {
     run_cmd(
         cargo()
             .args([
                 "build",
-                "--release",
+                "--profile",
+                SERVER_PROFILE,
                 "-p",
                 "glassbox-server",
                 "--bin",
@@ -277,6 +283,11 @@ pub fn build_release_server(root: &Path) -> Result<(), String> {
             ])
             .current_dir(root),
     )
+}
+
+/// Where [`build_server`] puts the binary.
+pub fn server_bin(root: &Path) -> PathBuf {
+    target_dir(root).join(SERVER_PROFILE).join("glassbox")
 }
 
 /// The cargo target directory (CARGO_TARGET_DIR or `<root>/target`).

@@ -81,19 +81,52 @@ pub fn run(args: &[String]) -> Result<(), String> {
     })?;
 
     install::prepend_cargo_bin_to_path();
-    phases.run("install: wasm32 target", install::ensure_wasm_target)?;
-    phases.run("install: wasm-bindgen-cli", install::ensure_wasm_bindgen)?;
-    phases.run("install: wasm-opt", install::ensure_wasm_opt)?;
-    phases.run("install: wasm-split-cli", install::ensure_wasm_split)?;
-    phases.run("build app (wasm32 release, split, wasm-opt)", || {
-        install::build_app(&root)
-    })?;
-    phases.run("build server (cargo build --release)", || {
-        install::build_release_server(&root)
-    })?;
+    let logs = install::target_dir(&root).join("xtask-logs");
+    crate::phase::log_to(&logs)?;
+    println!(
+        "    compiler output goes to {}/ (shown here if a step fails)",
+        logs.display()
+    );
+    // The server builds beside the tools and the app: it needs none of
+    // them, and two builds keep both cores busy through each one's serial
+    // tail.
+    let server_phase = format!(
+        "build server (cargo build --profile {})",
+        install::SERVER_PROFILE
+    );
+    println!("==> {server_phase} (alongside the steps below)");
+    let server = {
+        let (root, name) = (root.clone(), server_phase.clone());
+        std::thread::spawn(move || crate::phase::timed(&name, || install::build_server(&root)))
+    };
+    let steps = (|| {
+        phases.run("install: wasm32 target", install::ensure_wasm_target)?;
+        phases.run("install: wasm-bindgen-cli", install::ensure_wasm_bindgen)?;
+        phases.run("install: wasm-opt", install::ensure_wasm_opt)?;
+        phases.run("install: wasm-split-cli", install::ensure_wasm_split)?;
+        phases.run("build app (wasm32 release, split, wasm-opt)", || {
+            install::build_app(&root)
+        })
+    })();
+    let (built, took) = server
+        .join()
+        .map_err(|_| "the server build thread panicked".to_string())?;
+    match &built {
+        Ok(()) => println!(
+            "<== {server_phase}: ok in {}",
+            crate::phase::fmt_duration(took)
+        ),
+        Err(_) => println!(
+            "<== {server_phase}: FAILED after {}",
+            crate::phase::fmt_duration(took)
+        ),
+    }
+    phases.record(&server_phase, took);
+    steps?;
+    built?;
     phases.print_summary();
 
-    let bin = install::target_dir(&root).join("release").join("glassbox");
+    let bin = install::server_bin(&root);
     let mut cmd = Command::new(&bin);
     cmd.current_dir(&root)
         .arg("serve")

@@ -116,11 +116,13 @@ pub fn test(args: &[String]) -> Result<(), String> {
             )
         },
     );
-    check(&mut phases, "build glassbox release binary", &mut || {
-        install::build_release_server(&root)
-    });
+    check(
+        &mut phases,
+        "build glassbox binary (as cargo xtask run serves it)",
+        &mut || install::build_server(&root),
+    );
     let bin = install::target_dir(&root).join("debug").join("glassbox");
-    let release_bin = install::target_dir(&root).join("release").join("glassbox");
+    let release_bin = install::server_bin(&root);
     check(&mut phases, "cargo test --workspace", &mut || {
         let mut cmd = cargo();
         cmd.args(["test", "--workspace", "--no-fail-fast"])
