@@ -68,8 +68,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
         Ok(n) => println!("Resumed {n} interrupted run(s)."),
         Err(e) => tracing::error!(error = %e, "cannot look for interrupted runs"),
     }
-    println!("Glassbox {VERSION} is ready at http://{local}/");
-    println!("Sign in as the local admin (one-time link, valid 24 h): http://{local}/signin?token={signin}");
+    // Last and set apart, so it is not lost among build output.
+    println!();
+    println!("  Glassbox {VERSION} is ready at http://{local}/");
+    println!("  Sign in as the local admin (one-time link, valid 24 h): http://{local}/signin?token={signin}");
+    println!();
     let _ = std::io::stdout().flush();
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown_signal())
