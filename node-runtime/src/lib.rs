@@ -22,6 +22,7 @@ pub mod agent_config;
 pub mod agent_event;
 pub mod call_id;
 pub mod chat;
+pub mod connections;
 pub mod envelope;
 pub mod error;
 pub mod graph;

@@ -357,3 +357,82 @@ async fn allow_listed_host_is_reached_with_idempotency_key_on_writes() {
         "{request}"
     );
 }
+
+/// Records each request's head on 127.0.0.1; `/hop` redirects to `/final`
+/// on itself (same origin), anything else answers 200.
+fn recorder() -> (u16, Arc<std::sync::Mutex<Vec<String>>>, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (r, s) = (seen.clone(), stop.clone());
+    std::thread::spawn(move || {
+        while !s.load(Ordering::SeqCst) {
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    let _ = stream.set_nonblocking(false);
+                    let mut buf = [0u8; 4096];
+                    let n = stream.read(&mut buf).unwrap_or(0);
+                    let head = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+                    let answer = if head.starts_with("get /hop") {
+                        "HTTP/1.1 302 Found\r\nlocation: /final\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    } else {
+                        r.lock().expect("lock").push(head);
+                        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+                    };
+                    let _ = stream.write_all(answer.as_bytes());
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    (port, seen, stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_do_not_follow_a_redirect_to_another_origin() {
+    let (target, seen, stop_target) = recorder();
+    let (port, stop) = redirector(vec![format!("http://127.0.0.1:{target}/final")]);
+    let mut f = fixture();
+    let mut scope = f.scope();
+    let mut env = (*scope.env).clone();
+    env.http_allow_hosts = vec!["127.0.0.1".into()];
+    scope.env = Arc::new(env);
+    let scope = Arc::new(scope);
+    let headers = json!({"Authorization": "Bearer sk-secret", "Cookie": "s=1",
+                         "Proxy-Authorization": "Basic eA==", "X-Trace": "t1"});
+    // Same origin: the credentials go along.
+    let same = f
+        .run(
+            &scope,
+            "http_request",
+            json!({"url": format!("http://127.0.0.1:{target}/hop"), "headers": headers}),
+        )
+        .await;
+    assert!(same.is_success(), "{same:?}");
+    // Another origin (another port): they are dropped, the rest is kept.
+    let other = f
+        .run(
+            &scope,
+            "http_request",
+            json!({"url": format!("http://127.0.0.1:{port}/r/0"), "headers": headers}),
+        )
+        .await;
+    assert!(other.is_success(), "{other:?}");
+    stop.store(true, Ordering::SeqCst);
+    stop_target.store(true, Ordering::SeqCst);
+    let seen = seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen[0].contains("authorization: bearer sk-secret") && seen[0].contains("cookie: s=1"),
+        "{}",
+        seen[0]
+    );
+    assert!(
+        !seen[1].contains("authorization") && !seen[1].contains("cookie"),
+        "{}",
+        seen[1]
+    );
+    assert!(seen[1].contains("x-trace: t1"), "{}", seen[1]);
+}

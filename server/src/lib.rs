@@ -11,6 +11,7 @@ pub mod api;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod connections;
 pub mod error;
 pub mod runs;
 pub mod secrets;

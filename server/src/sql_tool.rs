@@ -25,6 +25,29 @@ pub enum SqlxBackend {
 }
 
 impl SqlxBackend {
+    /// A Postgres pool that connects on first use (nothing is reached when
+    /// a run starts); the URL is checked now.
+    pub fn postgres_lazy(url: &str) -> Result<Self, sqlx::Error> {
+        let pool = PgPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_lazy(url)?;
+        Ok(Self::Postgres(pool))
+    }
+
+    /// A SQLite file opened read-only on first use (never created).
+    pub fn sqlite_lazy(path: &std::path::Path) -> Self {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .read_only(true)
+            .create_if_missing(false);
+        Self::Sqlite(
+            SqlitePoolOptions::new()
+                .max_connections(2)
+                .connect_lazy_with(options),
+        )
+    }
+
     /// Connects lazily-checked: `sqlite://FILE` (opened read-only) or `postgres://...`.
     pub async fn connect(url: &str) -> Result<Self, sqlx::Error> {
         if url.starts_with("sqlite:") {
@@ -72,11 +95,38 @@ fn sqlite_value(row: &sqlx::sqlite::SqliteRow, i: usize) -> Value {
     }
 }
 
-async fn run_sqlite(pool: &SqlitePool, sql: &str) -> Result<Vec<Value>, ToolError> {
-    let rows = sqlx::query(sql)
-        .fetch_all(pool)
+/// Runs the query with a progress handler that interrupts it at its
+/// deadline, so a runaway query (a `WITH RECURSIVE` without end) stops
+/// inside SQLite and its connection is free for the next one.
+async fn run_sqlite(
+    pool: &SqlitePool,
+    sql: &str,
+    timeout_ms: u64,
+) -> Result<Vec<Value>, ToolError> {
+    let fail = |e: sqlx::Error| backend_error(format!("SQLite query failed: {e}"), false);
+    let mut conn = pool.acquire().await.map_err(fail)?;
+    let deadline = std::time::Instant::now() + Duration::from_millis(timeout_ms);
+    conn.lock_handle()
         .await
-        .map_err(|e| backend_error(format!("SQLite query failed: {e}"), false))?;
+        .map_err(fail)?
+        .set_progress_handler(1_000, move || std::time::Instant::now() < deadline);
+    let result = sqlx::query(sql).fetch_all(&mut *conn).await;
+    if let Ok(mut handle) = conn.lock_handle().await {
+        handle.remove_progress_handler();
+    }
+    let rows = result.map_err(|e| {
+        let interrupted = e
+            .as_database_error()
+            .is_some_and(|d| d.message().contains("interrupt"));
+        if interrupted {
+            backend_error(
+                format!("the query ran past its {timeout_ms} ms timeout and was interrupted"),
+                true,
+            )
+        } else {
+            fail(e)
+        }
+    })?;
     Ok(rows
         .iter()
         .map(|row| {
@@ -138,7 +188,7 @@ impl SqlBackend for SqlxBackend {
         Box::pin(async move {
             let work = async {
                 match self {
-                    Self::Sqlite(pool) => run_sqlite(pool, sql).await,
+                    Self::Sqlite(pool) => run_sqlite(pool, sql, timeout_ms).await,
                     Self::Postgres(pool) => run_postgres(pool, sql, timeout_ms).await,
                 }
             };

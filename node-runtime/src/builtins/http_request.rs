@@ -14,6 +14,21 @@
 //! embed an IPv4 address (mapped, compatible, 6to4, NAT64) when the embedded
 //! address is refused. A workspace's `http_allow_hosts` (`host` or
 //! `host:port`) opens specific hosts.
+//!
+//! With `connection`, the call goes through one of the workspace's `http`
+//! connections (`crate::connections`): the URL may be relative to the
+//! connection's base URL, only the connection's hosts are reachable (and
+//! they may be private: the connection allows them), its default headers
+//! are added, and its credential is added after the input was validated
+//! and recorded, so the model, the envelope, events and bundles see only
+//! the connection's name. The credential's value is scrubbed from anything
+//! the call returns.
+//!
+//! Clients are reused ([`client_for`]): one per checked address (a name's
+//! pinned address, or one for literal addresses), so a call costs no TLS
+//! setup or root-store load of its own. Credentials are never part of a
+//! client: headers go on each request, and `Authorization`, `Cookie` and
+//! `Proxy-Authorization` are dropped when a redirect leaves the origin.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -23,7 +38,10 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::connections::HttpAuth;
 use crate::error::{ErrorCode, ToolError};
+use crate::secrets::SecretValue;
+use crate::tool::context::HttpRoute;
 use crate::tool::{Tool, ToolContext};
 use crate::tool_spec::{SideEffects, ToolCategory, ToolMetadata, ToolSpec};
 
@@ -37,6 +55,9 @@ pub struct HttpRequest;
 #[derive(Debug, Deserialize)]
 pub struct HttpInput {
     pub url: String,
+    /// The name of an `http` connection of the workspace.
+    #[serde(default)]
+    pub connection: Option<String>,
     #[serde(default = "default_method")]
     pub method: String,
     #[serde(default)]
@@ -68,11 +89,12 @@ impl Tool for HttpRequest {
         ToolSpec {
             name: "http_request".into(),
             version: "1.0.0".into(),
-            description: "Makes one HTTP request to a public http(s) URL. GET and HEAD only read; other methods write and need approval.".into(),
+            description: "Makes one HTTP request to a public http(s) URL, or through a named connection of the workspace (its credential is added for you; the URL may be relative to the connection's base URL). GET and HEAD only read; other methods write and need approval.".into(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
                     "url": {"type": "string", "minLength": 1, "maxLength": 8192},
+                    "connection": {"type": "string", "minLength": 1, "maxLength": 128},
                     "method": {"type": "string", "enum": ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]},
                     "headers": {"type": "object", "additionalProperties": {"type": "string"}},
                     "body": {},
@@ -291,6 +313,38 @@ pub fn redirect_target(current: &url::Url, location: &str) -> Result<url::Url, T
     })
 }
 
+/// The reused client for a checked target: redirects off (each hop is
+/// checked here), no proxy, connecting only to the pinned address. Built
+/// once per pin and kept while in use (idle ones expire).
+fn client_for(pin: &Option<(String, SocketAddr)>) -> Result<reqwest::Client, ToolError> {
+    static CLIENTS: std::sync::OnceLock<
+        moka::sync::Cache<Option<(String, SocketAddr)>, reqwest::Client>,
+    > = std::sync::OnceLock::new();
+    let clients = CLIENTS.get_or_init(|| {
+        moka::sync::Cache::builder()
+            .max_capacity(256)
+            .time_to_idle(Duration::from_secs(300))
+            .build()
+    });
+    if let Some(client) = clients.get(pin) {
+        return Ok(client);
+    }
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy();
+    if let Some((host, addr)) = pin {
+        builder = builder.resolve(host, *addr);
+    }
+    let client = builder
+        .build()
+        .map_err(|e| ToolError::unknown(format!("cannot build HTTP client: {e}")))?;
+    clients.insert(pin.clone(), client.clone());
+    Ok(client)
+}
+
+/// Headers that carry credentials: not sent on to another origin.
+const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "cookie", "proxy-authorization"];
+
 fn network_error(e: &reqwest::Error) -> ToolError {
     if e.is_timeout() {
         ToolError::new(ErrorCode::Timeout, format!("HTTP request timed out: {e}"))
@@ -299,7 +353,95 @@ fn network_error(e: &reqwest::Error) -> ToolError {
     }
 }
 
+/// The route of `name`, or the error naming what is available.
+fn route_of(ctx: &ToolContext, name: &str) -> Result<std::sync::Arc<HttpRoute>, ToolError> {
+    ctx.env
+        .http
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, r)| r.clone())
+        .ok_or_else(|| {
+            let names: Vec<&str> = ctx.env.http.iter().map(|(n, _)| n.as_str()).collect();
+            ctx.env.connection_error(name, "http", &names)
+        })
+}
+
+/// `url` against the connection's base URL when it is relative.
+fn connection_url(base: &str, url: &str) -> String {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        url.to_string()
+    } else {
+        format!(
+            "{}/{}",
+            base.trim_end_matches('/'),
+            url.trim_start_matches('/')
+        )
+    }
+}
+
+/// Whether `url`'s host is one of `hosts` (`host` or `host:port`).
+fn host_listed(url: &url::Url, hosts: &[String]) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let port = url.port_or_known_default().unwrap_or(80);
+    hosts.iter().any(|h| {
+        let h = h.to_ascii_lowercase();
+        h == host || h == format!("{host}:{port}")
+    })
+}
+
+/// Replaces the credential's value (raw and URL-encoded) in every string
+/// of `value`.
+fn scrub(value: &mut Value, secret: &(String, SecretValue)) {
+    let (name, v) = secret;
+    let raw = v.expose();
+    if raw.is_empty() {
+        return;
+    }
+    let encoded: String = url::form_urlencoded::byte_serialize(raw.as_bytes()).collect();
+    let marker = format!("[REDACTED:{name}]");
+    match value {
+        Value::String(s) if s.contains(raw) || s.contains(&encoded) => {
+            *s = s.replace(raw, &marker).replace(&encoded, &marker);
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| scrub(i, secret)),
+        Value::Object(map) => map.values_mut().for_each(|i| scrub(i, secret)),
+        _ => {}
+    }
+}
+
 async fn request(input: HttpInput, ctx: &ToolContext) -> Result<Value, ToolError> {
+    let route = match &input.connection {
+        Some(name) => Some(route_of(ctx, name)?),
+        None => None,
+    };
+    let credential = route.as_ref().and_then(|r| r.credential.clone());
+    let result = send(input, route.as_deref(), ctx).await;
+    let Some(credential) = credential else {
+        return result;
+    };
+    match result {
+        Ok(mut v) => {
+            scrub(&mut v, &credential);
+            Ok(v)
+        }
+        Err(mut e) => {
+            let mut message = Value::String(std::mem::take(&mut e.message));
+            scrub(&mut message, &credential);
+            e.message = message.as_str().unwrap_or_default().to_string();
+            scrub(&mut e.details, &credential);
+            Err(e)
+        }
+    }
+}
+
+async fn send(
+    input: HttpInput,
+    route: Option<&HttpRoute>,
+    ctx: &ToolContext,
+) -> Result<Value, ToolError> {
     let mut method = input.method.to_ascii_uppercase();
     let timeout = Duration::from_millis(input.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
     if input.headers.keys().any(|k| k.eq_ignore_ascii_case("host")) {
@@ -307,24 +449,89 @@ async fn request(input: HttpInput, ctx: &ToolContext) -> Result<Value, ToolError
             .with_details(json!({ "path": "/headers/Host" })));
     }
     let mut body = input.body;
-    let mut current = input.url;
-    for _hop in 0..=MAX_REDIRECTS {
-        let target = check_target(&current, &ctx.env.http_allow_hosts).await?;
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .timeout(timeout);
-        if let Some((host, addr)) = &target.pin {
-            builder = builder.resolve(host, *addr);
+    // The connection's default headers, then the call's own.
+    let mut headers: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(route) = route {
+        for (k, v) in &route.config.default_headers {
+            headers.insert(k.to_ascii_lowercase(), v.clone());
         }
-        let client = builder
-            .build()
-            .map_err(|e| ToolError::unknown(format!("cannot build HTTP client: {e}")))?;
+    }
+    for (k, v) in input.headers {
+        headers.insert(k.to_ascii_lowercase(), v);
+    }
+    // The connection's credential replaces any the call sent itself.
+    match route.and_then(HttpRoute::auth) {
+        Some(HttpAuth::Bearer { .. } | HttpAuth::Basic { .. }) => {
+            headers.remove("authorization");
+        }
+        Some(HttpAuth::Header { header, .. }) => {
+            headers.remove(&header.to_ascii_lowercase());
+        }
+        Some(HttpAuth::Query { .. }) | None => {}
+    }
+    let (mut current, hosts) = match route {
+        Some(route) => (
+            connection_url(&route.config.base_url, &input.url),
+            route.config.hosts(),
+        ),
+        None => (input.url, ctx.env.http_allow_hosts.clone()),
+    };
+    let mut origin: Option<url::Origin> = None;
+    // The credential goes only to the origin the call started at.
+    let mut credential_here = true;
+    for _hop in 0..=MAX_REDIRECTS {
+        let mut target = check_target(&current, &hosts).await?;
+        if route.is_some() && !host_listed(&target.url, &hosts) {
+            return Err(denied(
+                "CONNECTION_HOST",
+                format!(
+                    "connection `{}` may reach only {}, not {}",
+                    input.connection.as_deref().unwrap_or_default(),
+                    hosts.join(", "),
+                    target.url.host_str().unwrap_or_default()
+                ),
+                json!({}),
+            ));
+        }
+        let here = target.url.origin();
+        if origin.as_ref().is_some_and(|o| *o != here) {
+            headers.retain(|k, _| !CREDENTIAL_HEADERS.contains(&k.as_str()));
+            if let Some(HttpAuth::Header { header, .. }) = route.and_then(HttpRoute::auth) {
+                headers.remove(&header.to_ascii_lowercase());
+            }
+            credential_here = false;
+        }
+        origin = Some(here);
+        let credential = route
+            .filter(|_| credential_here)
+            .and_then(|r| r.auth().zip(r.credential.as_ref()));
+        if let Some((HttpAuth::Query { param, .. }, (_, value))) = credential {
+            target
+                .url
+                .query_pairs_mut()
+                .append_pair(param, value.expose());
+        }
+        let client = client_for(&target.pin)?;
         let reqwest_method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| ToolError::validation(format!("unknown method {method}")))?;
-        let mut req = client.request(reqwest_method, target.url.clone());
-        for (k, v) in &input.headers {
+        let mut req = client
+            .request(reqwest_method, target.url.clone())
+            .timeout(timeout);
+        for (k, v) in &headers {
             req = req.header(k, v);
+        }
+        // Added last: a header the model sent cannot replace it.
+        match credential {
+            Some((HttpAuth::Bearer { .. }, (_, value))) => {
+                req = req.header("authorization", format!("Bearer {}", value.expose()));
+            }
+            Some((HttpAuth::Header { header, .. }, (_, value))) => {
+                req = req.header(header.as_str(), value.expose());
+            }
+            Some((HttpAuth::Basic { username, .. }, (_, value))) => {
+                req = req.basic_auth(username, Some(value.expose()));
+            }
+            Some((HttpAuth::Query { .. }, _)) | None => {}
         }
         if !is_read_method(&method) {
             req = req.header("Idempotency-Key", &ctx.call_id);
@@ -357,7 +564,7 @@ async fn request(input: HttpInput, ctx: &ToolContext) -> Result<Value, ToolError
                 continue;
             }
         }
-        let headers: BTreeMap<String, String> = response
+        let answer_headers: BTreeMap<String, String> = response
             .headers()
             .iter()
             .filter_map(|(k, v)| {
@@ -366,7 +573,7 @@ async fn request(input: HttpInput, ctx: &ToolContext) -> Result<Value, ToolError
                     .map(|v| (k.as_str().to_string(), v.to_string()))
             })
             .collect();
-        let is_json = headers
+        let is_json = answer_headers
             .get("content-type")
             .is_some_and(|ct| ct.contains("json"));
         let final_url = target.url.to_string();
@@ -399,7 +606,7 @@ async fn request(input: HttpInput, ctx: &ToolContext) -> Result<Value, ToolError
         }
         return Ok(json!({
             "status": status.as_u16(),
-            "headers": headers,
+            "headers": answer_headers,
             "body": body_value,
             "body_truncated": truncated,
             "final_url": final_url,

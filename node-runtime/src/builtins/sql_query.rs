@@ -7,6 +7,16 @@
 //! most `limit` rows come back, and the backend runs it read-only under a
 //! statement timeout.
 //!
+//! Functions that reach past the query's tables are refused by name in any
+//! position (a call or a table function), whatever the schema prefix:
+//! reading the server's files (`pg_read_file`, `pg_read_binary_file`,
+//! `pg_stat_file`, `pg_ls_*`, `lo_*`), reaching other servers (`dblink*`),
+//! reading or changing settings (`current_setting`, `set_config`),
+//! running SQL text (`query_to_xml*`, `cursor_to_xml*`), signalling
+//! backends (`pg_terminate_backend`, `pg_cancel_backend`, `pg_reload_conf`)
+//! and SQLite's file and extension functions (`load_extension`, `readfile`,
+//! `writefile`). The database role should still be read-only (README).
+//!
 //! The connection itself is a [`SqlBackend`] supplied by the host through
 //! the tool context (`crate::tool::context`; the server implements it over
 //! its SQL driver): node-runtime parses SQL but never opens a database.
@@ -80,11 +90,8 @@ impl Tool for SqlQuery {
             .find(|(name, _)| *name == input.connection)
             .map(|(_, b)| b.clone())
             .ok_or_else(|| {
-                ToolError::validation(format!(
-                    "no SQL connection named `{}` in this workspace",
-                    input.connection
-                ))
-                .with_details(json!({ "path": "/connection" }))
+                let names: Vec<&str> = ctx.env.sql.iter().map(|(n, _)| n.as_str()).collect();
+                ctx.env.connection_error(&input.connection, "SQL", &names)
             })?;
         let limit = input.limit.unwrap_or(DEFAULT_LIMIT).min(MAX_LIMIT);
         let sql = checked_select(&input.query, backend.dialect(), limit)?;
@@ -138,10 +145,77 @@ pub fn checked_select(query: &str, dialect: SqlDialect, limit: u64) -> Result<St
             "only SELECT is allowed (no INSERT, UPDATE, DELETE or SELECT INTO)",
         ));
     }
+    if let Some(name) = refused_function(statement) {
+        return Err(ToolError::policy_denied(format!(
+            "the function `{name}` is not allowed: it reaches past the query's tables (files, other servers, settings)"
+        ))
+        .with_details(json!({ "reason": "SQL_FUNCTION_REFUSED", "path": "/query", "function": name })));
+    }
     // Re-render the parsed statement: what runs is what was checked.
     Ok(format!(
         "SELECT * FROM ({q}) AS glassbox_limited LIMIT {limit}"
     ))
+}
+
+/// Function names refused outright, and name prefixes of refused families.
+const REFUSED_FUNCTIONS: &[&str] = &[
+    "pg_read_file",
+    "pg_read_binary_file",
+    "pg_stat_file",
+    "current_setting",
+    "set_config",
+    "query_to_xml",
+    "query_to_xml_and_xmlschema",
+    "query_to_xmlschema",
+    "cursor_to_xml",
+    "cursor_to_xmlschema",
+    "pg_terminate_backend",
+    "pg_cancel_backend",
+    "pg_reload_conf",
+    "pg_rotate_logfile",
+    "pg_logdir_ls",
+    "loread",
+    "lowrite",
+    "load_extension",
+    "readfile",
+    "writefile",
+];
+const REFUSED_PREFIXES: &[&str] = &["pg_ls_", "pg_file_", "lo_", "dblink"];
+
+fn is_refused(name: &str) -> bool {
+    let name = name.rsplit('.').next().unwrap_or(name).trim_matches('"');
+    let name = name.to_ascii_lowercase();
+    REFUSED_FUNCTIONS.contains(&name.as_str())
+        || REFUSED_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// The first refused function the statement calls, as a call or as a
+/// table function.
+fn refused_function(statement: &Statement) -> Option<String> {
+    use sqlparser::ast::{visit_expressions, visit_relations, Expr};
+    use std::ops::ControlFlow;
+    let mut found = None;
+    let _ = visit_expressions(statement, |e| {
+        if let Expr::Function(f) = e {
+            let name = f.name.to_string();
+            if is_refused(&name) {
+                found = Some(name);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    if found.is_none() {
+        let _ = visit_relations(statement, |r| {
+            let name = r.to_string();
+            if is_refused(&name) {
+                found = Some(name);
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        });
+    }
+    found
 }
 
 fn set_expr_is_read_only(body: &SetExpr) -> bool {
@@ -195,6 +269,32 @@ mod tests {
             Postgres,
             false,
         );
+    }
+
+    #[test]
+    fn functions_that_reach_past_the_tables_are_refused_anywhere() {
+        use SqlDialect::*;
+        for sql in [
+            "select pg_read_file('/etc/passwd')",
+            "SELECT PG_CATALOG.PG_READ_BINARY_FILE('/etc/passwd')",
+            "select * from pg_ls_dir('.')",
+            "select (select pg_stat_file('x'))",
+            "select lo_import('/etc/passwd')",
+            "select * from dblink('host=10.0.0.1', 'select 1') as t(a int)",
+            "select current_setting('data_directory')",
+            "select set_config('x', 'y', false)",
+            "select query_to_xml('delete from t', true, true, '')",
+            "with x as (select pg_read_file('f') as a) select a from x",
+            "select 1 where exists (select pg_terminate_backend(1))",
+        ] {
+            let e = checked_select(sql, Postgres, 1).expect_err(sql);
+            assert_eq!(e.code, ErrorCode::PolicyDenied, "{sql}");
+            assert_eq!(e.details["reason"], "SQL_FUNCTION_REFUSED", "{sql}");
+        }
+        let e = checked_select("select load_extension('x')", Sqlite, 1).expect_err("refused");
+        assert_eq!(e.details["reason"], "SQL_FUNCTION_REFUSED");
+        check("select count(*), lower(name), now() from t", Postgres, true);
+        check("select length(x) from lots", Sqlite, true);
     }
 
     #[test]

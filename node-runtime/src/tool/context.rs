@@ -13,8 +13,9 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::connections::{HttpAuth, HttpConnection};
 use crate::error::{ErrorCode, ToolError};
-use crate::secrets::ResolvedSecrets;
+use crate::secrets::{ResolvedSecrets, SecretValue};
 
 /// Which SQL dialect a connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +45,22 @@ pub fn backend_error(message: impl Into<String>, timed_out: bool) -> ToolError {
     }
 }
 
+/// An `http` connection ready for calls: its credential resolved in
+/// memory. `http_request` adds the credential after the call's input was
+/// validated and recorded, so the model never sees it.
+#[derive(Clone)]
+pub struct HttpRoute {
+    pub config: HttpConnection,
+    /// The credential's secret name and value; none without auth.
+    pub credential: Option<(String, SecretValue)>,
+}
+
+impl HttpRoute {
+    pub fn auth(&self) -> Option<&HttpAuth> {
+        self.config.auth.as_ref()
+    }
+}
+
 /// Per-workspace settings the built-in tools read.
 #[derive(Clone, Default)]
 pub struct ToolEnv {
@@ -54,6 +71,34 @@ pub struct ToolEnv {
     pub files_root: Option<PathBuf>,
     /// Named SQL connections for `sql_query`.
     pub sql: Vec<(String, Arc<dyn SqlBackend>)>,
+    /// Named `http` connections for `http_request`.
+    pub http: Vec<(String, Arc<HttpRoute>)>,
+    /// Connections of the workspace that cannot be used in this run, with
+    /// the reason (a secret no scope has), so a call names it.
+    pub unavailable: Vec<(String, String)>,
+}
+
+impl ToolEnv {
+    /// Why connection `name` cannot be used, for a tool's error: it is
+    /// unavailable (and why), or there is none by that name.
+    pub fn connection_error(&self, name: &str, kind: &str, available: &[&str]) -> ToolError {
+        if let Some((_, why)) = self.unavailable.iter().find(|(n, _)| n == name) {
+            return ToolError::new(
+                ErrorCode::AuthRequired,
+                format!("connection `{name}`: {why}"),
+            )
+            .with_details(serde_json::json!({"path": "/connection"}));
+        }
+        let list = if available.is_empty() {
+            "none; an admin adds them under Settings -> Connections".to_string()
+        } else {
+            available.join(", ")
+        };
+        ToolError::validation(format!(
+            "no {kind} connection named `{name}` in this workspace (available: {list})"
+        ))
+        .with_details(serde_json::json!({"path": "/connection"}))
+    }
 }
 
 impl std::fmt::Debug for ToolEnv {
@@ -64,6 +109,14 @@ impl std::fmt::Debug for ToolEnv {
             .field(
                 "sql",
                 &self.sql.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            )
+            .field(
+                "http",
+                &self
+                    .http
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 mod approvals;
 mod auth;
+mod connections;
 mod invocations;
 mod providers;
 mod runs;
@@ -22,6 +23,9 @@ mod workflows;
 
 pub use approvals::{Approval, ApprovalDecided, PendingApprovals};
 pub use auth::{Membership, Session};
+pub use connections::{
+    ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, NewConnection,
+};
 pub use invocations::{Invocation, InvocationList};
 pub use providers::{ProviderTest, ProviderTestResult};
 pub use runs::{

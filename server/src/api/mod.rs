@@ -9,6 +9,7 @@
 mod approvals;
 mod auth;
 mod blobs;
+mod connections;
 mod health;
 mod providers;
 mod runs;
@@ -43,6 +44,7 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(approvals::router())
         .merge(blobs::router())
         .merge(secrets::router())
+        .merge(connections::router())
         .merge(tokens::router())
         .split_for_parts();
     spec.info.title = "Glassbox API".into();

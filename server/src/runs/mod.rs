@@ -525,6 +525,21 @@ impl Runs {
         }
         let ws = owner.workspace_id.as_str();
         let files = self.data_dir.join("files").join(ws);
+        // The workspace's connections, their secrets resolved for this run.
+        let connections = match crate::connections::for_run(
+            &self.store,
+            self.executor.secret_source().as_ref(),
+            owner,
+            &files,
+        )
+        .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(run_id, error = %e, "cannot load the workspace's connections");
+                Default::default()
+            }
+        };
         let services = EngineServices {
             registry: self.registry.clone(),
             executor: self.executor.clone(),
@@ -540,7 +555,9 @@ impl Runs {
             env: Arc::new(ToolEnv {
                 files_root: Some(files),
                 http_allow_hosts: self.http_allow_hosts.clone(),
-                ..ToolEnv::default()
+                sql: connections.sql,
+                http: connections.http,
+                unavailable: connections.unavailable,
             }),
             traces_url: self.traces_url.clone(),
             checkpoints: Some(Arc::new(StoreCheckpoints {

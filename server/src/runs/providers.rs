@@ -1,6 +1,7 @@
-//! The model providers' side of runs: how they reach the network (the
-//! egress guard's allow-list) and the connection test of an Agent node's
-//! provider, with the caller's secrets resolved as a run resolves them.
+//! The outside world's side of runs: how model providers reach the
+//! network (the egress guard's allow-list), and the tests of an Agent
+//! node's provider and of a workspace connection, with the caller's
+//! secrets resolved as a run resolves them.
 
 use node_runtime::agent_config::ProviderConfig;
 use node_runtime::model::{Egress, ModelEnv};
@@ -51,5 +52,17 @@ impl Runs {
             }
         };
         node_runtime::model::check::test_connection(provider, key, &self.model_env()).await
+    }
+}
+
+impl Runs {
+    /// Tests connection `row` with `owner`'s secrets.
+    pub async fn test_connection(
+        &self,
+        owner: &SecretOwner,
+        row: &crate::storage::ConnectionRow,
+    ) -> node_runtime::wire::ConnectionTestResult {
+        let files = self.data_dir.join("files").join(&owner.workspace_id);
+        crate::connections::test(row, self.executor.secret_source().as_ref(), owner, &files).await
     }
 }

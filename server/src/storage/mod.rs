@@ -22,6 +22,7 @@
 mod approvals;
 mod blobs;
 mod bundles;
+mod connections;
 mod durable;
 mod group;
 mod invocations;

@@ -147,6 +147,16 @@ pub struct ApprovalRow {
     pub decided_at: Option<String>,
 }
 
+/// A connection as stored: its config is `ConnectionConfig` as JSON.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct ConnectionRow {
+    pub name: String,
+    pub kind: String,
+    pub config: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
 /// A long-lived API token as listed (the token itself is shown once, at
 /// creation, and stored only as its hash).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]

@@ -1,0 +1,145 @@
+//! `/api/v1/connections`: a workspace's connections (`crate::connections`).
+//! Every member lists names and kinds; admins also see configs (which name
+//! secrets, never hold them) and create, change, delete and test them.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use node_runtime::connections::{name_ok, ConnectionConfig};
+use node_runtime::wire::{
+    ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, NewConnection,
+};
+use serde_json::json;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::Caller;
+use crate::error::ApiJson;
+use crate::storage::ConnectionRow;
+use crate::{ApiError, AppState};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(update, remove))
+        .routes(routes!(test))
+}
+
+fn admin(caller: &Caller) -> Result<(), ApiError> {
+    if caller.role == "admin" {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "changing or testing connections takes the admin role in this workspace",
+        ))
+    }
+}
+
+/// A config a user sent, checked field by field.
+fn checked(config: &ConnectionConfig) -> Result<String, ApiError> {
+    config
+        .validate()
+        .map_err(|e| ApiError::unprocessable(e.message, json!({"path": e.path})))?;
+    serde_json::to_string(config).map_err(|e| ApiError::Internal(e.into()))
+}
+
+fn view(row: ConnectionRow, with_config: bool) -> ConnectionView {
+    let config = with_config
+        .then(|| crate::connections::config_of(&row).ok())
+        .flatten();
+    ConnectionView {
+        name: row.name,
+        kind: row.kind,
+        config,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    }
+}
+
+#[utoipa::path(get, path = "/connections", tag = "connections", responses((status = 200, body = ConnectionList, description = "names and kinds; configs for admins")))]
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<ConnectionList>, ApiError> {
+    let is_admin = caller.role == "admin";
+    let rows = state.db().list_connections(&caller.workspace_id).await?;
+    Ok(Json(ConnectionList {
+        connections: rows.into_iter().map(|r| view(r, is_admin)).collect(),
+    }))
+}
+
+#[utoipa::path(post, path = "/connections", tag = "connections", request_body = NewConnection, responses((status = 201, body = ConnectionView, description = "created"), (status = 403, description = "takes the admin role"), (status = 409, description = "the name is taken"), (status = 422, description = "a bad name or config; `details.path` names the field")))]
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<NewConnection>,
+) -> Result<(StatusCode, Json<ConnectionView>), ApiError> {
+    admin(&caller)?;
+    if !name_ok(&body.name) {
+        return Err(ApiError::unprocessable(
+            "a connection name is 1-128 characters of A-Z, a-z, 0-9, _ - .",
+            json!({"path": "/name"}),
+        ));
+    }
+    let config = checked(&body.config)?;
+    let ws = &caller.workspace_id;
+    if !state
+        .db()
+        .insert_connection(ws, &body.name, body.config.kind(), &config)
+        .await?
+    {
+        return Err(ApiError::Conflict {
+            message: format!("a connection named {} exists in this workspace", body.name),
+            details: json!({"path": "/name"}),
+        });
+    }
+    let row = state.db().connection(ws, &body.name).await?;
+    Ok((StatusCode::CREATED, Json(view(row, true))))
+}
+
+#[utoipa::path(put, path = "/connections/{name}", tag = "connections", params(("name" = String, Path)), request_body = ConnectionUpdate, responses((status = 200, body = ConnectionView, description = "replaced"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection"), (status = 422, description = "a bad config")))]
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<ConnectionUpdate>,
+) -> Result<Json<ConnectionView>, ApiError> {
+    admin(&caller)?;
+    let config = checked(&body.config)?;
+    let ws = &caller.workspace_id;
+    state
+        .db()
+        .update_connection(ws, &name, body.config.kind(), &config)
+        .await?;
+    Ok(Json(view(state.db().connection(ws, &name).await?, true)))
+}
+
+#[utoipa::path(delete, path = "/connections/{name}", tag = "connections", params(("name" = String, Path)), responses((status = 204, description = "deleted"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection")))]
+async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    admin(&caller)?;
+    state
+        .db()
+        .delete_connection(&caller.workspace_id, &name)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/connections/{name}/test", tag = "connections", params(("name" = String, Path)), responses((status = 200, body = ConnectionTestResult, description = "whether it answered, in words"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection")))]
+async fn test(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<ConnectionTestResult>, ApiError> {
+    admin(&caller)?;
+    let row = state.db().connection(&caller.workspace_id, &name).await?;
+    Ok(Json(
+        state
+            .runs()
+            .test_connection(&caller.secret_owner(), &row)
+            .await,
+    ))
+}
