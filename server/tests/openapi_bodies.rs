@@ -442,6 +442,48 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         "/secrets",
         &request(&state, "GET", &api("/secrets"), t, None).await,
     );
+    // Connections: a SQLite file that is not there (no network, and the
+    // test says so).
+    let sqlite = json!({"kind": "sqlite", "path": "a.db"});
+    c.check(
+        "post",
+        "/connections",
+        &request(
+            &state,
+            "POST",
+            &api("/connections"),
+            t,
+            Some(json!({"name": "files", "config": sqlite})),
+        )
+        .await,
+    );
+    c.check(
+        "get",
+        "/connections",
+        &request(&state, "GET", &api("/connections"), t, None).await,
+    );
+    c.check(
+        "put",
+        "/connections/{name}",
+        &request(
+            &state,
+            "PUT",
+            &api("/connections/files"),
+            t,
+            Some(json!({"config": {"kind": "sqlite", "path": "b.db"}})),
+        )
+        .await,
+    );
+    c.check(
+        "post",
+        "/connections/{name}/test",
+        &request(&state, "POST", &api("/connections/files/test"), t, None).await,
+    );
+    c.check(
+        "delete",
+        "/connections/{name}",
+        &request(&state, "DELETE", &api("/connections/files"), t, None).await,
+    );
     // The connection test of the offline provider: no network.
     c.check(
         "post",
