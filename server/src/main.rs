@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use glassbox_server::cli::{
-    migrate, replay_run, run_file, secret_command, serve, tool_command, DbArgs, Failure,
-    ReplayArgs, RunArgs, SecretCommand, ServeArgs, ToolCommand,
+    connection_command, migrate, replay_run, run_file, secret_command, serve, tool_command,
+    ConnectionCommand, DbArgs, Failure, ReplayArgs, RunArgs, SecretCommand, ServeArgs, ToolCommand,
 };
 use glassbox_server::VERSION;
 
@@ -37,6 +37,9 @@ enum Command {
     /// Secrets of the default workspace: names out, values in (from stdin).
     #[command(subcommand)]
     Secret(SecretCommand),
+    /// Connections of the default workspace (APIs and databases the tools reach).
+    #[command(subcommand)]
+    Connection(ConnectionCommand),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
             Command::Replay(args) => replay_run(args).await,
             Command::Tool(cmd) => tool_command(cmd).await,
             Command::Secret(cmd) => secret_command(cmd).await,
+            Command::Connection(cmd) => connection_command(cmd).await,
         }
     });
     if let Some(otlp) = otlp {

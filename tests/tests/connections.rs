@@ -477,3 +477,63 @@ fn members_see_names_and_kinds_and_bad_configs_name_their_field() {
     );
     assert_eq!(s, 404);
 }
+
+#[test]
+fn the_cli_adds_tests_lists_and_removes_a_connection() {
+    let data = tempfile::tempdir().expect("tmp");
+    let files_dir = data.path().join("files").join("default");
+    std::fs::create_dir_all(&files_dir).expect("files dir");
+    let db_path = files_dir.join("notes.db");
+    tokio::runtime::Runtime::new().expect("rt").block_on(async {
+        use sqlx::Connection;
+        let mut conn =
+            sqlx::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", db_path.display()))
+                .await
+                .expect("create db");
+        sqlx::query("CREATE TABLE notes (t TEXT)")
+            .execute(&mut conn)
+            .await
+            .expect("table");
+        conn.close().await.expect("close");
+    });
+    let glassbox = |args: &[&str]| {
+        let out =
+            std::process::Command::new(glassbox_tests::harness::glassbox_bin().expect("binary"))
+                .args(args)
+                .arg("--data-dir")
+                .arg(data.path())
+                .env_remove("GLASSBOX_DATABASE_URL")
+                .output()
+                .expect("glassbox runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, out) = glassbox(&[
+        "connection",
+        "add",
+        "notes",
+        r#"{"kind":"sqlite","path":"notes.db"}"#,
+    ]);
+    assert!(ok, "{out}");
+    let (ok, out) = glassbox(&[
+        "connection",
+        "add",
+        "bad",
+        r#"{"kind":"sqlite","path":"../x.db"}"#,
+    ]);
+    assert!(!ok && out.contains("path"), "{out}");
+    let (ok, out) = glassbox(&["connection", "test", "notes"]);
+    assert!(ok && out.starts_with("ok: answered SELECT 1"), "{out}");
+    let (ok, out) = glassbox(&["connection", "list"]);
+    assert!(
+        ok && out.contains("notes") && out.contains("sqlite") && !out.contains("bad"),
+        "{out}"
+    );
+    let (ok, out) = glassbox(&["connection", "remove", "notes"]);
+    assert!(ok, "{out}");
+    let (ok, out) = glassbox(&["connection", "test", "notes"]);
+    assert!(!ok && out.contains("no connection named notes"), "{out}");
+}

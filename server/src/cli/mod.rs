@@ -1,8 +1,9 @@
 //! The `glassbox` subcommands, as library code: `main.rs` only parses the
 //! command line and dispatches here. One module per subcommand group:
-//! `serve`, `run` (run, replay, migrate), `tool`, `secret`; what they share
+//! `serve`, `run` (run, replay, migrate), `tool`, `secret`, `connection`; what they share
 //! (database flags, start-up failures, the secrets key) is here.
 
+mod connection;
 mod run;
 mod secret;
 mod serve;
@@ -15,6 +16,7 @@ use clap::Args;
 
 use crate::{Config, Store};
 
+pub use connection::{connection_command, ConnectionCommand};
 pub use run::{migrate, replay_run, run_file, ReplayArgs, RunArgs};
 pub use secret::{secret_command, SecretCommand};
 pub use serve::{serve, ServeArgs};
