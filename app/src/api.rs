@@ -195,6 +195,44 @@ pub async fn delete_secret(scope: &str, name: &str) -> Result<(), ApiError> {
     expect_empty(response).await
 }
 
+/// `GET /api/v1/connections`.
+pub async fn list_connections() -> Result<Vec<node_runtime::wire::ConnectionView>, ApiError> {
+    get_json::<node_runtime::wire::ConnectionList>("/connections")
+        .await
+        .map(|l| l.connections)
+}
+
+/// `POST /api/v1/connections`.
+pub async fn create_connection(
+    name: &str,
+    config: &node_runtime::connections::ConnectionConfig,
+) -> Result<node_runtime::wire::ConnectionView, ApiError> {
+    post_json(
+        "/connections",
+        &serde_json::json!({"name": name, "config": config}),
+    )
+    .await
+}
+
+/// `DELETE /api/v1/connections/{name}`.
+pub async fn delete_connection(name: &str) -> Result<(), ApiError> {
+    let response = request(
+        gloo_net::http::Method::DELETE,
+        &format!("/connections/{name}"),
+    )
+    .send()
+    .await
+    .map_err(|err| ApiError::Network(err.to_string()))?;
+    expect_empty(response).await
+}
+
+/// `POST /api/v1/connections/{name}/test`.
+pub async fn test_connection(
+    name: &str,
+) -> Result<node_runtime::wire::ConnectionTestResult, ApiError> {
+    post_json(&format!("/connections/{name}/test"), &serde_json::json!({})).await
+}
+
 /// `GET /api/v1/workflows/{id}`.
 pub async fn get_workflow(id: &str) -> Result<WorkflowView, ApiError> {
     get_json(&format!("/workflows/{id}")).await

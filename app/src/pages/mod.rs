@@ -2,6 +2,7 @@
 
 mod agent_settings;
 mod call_drawer;
+mod connections;
 mod editor;
 mod home;
 mod inspector;

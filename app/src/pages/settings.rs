@@ -1,5 +1,6 @@
-//! `/settings`: secrets by scope (user, workspace, org). Names and scopes
-//! only ever come back; a value goes in once and is never shown again.
+//! `/settings`: secrets by scope (user, workspace, org) and the workspace's
+//! connections (`connections.rs`). Names and scopes only ever come back; a
+//! value goes in once and is never shown again.
 
 use leptos::prelude::*;
 
@@ -85,6 +86,7 @@ pub fn Settings() -> impl IntoView {
                     Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
                 })}
             </Suspense>
+            <super::connections::Connections />
         </section>
     }
 }
