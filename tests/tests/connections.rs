@@ -537,3 +537,51 @@ fn the_cli_adds_tests_lists_and_removes_a_connection() {
     let (ok, out) = glassbox(&["connection", "test", "notes"]);
     assert!(!ok && out.contains("no connection named notes"), "{out}");
 }
+
+#[test]
+fn the_example_database_workflow_runs_offline_on_first_start() {
+    let examples = glassbox_tests::harness::workspace_root().join("examples");
+    let examples = examples.to_string_lossy().into_owned();
+    let server = Server::start_in(
+        tempfile::tempdir().expect("tmp"),
+        None,
+        &[("GLASSBOX_EXAMPLES_DIR", examples.as_str())],
+    )
+    .expect("server starts");
+    let token = server.sign_in();
+    let (_, body) = http(&server.url, "GET", "/api/v1/workflows", Some(&token), None);
+    let listed = json(&body);
+    let id = listed["workflows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|w| {
+            w["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("Query a database"))
+        })
+        .and_then(|w| w["id"].as_str())
+        .unwrap_or_else(|| panic!("the example is listed: {body}"))
+        .to_string();
+    let run = server.finished_run(&token, &server.start_run(&token, &id));
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(
+        run["outputs"]["best_seller"],
+        json!({"name": "Glass jar", "sold": 8}),
+        "{run}"
+    );
+    let calls = envelopes(&run);
+    assert_eq!(
+        calls[0]["output"]["rows"],
+        json!([{"name": "Notebook"}]),
+        "{run}"
+    );
+    let (_, body) = http(
+        &server.url,
+        "GET",
+        "/api/v1/connections",
+        Some(&token),
+        None,
+    );
+    assert_eq!(json(&body)["connections"][0]["name"], "shop", "{body}");
+}

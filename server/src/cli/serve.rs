@@ -60,7 +60,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
     let signin = crate::auth::bootstrap(&db)
         .await
         .map_err(Failure::runtime)?;
-    load_examples(&db, &args.examples_dir).await;
+    load_examples(&db, &args.examples_dir, &config.data_dir).await;
     let state = AppState::new(db.clone(), config)
         .map_err(|e| Failure::config(format!("GLASSBOX_SECRET_KEY / secret key file: {e}")))?;
     match state.runs().recover().await {
@@ -84,12 +84,13 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
 }
 
 /// Loads `dir/*.json` into the default workspace when it has no workflows.
-pub async fn load_examples(db: &Store, dir: &std::path::Path) {
+pub async fn load_examples(db: &Store, dir: &std::path::Path, data_dir: &std::path::Path) {
     let ws = crate::auth::DEFAULT_WORKSPACE;
     match db.list_workflows(ws).await {
         Ok(existing) if existing.is_empty() => {}
         _ => return,
     }
+    example_database(db, dir, data_dir).await;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -119,6 +120,43 @@ pub async fn load_examples(db: &Store, dir: &std::path::Path) {
                 tracing::warn!(file = %path.display(), error = %e, "skipping example workflow")
             }
         }
+    }
+}
+
+/// The example shop database (`examples/files/shop.sql`) built into the
+/// workspace's files and its SQLite connection `shop`, on first start; a
+/// failure is logged and leaves the rest of the start alone.
+async fn example_database(db: &Store, dir: &std::path::Path, data_dir: &std::path::Path) {
+    use sqlx::Connection;
+    let ws = crate::auth::DEFAULT_WORKSPACE;
+    let Ok(sql) = std::fs::read_to_string(dir.join("files").join("shop.sql")) else {
+        return;
+    };
+    let files = data_dir.join("files").join(ws);
+    let file = files.join("shop.db");
+    if !file.exists() {
+        let built = async {
+            std::fs::create_dir_all(&files).map_err(|e| e.to_string())?;
+            let url = format!("sqlite://{}?mode=rwc", file.display());
+            let mut conn = sqlx::SqliteConnection::connect(&url)
+                .await
+                .map_err(|e| e.to_string())?;
+            sqlx::raw_sql(&sql)
+                .execute(&mut conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            conn.close().await.map_err(|e| e.to_string())
+        }
+        .await;
+        if let Err(e) = built {
+            tracing::warn!(error = %e, "cannot build the example database");
+            let _ = std::fs::remove_file(&file);
+            return;
+        }
+    }
+    let config = r#"{"kind":"sqlite","path":"shop.db"}"#;
+    if let Err(e) = db.insert_connection(ws, "shop", "sqlite", config).await {
+        tracing::warn!(error = %e, "cannot add the example connection `shop`");
     }
 }
 
