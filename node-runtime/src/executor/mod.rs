@@ -62,7 +62,11 @@ use crate::tool_spec::SideEffects;
 pub struct ExecutorConfig {
     /// Outputs whose JSON is larger are stored as a blob and previewed.
     pub max_output_bytes: usize,
-    /// At most this many calls of one batch run at once.
+    /// At most this many calls of one batch run at once. 64 by default:
+    /// tool calls wait on the network or a database far more than they use
+    /// a core (a reused HTTP client makes a call cheap), so a model's
+    /// fan-out of a few dozen calls runs as one wave; per-tool rate limits
+    /// still apply, and the policy's `max_tool_calls` bounds a run.
     pub max_concurrency: usize,
     /// Entries kept by the result cache.
     pub cache_capacity: u64,
@@ -72,7 +76,7 @@ impl Default for ExecutorConfig {
     fn default() -> Self {
         Self {
             max_output_bytes: 2 * 1024 * 1024,
-            max_concurrency: 8,
+            max_concurrency: 64,
             cache_capacity: 10_000,
         }
     }

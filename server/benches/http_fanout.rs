@@ -1,0 +1,102 @@
+//! Fan-out of `http_request` through the real `glassbox run`: one model
+//! turn asks for K calls to a loopback endpoint that answers after 100 ms;
+//! the batch's makespan (first call's start to last call's end, from the
+//! envelopes) is what a user waits for. Ideal: 100 ms, whatever K, up to
+//! the executor's per-batch concurrency (64).
+//!
+//!   cargo bench -p glassbox-server --bench http_fanout
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const DELAY: Duration = Duration::from_millis(100);
+
+/// A loopback endpoint answering every request after [`DELAY`].
+fn slow_endpoint() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                std::thread::sleep(DELAY);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{\"ok\":true}",
+                );
+            });
+        }
+    });
+    port
+}
+
+fn workflow(k: usize, port: u16) -> Value {
+    let calls: Vec<Value> = (0..k)
+        .map(|i| json!({"name": "http_request", "arguments": {"url": format!("http://127.0.0.1:{port}/item/{i}")}}))
+        .collect();
+    json!({
+        "format_version": 1, "id": "fanout", "name": "fan-out", "revision": 0,
+        "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "fetch",
+            "tools": [{"tool": "http_request@1.0.0"}],
+            "policy": {"max_tool_calls": 1000, "max_iterations": 3},
+            "provider": {"kind": "scripted", "script": {"turns": [{"tool_calls": calls}, {"text": "done"}]}}}}],
+        "edges": []
+    })
+}
+
+/// Seconds since midnight of an RFC 3339 UTC timestamp.
+fn seconds(t: &str) -> f64 {
+    let time = t.split('T').nth(1).unwrap_or_default().trim_end_matches('Z');
+    let parts: Vec<f64> = time.split(':').filter_map(|p| p.parse().ok()).collect();
+    parts.first().copied().unwrap_or(0.0) * 3600.0
+        + parts.get(1).copied().unwrap_or(0.0) * 60.0
+        + parts.get(2).copied().unwrap_or(0.0)
+}
+
+fn main() {
+    let bin = env!("CARGO_BIN_EXE_glassbox");
+    let port = slow_endpoint();
+    let dir = tempfile::tempdir().expect("tmp");
+    println!("http_request fan-out through `glassbox run` ({bin}), endpoint delay {} ms", DELAY.as_millis());
+    for k in [8usize, 64, 256] {
+        let file = dir.path().join(format!("fanout-{k}.json"));
+        std::fs::write(&file, workflow(k, port).to_string()).expect("write workflow");
+        let mut best = f64::MAX;
+        let mut wall_best = f64::MAX;
+        for _ in 0..3 {
+            let data = tempfile::tempdir().expect("tmp");
+            let started = Instant::now();
+            let out = Command::new(bin)
+                .arg("run")
+                .arg(&file)
+                .arg("--data-dir")
+                .arg(data.path())
+                .env("GLASSBOX_HTTP_ALLOW_HOSTS", format!("127.0.0.1:{port}"))
+                .env_remove("GLASSBOX_DATABASE_URL")
+                .output()
+                .expect("glassbox run");
+            let wall = started.elapsed().as_secs_f64() * 1000.0;
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            let calls = printed["agent_outputs"]["agent"]["tools_by_id"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(calls.len(), k, "every call ran");
+            assert!(calls.values().all(|c| c["error"].is_null()), "every call succeeded");
+            let start = calls.values().map(|c| seconds(c["t_start"].as_str().unwrap_or_default())).fold(f64::MAX, f64::min);
+            let end = calls.values().map(|c| seconds(c["t_end"].as_str().unwrap_or_default())).fold(0.0, f64::max);
+            best = best.min((end - start) * 1000.0);
+            wall_best = wall_best.min(wall);
+        }
+        println!(
+            "K = {k:>3}: batch makespan {best:>6.0} ms ({:.2}x the 100 ms ideal); whole `glassbox run` {wall_best:.0} ms (best of 3)",
+            best / 100.0
+        );
+    }
+}
