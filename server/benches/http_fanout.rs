@@ -51,7 +51,11 @@ fn workflow(k: usize, port: u16) -> Value {
 
 /// Seconds since midnight of an RFC 3339 UTC timestamp.
 fn seconds(t: &str) -> f64 {
-    let time = t.split('T').nth(1).unwrap_or_default().trim_end_matches('Z');
+    let time = t
+        .split('T')
+        .nth(1)
+        .unwrap_or_default()
+        .trim_end_matches('Z');
     let parts: Vec<f64> = time.split(':').filter_map(|p| p.parse().ok()).collect();
     parts.first().copied().unwrap_or(0.0) * 3600.0
         + parts.get(1).copied().unwrap_or(0.0) * 60.0
@@ -62,7 +66,10 @@ fn main() {
     let bin = env!("CARGO_BIN_EXE_glassbox");
     let port = slow_endpoint();
     let dir = tempfile::tempdir().expect("tmp");
-    println!("http_request fan-out through `glassbox run` ({bin}), endpoint delay {} ms", DELAY.as_millis());
+    println!(
+        "http_request fan-out through `glassbox run` ({bin}), endpoint delay {} ms",
+        DELAY.as_millis()
+    );
     for k in [8usize, 64, 256] {
         let file = dir.path().join(format!("fanout-{k}.json"));
         std::fs::write(&file, workflow(k, port).to_string()).expect("write workflow");
@@ -81,16 +88,29 @@ fn main() {
                 .output()
                 .expect("glassbox run");
             let wall = started.elapsed().as_secs_f64() * 1000.0;
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
             let calls = printed["agent_outputs"]["agent"]["tools_by_id"]
                 .as_object()
                 .cloned()
                 .unwrap_or_default();
             assert_eq!(calls.len(), k, "every call ran");
-            assert!(calls.values().all(|c| c["error"].is_null()), "every call succeeded");
-            let start = calls.values().map(|c| seconds(c["t_start"].as_str().unwrap_or_default())).fold(f64::MAX, f64::min);
-            let end = calls.values().map(|c| seconds(c["t_end"].as_str().unwrap_or_default())).fold(0.0, f64::max);
+            assert!(
+                calls.values().all(|c| c["error"].is_null()),
+                "every call succeeded"
+            );
+            let start = calls
+                .values()
+                .map(|c| seconds(c["t_start"].as_str().unwrap_or_default()))
+                .fold(f64::MAX, f64::min);
+            let end = calls
+                .values()
+                .map(|c| seconds(c["t_end"].as_str().unwrap_or_default()))
+                .fold(0.0, f64::max);
             best = best.min((end - start) * 1000.0);
             wall_best = wall_best.min(wall);
         }

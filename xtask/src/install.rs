@@ -217,6 +217,22 @@ fn sizes(path: &Path) -> (u64, u64) {
     (raw, gz)
 }
 
+/// The most the main module (every first visit loads it) may weigh,
+/// gzipped; `cargo xtask test` fails above it.
+pub const MAIN_MODULE_BUDGET_GZ: u64 = 250 * 1024;
+
+/// The gzipped size of the built app's main module.
+pub fn main_module_gz(dist: &Path) -> Option<u64> {
+    std::fs::read_dir(dist)
+        .ok()?
+        .flatten()
+        .find(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("glassbox-app") && name.ends_with(".wasm")
+        })
+        .map(|e| sizes(&e.path()).1)
+}
+
 /// Prints the size of the app's wasm, raw and gzipped: the main module
 /// (every first visit loads it), each lazily loaded route module, and the
 /// chunks the routes share (see `split.rs`).

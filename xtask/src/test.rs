@@ -94,6 +94,21 @@ pub fn test(args: &[String]) -> Result<(), String> {
         "build app (wasm32 release, split, wasm-opt)",
         &mut || install::build_app(&root),
     );
+    check(
+        &mut phases,
+        "app main module within 250 KiB gzipped",
+        &mut || {
+            match install::main_module_gz(&root.join("dist")) {
+            Some(gz) if gz <= install::MAIN_MODULE_BUDGET_GZ => Ok(()),
+            Some(gz) => Err(format!(
+                "the main module is {} KiB gzipped, over its {} KiB budget: move a page behind a lazy route (`lazy_page!` in app/src/lib.rs)",
+                gz / 1024,
+                install::MAIN_MODULE_BUDGET_GZ / 1024
+            )),
+            None => Err("no built main module in dist/".into()),
+        }
+        },
+    );
     // The end-to-end tests' binary carries the test hooks (the leak-test
     // tool, crash injection); the release binary, as users build it, does not,
     // and a test checks that on it.
