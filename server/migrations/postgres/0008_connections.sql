@@ -10,3 +10,8 @@ CREATE TABLE connections (
     updated_at   TEXT NOT NULL,
     PRIMARY KEY (workspace_id, name)
 );
+
+-- Who started a run: a run resumed after a restart reads the same secret
+-- scopes (that user's, then the workspace's, then the org's) as when it
+-- started, as the tool registry's key status says it will.
+ALTER TABLE runs ADD COLUMN started_by TEXT;

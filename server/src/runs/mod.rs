@@ -281,6 +281,7 @@ impl Runs {
         let created = Created::queued(self.writer.submit(RunWrite::Create(Box::new(RunRow {
             trigger_kind: trigger.into(),
             inputs: Value::Object(inputs.clone()).to_string(),
+            started_by: owner.user_id.clone(),
             ..new_run_row(&run_id, &owner.workspace_id, &workflow)
         }))));
         let from = StartFrom {
@@ -361,7 +362,11 @@ impl Runs {
             match self.resume_state(&run).await {
                 Ok((workflow, inputs, state)) => {
                     let last_seq = self.store.last_event_seq(&run.id).await?;
-                    let owner = self.workspace_owner(&run.workspace_id).await?;
+                    // The starter's scopes, as when the run started.
+                    let owner = SecretOwner {
+                        user_id: run.started_by.clone(),
+                        ..self.workspace_owner(&run.workspace_id).await?
+                    };
                     tracing::info!(run_id = %run.id, nodes_done = state.records.len(), agents_waiting = state.agents.len(), "resuming an interrupted run");
                     let from = StartFrom {
                         resume: state,

@@ -59,6 +59,8 @@ pub struct RunRow {
     pub finished_at: Option<String>,
     /// The run's trace (32 hex digits, the OTLP trace id).
     pub trace_id: Option<String>,
+    /// The user who started it (none: the CLI); its secrets' first scope.
+    pub started_by: Option<String>,
 }
 
 impl RunRow {
@@ -81,6 +83,7 @@ impl RunRow {
             created_at: now(),
             finished_at: None,
             trace_id: None,
+            started_by: None,
         }
     }
 }

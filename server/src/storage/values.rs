@@ -62,7 +62,7 @@ pub(super) struct Values {
 }
 
 pub(super) const RUNS: Values = Values {
-    head: "INSERT INTO runs (id, workspace_id, workflow_id, workflow_revision, kind, replay_of, status, trigger_kind, inputs, outputs, error, record, created_at, finished_at, trace_id)",
+    head: "INSERT INTO runs (id, workspace_id, workflow_id, workflow_revision, kind, replay_of, status, trigger_kind, inputs, outputs, error, record, created_at, finished_at, trace_id, started_by)",
     tail: "",
 };
 /// A started run: `queued` becomes `running`, nothing else changes.
@@ -138,6 +138,7 @@ pub(super) fn run_args(r: &RunRow) -> Vec<Arg> {
         (&r.created_at).into(),
         (&r.finished_at).into(),
         (&r.trace_id).into(),
+        (&r.started_by).into(),
     ]
 }
 
