@@ -120,6 +120,13 @@ pub async fn new_workflow(
     name: &str,
 ) -> Result<String, String> {
     let token = browser.sign_in(server).await?;
+    create_workflow(browser, server, name).await?;
+    Ok(token)
+}
+
+/// Creates a workflow named `name` from the workflows page (already signed
+/// in) and waits for its editor.
+pub async fn create_workflow(browser: &Browser, server: &Server, name: &str) -> Result<(), String> {
     let c = &browser.client;
     browser.open(&format!("{}/workflows", server.url)).await?;
     appear(c, "[data-testid=new-workflow-name]")
@@ -129,7 +136,7 @@ pub async fn new_workflow(
         .map_err(|e| e.to_string())?;
     click(c, "[data-testid=new-workflow]").await?;
     wait_for_text(c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
-    Ok(token)
+    Ok(())
 }
 
 /// Clicks the palette button of `kind` and returns the new node's id.

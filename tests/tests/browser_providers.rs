@@ -10,7 +10,7 @@ use std::time::Duration;
 use glassbox_tests::harness::{app_and_browser_with, wait_for_text};
 use glassbox_tests::mock_provider::{Api, MockProvider};
 use glassbox_tests::ui::{
-    add_node, appear, attr_or_none, click, find, new_workflow, text_or_empty, type_and_leave,
+    add_node, appear, attr_or_none, click, create_workflow, find, text_or_empty, type_and_leave,
     wait_until,
 };
 
@@ -43,7 +43,7 @@ async fn an_agent_configured_in_its_panel_tests_its_connection_and_runs_on_the_p
         click(&c, "[data-testid=secret-save]").await?;
         appear(&c, "[data-secret='workspace/OPENAI_API_KEY']").await?;
 
-        new_workflow(&browser, &server, "Real model").await?;
+        create_workflow(&browser, &server, "Real model").await?;
         let agent = add_node(&c, "agent").await?;
         click(&c, &format!("[data-node={agent}] .node-label")).await?;
         click(&c, "[data-setting=provider] option[value=openai]").await?;
@@ -81,6 +81,14 @@ async fn an_agent_configured_in_its_panel_tests_its_connection_and_runs_on_the_p
         let calls_after_tests = mock.seen().len();
         type_and_leave(&c, "[data-setting=api_key_secret]", "OPENAI_API_KEY").await?;
 
+        // A run uses the saved revision.
+        click(&c, "[data-testid=save]").await?;
+        wait_until("the save", || async {
+            Ok(text_or_empty(&c, "[data-testid=editor-status]")
+                .await?
+                .starts_with("Saved as revision"))
+        })
+        .await?;
         click(&c, "[data-testid=run]").await?;
         wait_until("the run to succeed", || async {
             Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")

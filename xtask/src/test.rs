@@ -111,7 +111,9 @@ pub fn test(args: &[String]) -> Result<(), String> {
     );
     // The end-to-end tests' binary carries the test hooks (the leak-test
     // tool, crash injection); the release binary, as users build it, does not,
-    // and a test checks that on it.
+    // and a test checks that on it. It is copied out of target/debug, where
+    // `cargo test` builds the server's own binary again without the hooks.
+    let bin = install::target_dir(&root).join("e2e").join("glassbox");
     check(
         &mut phases,
         "build glassbox binary (test hooks)",
@@ -128,7 +130,13 @@ pub fn test(args: &[String]) -> Result<(), String> {
                         "test-hooks",
                     ])
                     .current_dir(&root),
-            )
+            )?;
+            let built = install::target_dir(&root).join("debug").join("glassbox");
+            std::fs::create_dir_all(bin.parent().unwrap_or(&root))
+                .map_err(|e| format!("{}: {e}", bin.display()))?;
+            std::fs::copy(&built, &bin)
+                .map(|_| ())
+                .map_err(|e| format!("copying {} to {}: {e}", built.display(), bin.display()))
         },
     );
     check(
@@ -136,7 +144,6 @@ pub fn test(args: &[String]) -> Result<(), String> {
         "build glassbox binary (as cargo xtask run serves it)",
         &mut || install::build_server(&root),
     );
-    let bin = install::target_dir(&root).join("debug").join("glassbox");
     let release_bin = install::server_bin(&root);
     check(&mut phases, "cargo test --workspace", &mut || {
         let mut cmd = cargo();
