@@ -18,7 +18,12 @@ toolchain_bin=$(dirname "$cargo_bin")
 
 export CARGO_HOME="$work/cargo-home"
 export GLASSBOX_TOOLS_DIR="$work/tools"
-export PATH="$toolchain_bin:$PATH"
+# The toolchain first, and no other cargo bin dir: tools installed there
+# earlier must not count as present.
+clean_path=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v -x -e "$HOME/.cargo/bin" -e "${OLD_CARGO_HOME:-/nonexistent}/bin" | paste -sd: -)
+mkdir -p "$work/rustup-bin"
+ln -sf "$(command -v rustup)" "$work/rustup-bin/rustup"
+export PATH="$toolchain_bin:$CARGO_HOME/bin:$work/rustup-bin:$clean_path"
 unset CARGO_TARGET_DIR RUSTC_WRAPPER || true
 mkdir -p "$CARGO_HOME"
 
