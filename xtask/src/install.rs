@@ -106,7 +106,7 @@ pub fn ensure_wasm_bindgen() -> Result<(), String> {
         &format!("wasm-bindgen {WASM_BINDGEN_VERSION}"),
         "wasm-bindgen-cli",
         WASM_BINDGEN_VERSION,
-        "about 4 minutes",
+        "about 2.5 minutes alone, longer beside the server build",
         false,
     )
 }
@@ -155,7 +155,9 @@ pub fn ensure_wasm_split() -> Result<(), String> {
         println!("    wasm-split-cli {WASM_SPLIT_VERSION}: present");
         return Ok(());
     }
-    println!("    wasm_split_cli_support {WASM_SPLIT_VERSION}: installing (about 40 s on 2 cores)");
+    println!(
+        "    wasm_split_cli_support {WASM_SPLIT_VERSION}: installing (about 2 minutes on 2 cores)"
+    );
     run_cmd(cargo().args([
         "install",
         "wasm_split_cli_support",

@@ -94,7 +94,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "build server (cargo build --profile {})",
         install::SERVER_PROFILE
     );
-    println!("==> {server_phase} (alongside the steps below)");
+    println!(
+        "==> {server_phase} (alongside the steps below; about 20 minutes on a fresh machine with 2 cores, seconds later)"
+    );
     let server = {
         let (root, name) = (root.clone(), server_phase.clone());
         std::thread::spawn(move || crate::phase::timed(&name, || install::build_server(&root)))
@@ -104,6 +106,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         phases.run("install: wasm-bindgen-cli", install::ensure_wasm_bindgen)?;
         phases.run("install: wasm-opt", install::ensure_wasm_opt)?;
         phases.run("install: wasm-split-cli", install::ensure_wasm_split)?;
+        println!("    the app's first build takes about 10 minutes beside the server build; later ones seconds");
         phases.run("build app (wasm32 release, split, wasm-opt)", || {
             install::build_app(&root)
         })
