@@ -313,9 +313,25 @@ pub fn redirect_target(current: &url::Url, location: &str) -> Result<url::Url, T
     })
 }
 
+/// The TLS configuration every client shares: loading the system's root
+/// certificates is most of what building a client costs, so it is done
+/// once ([`prewarm`] does it early, off the first call's path).
+fn tls() -> Option<native_tls::TlsConnector> {
+    static TLS: std::sync::OnceLock<Option<native_tls::TlsConnector>> = std::sync::OnceLock::new();
+    TLS.get_or_init(|| native_tls::TlsConnector::new().ok())
+        .clone()
+}
+
+/// Loads the shared TLS configuration now (a host calls it at start, on a
+/// thread of its own).
+pub fn prewarm() {
+    let _ = tls();
+}
+
 /// The reused client for a checked target: redirects off (each hop is
 /// checked here), no proxy, connecting only to the pinned address. Built
-/// once per pin and kept while in use (idle ones expire).
+/// once per pin (concurrent first calls wait for one build) and kept while
+/// in use (idle ones expire).
 fn client_for(pin: &Option<(String, SocketAddr)>) -> Result<reqwest::Client, ToolError> {
     static CLIENTS: std::sync::OnceLock<
         moka::sync::Cache<Option<(String, SocketAddr)>, reqwest::Client>,
@@ -326,20 +342,20 @@ fn client_for(pin: &Option<(String, SocketAddr)>) -> Result<reqwest::Client, Too
             .time_to_idle(Duration::from_secs(300))
             .build()
     });
-    if let Some(client) = clients.get(pin) {
-        return Ok(client);
-    }
-    let mut builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy();
-    if let Some((host, addr)) = pin {
-        builder = builder.resolve(host, *addr);
-    }
-    let client = builder
-        .build()
-        .map_err(|e| ToolError::unknown(format!("cannot build HTTP client: {e}")))?;
-    clients.insert(pin.clone(), client.clone());
-    Ok(client)
+    clients
+        .try_get_with(pin.clone(), || {
+            let mut builder = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy();
+            if let Some(tls) = tls() {
+                builder = builder.use_preconfigured_tls(tls);
+            }
+            if let Some((host, addr)) = pin {
+                builder = builder.resolve(host, *addr);
+            }
+            builder.build()
+        })
+        .map_err(|e| ToolError::unknown(format!("cannot build HTTP client: {e}")))
 }
 
 /// Headers that carry credentials: not sent on to another origin.
