@@ -228,6 +228,18 @@ impl Server {
             .to_string()
     }
 
+    /// `PUT /secrets/{scope}/{name}` with `value`.
+    pub fn set_secret(&self, token: &str, scope: &str, name: &str, value: &str) {
+        let (s, body) = http(
+            &self.url,
+            "PUT",
+            &format!("/api/v1/secrets/{scope}/{name}"),
+            Some(token),
+            Some(&serde_json::json!({"value": value})),
+        );
+        assert_eq!(s, 204, "{scope}/{name}: {body}");
+    }
+
     /// `POST /workflows`; returns the new workflow's id.
     pub fn create_workflow(&self, token: &str, workflow: &serde_json::Value) -> String {
         let (s, body) = http(

@@ -33,14 +33,7 @@ fn no_canary_secret_leaks_anywhere() {
     let token = server.sign_in();
     for (scope, canary) in CANARIES {
         let name = format!("CANARY_{}", scope.to_uppercase());
-        let (s, body) = http(
-            &server.url,
-            "PUT",
-            &format!("/api/v1/secrets/{scope}/{name}"),
-            Some(&token),
-            Some(&json!({"value": canary})),
-        );
-        assert_eq!(s, 204, "{scope}: {body}");
+        server.set_secret(&token, scope, &name, canary);
     }
 
     // An agent whose probe calls echo, fail and panic in one batch, and a

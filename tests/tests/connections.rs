@@ -52,17 +52,6 @@ fn api(elsewhere: Option<String>) -> (u16, Arc<Mutex<Vec<String>>>) {
     (port, seen)
 }
 
-fn set_secret(server: &Server, token: &str, name: &str, value: &str) {
-    let (s, body) = http(
-        &server.url,
-        "PUT",
-        &format!("/api/v1/secrets/workspace/{name}"),
-        Some(token),
-        Some(&json!({"value": value})),
-    );
-    assert_eq!(s, 204, "{body}");
-}
-
 fn add_connection(server: &Server, token: &str, name: &str, config: Value) {
     let (s, body) = http(
         &server.url,
@@ -113,7 +102,7 @@ fn an_http_connection_adds_its_credential_where_only_the_api_sees_it() {
     let server = Server::start_with_stderr(data, None, &[("RUST_LOG", "debug")], Stdio::from(log))
         .expect("server starts");
     let token = server.sign_in();
-    set_secret(&server, &token, "API_TOKEN", TOKEN);
+    server.set_secret(&token, "workspace", "API_TOKEN", TOKEN);
     add_connection(
         &server,
         &token,
@@ -336,7 +325,7 @@ fn a_postgres_connection_reads_rows_and_refuses_writes_and_file_reads() {
     });
     let server = Server::start(None).expect("server starts");
     let token = server.sign_in();
-    set_secret(&server, &token, "SHOP_PG_URL", &url);
+    server.set_secret(&token, "workspace", "SHOP_PG_URL", &url);
     add_connection(
         &server,
         &token,

@@ -20,17 +20,6 @@ use serde_json::{json, Value};
 const KEY: &str = "sk-cnry-7f3a \"k/\\ y";
 const SECRET: &str = "PROVIDER_KEY";
 
-fn set_secret(server: &Server, token: &str, name: &str, value: &str) {
-    let (s, body) = http(
-        &server.url,
-        "PUT",
-        &format!("/api/v1/secrets/workspace/{name}"),
-        Some(token),
-        Some(&json!({"value": value})),
-    );
-    assert_eq!(s, 204, "{body}");
-}
-
 /// The provider config of an Agent node talking to `mock`.
 fn provider(mock: &MockProvider, stream: bool, price: Option<(f64, f64)>) -> Value {
     let mut p = match mock.api {
@@ -87,7 +76,7 @@ fn openai_azure_and_anthropic_run_with_a_workspace_secret_and_it_leaks_nowhere()
     let server =
         Server::start_with_stderr(data, None, &env, Stdio::from(log)).expect("server starts");
     let token = server.sign_in();
-    set_secret(&server, &token, SECRET, KEY);
+    server.set_secret(&token, "workspace", SECRET, KEY);
     let mut seen = Vec::new();
     for api in [Api::OpenAi, Api::Azure, Api::Anthropic] {
         let mock = MockProvider::start(api, KEY);
@@ -210,7 +199,7 @@ fn a_missing_secret_fails_the_run_before_any_model_call() {
 fn loopback_base_urls_in_every_notation_are_refused_without_the_allow_list() {
     let server = Server::start(None).expect("server starts");
     let token = server.sign_in();
-    set_secret(&server, &token, SECRET, KEY);
+    server.set_secret(&token, "workspace", SECRET, KEY);
     let mock = MockProvider::start(Api::OpenAi, KEY);
     for host in ["127.0.0.1", "[::ffff:127.0.0.1]", "2130706433", "localhost"] {
         let base = format!("http://{host}:{}/v1", mock.port);
@@ -249,7 +238,7 @@ fn a_budget_below_the_second_calls_cost_ends_the_run_with_limit_reached() {
     let server = Server::start_in(tempfile::tempdir().expect("tmp"), None, &allow_loopback())
         .expect("server starts");
     let token = server.sign_in();
-    set_secret(&server, &token, SECRET, KEY);
+    server.set_secret(&token, "workspace", SECRET, KEY);
     let mock = MockProvider::start(Api::OpenAi, KEY);
     // $10,000 per million input tokens: each call costs 100 x 0.01 = $1,
     // so after the first call $1 is spent, above the budget of $0.50.
@@ -285,7 +274,7 @@ fn streamed_text_reaches_the_event_stream_and_the_replay_is_identical() {
     let server = Server::start_in(tempfile::tempdir().expect("tmp"), None, &allow_loopback())
         .expect("server starts");
     let token = server.sign_in();
-    set_secret(&server, &token, SECRET, KEY);
+    server.set_secret(&token, "workspace", SECRET, KEY);
     for api in [Api::OpenAi, Api::Anthropic] {
         let mock = MockProvider::start(api, KEY);
         let (run, detail) = run(
@@ -344,8 +333,8 @@ fn the_connection_test_says_ok_for_the_right_key_and_the_reason_for_a_wrong_one(
     let server = Server::start_in(tempfile::tempdir().expect("tmp"), None, &allow_loopback())
         .expect("server starts");
     let token = server.sign_in();
-    set_secret(&server, &token, SECRET, KEY);
-    set_secret(&server, &token, "WRONG_KEY", "sk-wrong");
+    server.set_secret(&token, "workspace", SECRET, KEY);
+    server.set_secret(&token, "workspace", "WRONG_KEY", "sk-wrong");
     for api in [Api::OpenAi, Api::Azure, Api::Anthropic] {
         let mock = MockProvider::start(api, KEY);
         let mut p = provider(&mock, false, None);
