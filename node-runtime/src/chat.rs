@@ -52,6 +52,31 @@ pub struct ToolDefinition {
     pub input_schema: Value,
 }
 
+/// A tool's name as a provider's API accepts it: OpenAI and Anthropic
+/// take `^[a-zA-Z0-9_-]{1,64}$`, so every other character (the dots of
+/// `mcp.<connection>.<tool>`) becomes `_`, and a longer name keeps 55
+/// characters and a hash of the whole. Names that already fit are kept;
+/// the agent resolves a call by either form.
+pub fn wire_tool_name(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.len() > 64 {
+        let hash = blake3::hash(name.as_bytes()).to_hex();
+        out.truncate(55);
+        out.push('_');
+        out.push_str(&hash[..8]);
+    }
+    out
+}
+
 impl ToolDefinition {
     pub fn from_spec(spec: &ToolSpec) -> Self {
         Self {
@@ -134,4 +159,20 @@ pub struct ChatResponse {
     /// Credits spent by this call (0 when the provider reports none).
     pub cost: f64,
     pub stop_reason: StopReason,
+}
+
+#[cfg(test)]
+mod wire_name_tests {
+    use super::wire_tool_name;
+
+    #[test]
+    fn names_fit_the_providers_pattern() {
+        assert_eq!(wire_tool_name("http_request"), "http_request");
+        assert_eq!(wire_tool_name("mcp.everything.get-sum"), "mcp_everything_get-sum");
+        let long = format!("mcp.{}.tool", "x".repeat(80));
+        let wire = wire_tool_name(&long);
+        assert_eq!(wire.len(), 64);
+        assert_eq!(wire, wire_tool_name(&long));
+        assert_ne!(wire, wire_tool_name(&format!("mcp.{}.tool2", "x".repeat(80))));
+    }
 }

@@ -4,9 +4,10 @@
 //! (the server resolves them when a run starts, like provider keys).
 //!
 //! Kinds: `http` (a base URL, the hosts it may reach, an auth scheme and
-//! default headers), `postgres` (a URL from a secret; queries run read-only)
-//! and `sqlite` (a file in the workspace's files directory, opened
-//! read-only). Plain data, shared with the app's settings page; `validate`
+//! default headers), `postgres` (a URL from a secret; queries run read-only),
+//! `sqlite` (a file in the workspace's files directory, opened
+//! read-only) and `mcp` (a Model Context Protocol server over stdio or
+//! streamable HTTP, whose tools join the workspace's registry). Plain data, shared with the app's settings page; `validate`
 //! names the field of a bad value.
 
 use std::collections::BTreeMap;
@@ -59,6 +60,55 @@ pub struct HttpConnection {
     pub default_headers: BTreeMap<String, String>,
 }
 
+/// How the server reaches an MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum McpTransport {
+    /// A child process speaking JSON-RPC on stdin/stdout. It starts without
+    /// the server's environment: only `PATH`, `HOME`, `LANG` and `TMPDIR`
+    /// are passed, plus `env` (variable name -> the secret holding its
+    /// value). Its working directory is the workspace's files directory, or
+    /// `cwd` inside it.
+    Stdio {
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+        #[serde(default)]
+        cwd: Option<String>,
+    },
+    /// Streamable HTTP at `url`, through the same egress guard as
+    /// `http_request` (the URL's own host is allowed even when internal,
+    /// as for an `http` connection); `auth` is `bearer` or `header`.
+    Http {
+        url: String,
+        #[serde(default)]
+        auth: Option<HttpAuth>,
+    },
+}
+
+/// A Model Context Protocol server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct McpConnection {
+    pub transport: McpTransport,
+    /// A call's deadline (default 30 000 ms); past it the call ends with
+    /// `TIMEOUT` and the server is sent `notifications/cancelled`.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+impl McpConnection {
+    pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms.unwrap_or(Self::DEFAULT_TIMEOUT_MS)
+    }
+}
+
 /// What a connection is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -73,6 +123,7 @@ pub enum ConnectionConfig {
     Sqlite {
         path: String,
     },
+    Mcp(McpConnection),
 }
 
 /// A bad value: the field's path and what is wrong.
@@ -124,6 +175,7 @@ impl ConnectionConfig {
             Self::Http(_) => "http",
             Self::Postgres { .. } => "postgres",
             Self::Sqlite { .. } => "sqlite",
+            Self::Mcp(_) => "mcp",
         }
     }
 
@@ -133,6 +185,10 @@ impl ConnectionConfig {
             Self::Http(h) => h.auth.iter().map(HttpAuth::secret).collect(),
             Self::Postgres { url_secret } => vec![url_secret],
             Self::Sqlite { .. } => Vec::new(),
+            Self::Mcp(m) => match &m.transport {
+                McpTransport::Stdio { env, .. } => env.values().map(String::as_str).collect(),
+                McpTransport::Http { auth, .. } => auth.iter().map(HttpAuth::secret).collect(),
+            },
         }
     }
 
@@ -195,10 +251,7 @@ impl ConnectionConfig {
                 }
             }
             Self::Sqlite { path } => {
-                let ok = !path.is_empty()
-                    && !path.starts_with('/')
-                    && !path.split(['/', '\\']).any(|p| p == ".." || p.is_empty());
-                if ok {
+                if relative_path_ok(path) {
                     Ok(())
                 } else {
                     Err(bad(
@@ -206,6 +259,89 @@ impl ConnectionConfig {
                         "a file path inside the workspace's files directory (relative, no `..`)",
                     ))
                 }
+            }
+            Self::Mcp(m) => validate_mcp(m),
+        }
+    }
+}
+
+/// Relative, without `..` or empty segments.
+fn relative_path_ok(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.split(['/', '\\']).any(|p| p == ".." || p.is_empty())
+}
+
+fn validate_mcp(m: &McpConnection) -> Result<(), ConfigError> {
+    const SECRET: &str = "a secret name: 1-128 of A-Z a-z 0-9 _ - .";
+    if let Some(t) = m.timeout_ms {
+        if !(100..=600_000).contains(&t) {
+            return Err(bad("/config/timeout_ms", "100 to 600000 milliseconds"));
+        }
+    }
+    match &m.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            if command.trim().is_empty() || command.len() > 1024 {
+                return Err(bad(
+                    "/config/transport/command",
+                    "a program name or path (e.g. `npx`)",
+                ));
+            }
+            if args.len() > 64 || args.iter().any(|a| a.len() > 4096) {
+                return Err(bad(
+                    "/config/transport/args",
+                    "at most 64 arguments of at most 4096 bytes",
+                ));
+            }
+            for (var, secret) in env {
+                let var_ok = !var.is_empty()
+                    && var.len() <= 128
+                    && !var.starts_with(|c: char| c.is_ascii_digit())
+                    && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !var_ok {
+                    return Err(bad(
+                        &format!("/config/transport/env/{var}"),
+                        "an environment variable name: A-Z a-z 0-9 _, not starting with a digit",
+                    ));
+                }
+                if !name_ok(secret) {
+                    return Err(bad(&format!("/config/transport/env/{var}"), SECRET));
+                }
+            }
+            if let Some(cwd) = cwd {
+                if !relative_path_ok(cwd) {
+                    return Err(bad(
+                        "/config/transport/cwd",
+                        "a directory inside the workspace's files directory (relative, no `..`)",
+                    ));
+                }
+            }
+            Ok(())
+        }
+        McpTransport::Http { url, auth } => {
+            if url_host(url).is_none() {
+                return Err(bad(
+                    "/config/transport/url",
+                    "an http:// or https:// URL with a host and no user info",
+                ));
+            }
+            match auth {
+                None => Ok(()),
+                Some(a) if !name_ok(a.secret()) => Err(bad("/config/transport/auth/secret", SECRET)),
+                Some(HttpAuth::Bearer { .. }) => Ok(()),
+                Some(HttpAuth::Header { header, .. }) if name_ok(header) => Ok(()),
+                Some(HttpAuth::Header { .. }) => {
+                    Err(bad("/config/transport/auth/header", "a header name"))
+                }
+                Some(_) => Err(bad(
+                    "/config/transport/auth/scheme",
+                    "`bearer` or `header` for an MCP server",
+                )),
             }
         }
     }
@@ -295,6 +431,45 @@ mod tests {
             json!({"kind": "http", "base_url": "http://x", "extra": 1})
         )
         .is_err());
+    }
+
+    #[test]
+    fn mcp_connections_validate_or_name_the_field() {
+        let stdio = parse(json!({"kind": "mcp", "transport": {"type": "stdio", "command": "npx",
+            "args": ["-y", "pkg"], "env": {"API_KEY": "MY_KEY"}}}));
+        assert_eq!(stdio.validate(), Ok(()));
+        assert_eq!(stdio.kind(), "mcp");
+        assert_eq!(stdio.secrets(), ["MY_KEY"]);
+        let http = parse(json!({"kind": "mcp", "transport": {"type": "http",
+            "url": "http://127.0.0.1:3001/mcp", "auth": {"scheme": "bearer", "secret": "T"}}}));
+        assert_eq!(http.validate(), Ok(()));
+        assert_eq!(http.secrets(), ["T"]);
+        for (v, path) in [
+            (json!({"type": "stdio", "command": " "}), "/config/transport/command"),
+            (
+                json!({"type": "stdio", "command": "x", "env": {"1X": "S"}}),
+                "/config/transport/env/1X",
+            ),
+            (
+                json!({"type": "stdio", "command": "x", "env": {"X": "a b"}}),
+                "/config/transport/env/X",
+            ),
+            (
+                json!({"type": "stdio", "command": "x", "cwd": "../up"}),
+                "/config/transport/cwd",
+            ),
+            (json!({"type": "http", "url": "file:///x"}), "/config/transport/url"),
+            (
+                json!({"type": "http", "url": "http://x", "auth": {"scheme": "query", "param": "k", "secret": "S"}}),
+                "/config/transport/auth/scheme",
+            ),
+        ] {
+            let c = parse(json!({"kind": "mcp", "transport": v.clone()}));
+            assert_eq!(c.validate().map_err(|e| e.path), Err(path.to_string()), "{v}");
+        }
+        let slow = parse(json!({"kind": "mcp", "timeout_ms": 10,
+            "transport": {"type": "stdio", "command": "x"}}));
+        assert_eq!(slow.validate().map_err(|e| e.path), Err("/config/timeout_ms".into()));
     }
 
     #[test]

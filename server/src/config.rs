@@ -63,6 +63,10 @@ pub struct RunsConfig {
     /// providers may reach on loopback or private addresses
     /// (GLASSBOX_HTTP_ALLOW_HOSTS, comma-separated; empty by default).
     pub http_allow_hosts: Vec<String>,
+    /// What a stdio MCP server gets of the server's environment: only
+    /// [`MCP_INHERITED_ENV`], so it can find its program and a home for its
+    /// caches; never the server's own settings or keys.
+    pub mcp_inherit_env: Vec<(String, String)>,
     /// Test builds only (feature `test-hooks`): the leak-test tools and
     /// crash injection. A release binary has neither.
     #[cfg(feature = "test-hooks")]
@@ -78,6 +82,9 @@ pub struct TestHooks {
     /// GLASSBOX_TEST_CRASH_AT: abort at that point of an approved write.
     pub crash_at: Option<String>,
 }
+
+/// The variables a stdio MCP server inherits ([`RunsConfig::mcp_inherit_env`]).
+pub const MCP_INHERITED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 
 /// The environment variable of [`RunsConfig::http_allow_hosts`].
 pub const HTTP_ALLOW_HOSTS_ENV: &str = "GLASSBOX_HTTP_ALLOW_HOSTS";
@@ -99,6 +106,10 @@ impl RunsConfig {
     pub fn from_env() -> Self {
         Self {
             http_allow_hosts: parse_hosts(&std::env::var(HTTP_ALLOW_HOSTS_ENV).unwrap_or_default()),
+            mcp_inherit_env: MCP_INHERITED_ENV
+                .iter()
+                .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+                .collect(),
             #[cfg(feature = "test-hooks")]
             test_hooks: TestHooks {
                 tools: std::env::var(crate::test_tools::ENV).as_deref() == Ok("1"),

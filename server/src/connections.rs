@@ -20,6 +20,8 @@ use crate::storage::{ConnectionRow, Store, StoreError};
 pub struct ToolConnections {
     pub http: Vec<(String, Arc<HttpRoute>)>,
     pub sql: Vec<(String, Arc<dyn SqlBackend>)>,
+    /// `mcp` connections, ready to start their servers (`crate::mcp`).
+    pub mcp: Vec<(String, Arc<crate::mcp::McpLaunch>)>,
     /// Connections that cannot be used, and why.
     pub unavailable: Vec<(String, String)>,
 }
@@ -40,6 +42,27 @@ async fn ready(
     files_root: &Path,
     out: &mut ToolConnections,
 ) {
+    if let ConnectionConfig::Mcp(mcp) = config {
+        let names: Vec<String> = ConnectionConfig::Mcp(mcp.clone())
+            .secrets()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        match resolve(secrets, owner, &names).await {
+            Ok(found) => out.mcp.push((
+                name.into(),
+                Arc::new(crate::mcp::McpLaunch {
+                    workspace_id: owner.workspace_id.clone(),
+                    connection: name.into(),
+                    config: mcp,
+                    secrets: found,
+                    files_root: files_root.to_path_buf(),
+                }),
+            )),
+            Err(missing_secret) => out.unavailable.push((name.into(), missing(&missing_secret.0))),
+        }
+        return;
+    }
     let mut values = Vec::new();
     for secret in config.secrets() {
         let names = [secret.to_string()];
@@ -91,6 +114,8 @@ async fn ready(
                 ));
             }
         }
+        // Returned above, with its secrets kept for redaction.
+        ConnectionConfig::Mcp(_) => {}
     }
 }
 
@@ -124,6 +149,7 @@ pub async fn test(
     secrets: &dyn SecretSource,
     owner: &SecretOwner,
     files_root: &Path,
+    mcp: (&crate::mcp::McpHub, &Store),
 ) -> ConnectionTestResult {
     let started = Instant::now();
     let done = |ok: bool, message: String| ConnectionTestResult {
@@ -147,6 +173,26 @@ pub async fn test(
     .await;
     if let Some((_, why)) = ready_set.unavailable.first() {
         return done(false, why.clone());
+    }
+    // An MCP server: started (or reused), its tools listed and stored.
+    if let Some((_, launch)) = ready_set.mcp.first() {
+        let (hub, store) = mcp;
+        return match crate::mcp::discover(hub, store, launch).await {
+            Ok(d) => {
+                let ms = started.elapsed().as_secs_f64() * 1000.0;
+                done(
+                    true,
+                    format!(
+                        "{} {} answered over MCP {} with {} tools in {ms:.0} ms",
+                        d.server.server_name,
+                        d.server.server_version,
+                        d.server.protocol_version,
+                        d.tools.len()
+                    ),
+                )
+            }
+            Err(e) => done(false, e.message),
+        };
     }
     if let Some((_, backend)) = ready_set.sql.first() {
         return match backend.query("SELECT 1 AS ok", 5_000).await {
@@ -173,6 +219,7 @@ pub async fn test(
         secrets: Default::default(),
         cancel: tokio_util::sync::CancellationToken::new(),
         env: Arc::new(env),
+        attachments: Default::default(),
     };
     let input = node_runtime::builtins::http_request::HttpInput {
         url: String::new(),

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod connections;
 pub mod error;
+pub mod mcp;
 pub mod runs;
 pub mod secrets;
 pub mod spa;
@@ -96,9 +97,11 @@ impl AppState {
 /// The whole HTTP surface: the API under `/api/v1` and the app at `/`.
 pub fn app(state: AppState) -> Router {
     let spa = spa::service(state.config().static_dir.as_deref());
+    let mcp = mcp::serve::router(state.clone());
     Router::new()
         .nest(node_runtime::wire::API_PREFIX, api::router())
         .with_state(state)
+        .merge(mcp)
         .fallback_service(spa)
         .layer(tower_http::trace::TraceLayer::new_for_http())
 }

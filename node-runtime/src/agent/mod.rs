@@ -77,12 +77,17 @@ pub struct AgentRuntime {
     pub approval_key: [u8; 32],
 }
 
+/// Tool name -> ref, by the name and by its provider-safe form
+/// (`chat::wire_tool_name`), which is what a real model answers with.
 fn tool_name_map(run: &AgentRun) -> HashMap<String, String> {
-    run.config
-        .tools
-        .iter()
-        .filter_map(|r| split_tool_ref(r).map(|(n, _)| (n.to_string(), r.clone())))
-        .collect()
+    let mut names = HashMap::new();
+    for r in &run.config.tools {
+        if let Some((n, _)) = split_tool_ref(r) {
+            names.insert(crate::chat::wire_tool_name(n), r.clone());
+            names.insert(n.to_string(), r.clone());
+        }
+    }
+    names
 }
 
 impl AgentRuntime {

@@ -82,6 +82,7 @@ impl Stage for RunStage {
                 secrets: state.secrets,
                 cancel: state.cancel,
                 env: state.scope.env.clone(),
+                attachments: Default::default(),
             };
             install_quiet_hook();
             let tool = state.call.tool.tool.clone();
@@ -90,7 +91,10 @@ impl Stage for RunStage {
                 .catch_unwind()
                 .await
             {
-                Ok(Ok(output)) => Ok(StageOutput::plain(output)),
+                Ok(Ok(output)) => Ok(StageOutput {
+                    attachments: ctx.attachments.take(),
+                    ..StageOutput::plain(output)
+                }),
                 Ok(Err(err)) => Err(err),
                 Err(payload) => Err(ToolError::unknown(format!(
                     "tool {key} panicked: {}",

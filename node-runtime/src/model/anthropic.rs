@@ -18,6 +18,7 @@ use super::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ProviderToolCall, StopReason,
     TextSink, TokenUsage, ToolDefinition,
 };
+use crate::chat::wire_tool_name;
 use crate::pricing::Price;
 use crate::secrets::SecretValue;
 
@@ -117,7 +118,7 @@ impl AnthropicModel {
                         content.push(json!({"type": "text", "text": text}));
                     }
                     for c in tool_calls {
-                        content.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}));
+                        content.push(json!({"type": "tool_use", "id": c.id, "name": wire_tool_name(&c.name), "input": c.arguments}));
                     }
                     messages.push(json!({"role": "assistant", "content": content}));
                 }
@@ -343,7 +344,7 @@ impl ChatModel for AnthropicModel {
     fn tool_schemas(&self, tools: &[ToolDefinition]) -> Vec<Value> {
         tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": normalize(&t.input_schema, STRICTNESS)}))
+            .map(|t| json!({"name": wire_tool_name(&t.name), "description": t.description, "input_schema": normalize(&t.input_schema, STRICTNESS)}))
             .collect()
     }
 

@@ -24,6 +24,7 @@ use super::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ProviderToolCall, StopReason,
     TextSink, TokenUsage, ToolDefinition,
 };
+use crate::chat::wire_tool_name;
 use crate::pricing::Price;
 use crate::secrets::SecretValue;
 
@@ -182,7 +183,7 @@ impl OpenAiModel {
                         msg["tool_calls"] = tool_calls
                             .iter()
                             .map(|c| json!({"id": c.id, "type": "function",
-                                            "function": {"name": c.name, "arguments": c.arguments.to_string()}}))
+                                            "function": {"name": wire_tool_name(&c.name), "arguments": c.arguments.to_string()}}))
                             .collect();
                     }
                     msg
@@ -391,7 +392,7 @@ impl ChatModel for OpenAiModel {
             .iter()
             .map(|t| {
                 json!({"type": "function", "function": {
-                "name": t.name, "description": t.description,
+                "name": wire_tool_name(&t.name), "description": t.description,
                 "parameters": normalize(&t.input_schema, STRICTNESS)}})
             })
             .collect()

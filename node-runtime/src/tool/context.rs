@@ -122,6 +122,24 @@ impl std::fmt::Debug for ToolEnv {
     }
 }
 
+/// Attachments a tool adds beside its output (an MCP server's images);
+/// the executor puts them in the call's envelope.
+#[derive(Clone, Default)]
+pub struct Attachments(Arc<std::sync::Mutex<Vec<crate::envelope::Attachment>>>);
+
+impl Attachments {
+    pub fn add(&self, items: impl IntoIterator<Item = crate::envelope::Attachment>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(items);
+    }
+
+    pub fn take(&self) -> Vec<crate::envelope::Attachment> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// What one call receives besides its input (seed 003 §3.3 `ToolContext`).
 #[derive(Clone)]
 pub struct ToolContext {
@@ -133,4 +151,5 @@ pub struct ToolContext {
     /// Cancelled when the run is aborted or the call times out.
     pub cancel: CancellationToken,
     pub env: Arc<ToolEnv>,
+    pub attachments: Attachments,
 }

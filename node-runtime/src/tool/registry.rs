@@ -108,12 +108,22 @@ pub struct ListFilter {
 #[derive(Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<RegisteredTool>>,
-    schemas: SchemaCache,
+    schemas: Arc<SchemaCache>,
 }
 
 impl ToolRegistry {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A copy to add tools to (a workspace's MCP tools over the built-ins):
+    /// the registered tools are shared, and so is the schema cache, so a
+    /// schema compiled once is compiled once for every copy.
+    pub fn layered(&self) -> Self {
+        Self {
+            tools: self.tools.clone(),
+            schemas: self.schemas.clone(),
+        }
     }
 
     /// Registers a typed tool.

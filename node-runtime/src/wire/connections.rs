@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::connections::ConnectionConfig;
+use crate::tool_spec::SideEffects;
 
 /// One connection as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -18,6 +19,43 @@ pub struct ConnectionView {
     pub config: Option<ConnectionConfig>,
     pub created_at: String,
     pub updated_at: String,
+    /// An `mcp` connection's server at its last refresh; null before one
+    /// and for other kinds.
+    #[serde(default)]
+    pub mcp: Option<McpServerStatus>,
+}
+
+/// What an MCP server said at the last refresh.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct McpServerStatus {
+    pub server_name: String,
+    pub server_version: String,
+    /// The MCP protocol version the two sides agreed on.
+    pub protocol_version: String,
+    pub refreshed_at: String,
+    /// The tools it listed (the server's names).
+    pub tools: Vec<String>,
+}
+
+/// Body of `PUT /api/v1/connections/{name}/tools/{tool}`: an admin's
+/// side-effect class for one MCP tool, or null for the annotations'.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct McpToolClass {
+    pub side_effects: Option<SideEffects>,
+}
+
+/// Answer of `PUT /api/v1/connections/{name}/tools/{tool}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct McpToolClassSet {
+    pub connection: String,
+    pub tool: String,
+    pub side_effects: Option<SideEffects>,
+    pub set_by: String,
+    pub set_at: String,
 }
 
 /// Body of `GET /api/v1/connections`.

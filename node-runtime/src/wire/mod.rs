@@ -24,7 +24,8 @@ mod workflows;
 pub use approvals::{Approval, ApprovalDecided, PendingApprovals};
 pub use auth::{Membership, Session};
 pub use connections::{
-    ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, NewConnection,
+    ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, McpServerStatus,
+    McpToolClass, McpToolClassSet, NewConnection,
 };
 pub use invocations::{Invocation, InvocationList};
 pub use providers::{ProviderTest, ProviderTestResult};
@@ -37,7 +38,7 @@ pub use status::{
     ApprovalStatus, InvocationApproval, InvocationStatus, RunKind, RunStatus, UnknownStatus,
 };
 pub use tokens::{ApiToken, ApiTokenCreated, ApiTokenList};
-pub use tools::{ToolAuth, ToolList, ToolSecret, ToolView};
+pub use tools::{McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView};
 pub use traces::{Span, Trace};
 pub use workflows::{
     Diagnostics, Revision, RevisionList, WorkflowItem, WorkflowList, WorkflowSaved, WorkflowView,

@@ -35,6 +35,30 @@ pub struct ToolView {
     pub auth: ToolAuth,
     pub input_schema: Value,
     pub output_schema: Value,
+    /// Why the tool has its side-effect class, in words.
+    #[serde(default)]
+    pub effect_description: Option<String>,
+    /// Where an MCP tool comes from; null for built-ins.
+    #[serde(default)]
+    pub mcp: Option<McpToolSource>,
+}
+
+/// An MCP tool's server (at its connection's last refresh).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct McpToolSource {
+    pub connection: String,
+    /// The server's own name for the tool.
+    pub tool: String,
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
+    /// The negotiated MCP protocol version.
+    pub protocol_version: Option<String>,
+    /// The tool's annotations as the server sent them (hints).
+    pub annotations: Value,
+    /// Who set the side-effect class, when an admin did.
+    pub side_effects_set_by: Option<String>,
+    pub side_effects_set_at: Option<String>,
 }
 
 /// Whether the caller's workspace has every secret a tool needs.

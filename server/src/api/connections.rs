@@ -7,7 +7,8 @@ use axum::http::StatusCode;
 use axum::Json;
 use node_runtime::connections::{name_ok, ConnectionConfig};
 use node_runtime::wire::{
-    ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, NewConnection,
+    ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, McpServerStatus,
+    McpToolClass, McpToolClassSet, NewConnection,
 };
 use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
@@ -23,6 +24,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list, create))
         .routes(routes!(update, remove))
         .routes(routes!(test))
+        .routes(routes!(refresh))
+        .routes(routes!(set_tool_class))
 }
 
 fn admin(caller: &Caller) -> Result<(), ApiError> {
@@ -43,16 +46,49 @@ fn checked(config: &ConnectionConfig) -> Result<String, ApiError> {
     serde_json::to_string(config).map_err(|e| ApiError::Internal(e.into()))
 }
 
-fn view(row: ConnectionRow, with_config: bool) -> ConnectionView {
+fn view(row: ConnectionRow, with_config: bool, mcp: &McpStatuses) -> ConnectionView {
     let config = with_config
         .then(|| crate::connections::config_of(&row).ok())
         .flatten();
+    let mcp = mcp.of(&row.name);
     ConnectionView {
         name: row.name,
         kind: row.kind,
         config,
         created_at: row.created_at,
         updated_at: row.updated_at,
+        mcp,
+    }
+}
+
+/// What each `mcp` connection's server said at its last refresh.
+struct McpStatuses {
+    servers: Vec<crate::storage::McpServerRow>,
+    tools: Vec<crate::storage::McpToolRow>,
+}
+
+impl McpStatuses {
+    async fn load(state: &AppState, ws: &str) -> Result<Self, ApiError> {
+        Ok(Self {
+            servers: state.db().mcp_servers(ws).await?,
+            tools: state.db().mcp_tools(ws).await?,
+        })
+    }
+
+    fn of(&self, connection: &str) -> Option<McpServerStatus> {
+        let s = self.servers.iter().find(|s| s.connection == connection)?;
+        Some(McpServerStatus {
+            server_name: s.server_name.clone(),
+            server_version: s.server_version.clone(),
+            protocol_version: s.protocol_version.clone(),
+            refreshed_at: s.refreshed_at.clone(),
+            tools: self
+                .tools
+                .iter()
+                .filter(|t| t.connection == connection && t.current == 1)
+                .map(|t| t.tool.clone())
+                .collect(),
+        })
     }
 }
 
@@ -63,8 +99,9 @@ async fn list(
 ) -> Result<Json<ConnectionList>, ApiError> {
     let is_admin = caller.role == "admin";
     let rows = state.db().list_connections(&caller.workspace_id).await?;
+    let mcp = McpStatuses::load(&state, &caller.workspace_id).await?;
     Ok(Json(ConnectionList {
-        connections: rows.into_iter().map(|r| view(r, is_admin)).collect(),
+        connections: rows.into_iter().map(|r| view(r, is_admin, &mcp)).collect(),
     }))
 }
 
@@ -94,7 +131,21 @@ async fn create(
         });
     }
     let row = state.db().connection(ws, &body.name).await?;
-    Ok((StatusCode::CREATED, Json(view(row, true))))
+    if matches!(body.config, ConnectionConfig::Mcp(_)) {
+        // Its tools are listed in the background (a server started with
+        // `npx -y` may download first); `refresh` waits for them.
+        let state = state.clone();
+        let owner = caller.secret_owner();
+        let row = row.clone();
+        tokio::spawn(async move {
+            let r = state.runs().test_connection(&owner, &row).await;
+            if !r.ok {
+                tracing::warn!(connection = %row.name, message = %r.message, "an MCP connection's first refresh failed");
+            }
+        });
+    }
+    let mcp = McpStatuses::load(&state, ws).await?;
+    Ok((StatusCode::CREATED, Json(view(row, true, &mcp))))
 }
 
 #[utoipa::path(put, path = "/connections/{name}", tag = "connections", params(("name" = String, Path)), request_body = ConnectionUpdate, responses((status = 200, body = ConnectionView, description = "replaced"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection"), (status = 422, description = "a bad config")))]
@@ -111,7 +162,10 @@ async fn update(
         .db()
         .update_connection(ws, &name, body.config.kind(), &config)
         .await?;
-    Ok(Json(view(state.db().connection(ws, &name).await?, true)))
+    // A running server of the old config stops; the next use starts the new.
+    state.runs().mcp().stop(ws, &name).await;
+    let mcp = McpStatuses::load(&state, ws).await?;
+    Ok(Json(view(state.db().connection(ws, &name).await?, true, &mcp)))
 }
 
 #[utoipa::path(delete, path = "/connections/{name}", tag = "connections", params(("name" = String, Path)), responses((status = 204, description = "deleted"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection")))]
@@ -124,6 +178,11 @@ async fn remove(
     state
         .db()
         .delete_connection(&caller.workspace_id, &name)
+        .await?;
+    state.runs().mcp().stop(&caller.workspace_id, &name).await;
+    state
+        .db()
+        .retire_mcp_connection(&caller.workspace_id, &name)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -142,4 +201,61 @@ async fn test(
             .test_connection(&caller.secret_owner(), &row)
             .await,
     ))
+}
+
+#[utoipa::path(post, path = "/connections/{name}/refresh", tag = "connections", params(("name" = String, Path)), responses((status = 200, body = ConnectionTestResult, description = "the MCP server's tools listed again (started if needed), in words"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection"), (status = 422, description = "not an `mcp` connection")))]
+async fn refresh(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<ConnectionTestResult>, ApiError> {
+    admin(&caller)?;
+    let row = state.db().connection(&caller.workspace_id, &name).await?;
+    if row.kind != "mcp" {
+        return Err(ApiError::unprocessable(
+            format!("connection {name} is `{}`: only `mcp` connections have tools to refresh", row.kind),
+            json!({"path": "/name"}),
+        ));
+    }
+    Ok(Json(
+        state
+            .runs()
+            .test_connection(&caller.secret_owner(), &row)
+            .await,
+    ))
+}
+
+#[utoipa::path(put, path = "/connections/{name}/tools/{tool}", tag = "connections", params(("name" = String, Path), ("tool" = String, Path, description = "the server's name for the tool")), request_body = McpToolClass, responses((status = 200, body = McpToolClassSet, description = "the tool's class is set (or, with null, back to its annotations'); recorded with who and when"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection or tool")))]
+async fn set_tool_class(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((name, tool)): Path<(String, String)>,
+    ApiJson(body): ApiJson<McpToolClass>,
+) -> Result<Json<McpToolClassSet>, ApiError> {
+    admin(&caller)?;
+    let ws = &caller.workspace_id;
+    state.db().connection(ws, &name).await?;
+    let known = state
+        .db()
+        .mcp_tools(ws)
+        .await?
+        .into_iter()
+        .any(|t| t.connection == name && t.tool == tool);
+    if !known {
+        return Err(ApiError::not_found(format!(
+            "connection {name} has no tool {tool} (refresh it first)"
+        )));
+    }
+    let class = body.side_effects.map(|c| c.as_str());
+    state
+        .db()
+        .set_mcp_override(ws, &name, &tool, class, &caller.user_id)
+        .await?;
+    Ok(Json(McpToolClassSet {
+        connection: name,
+        tool,
+        side_effects: body.side_effects,
+        set_by: caller.user_id.clone(),
+        set_at: crate::storage::now(),
+    }))
 }

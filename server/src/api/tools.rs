@@ -5,7 +5,9 @@ use axum::extract::State;
 use axum::Json;
 use node_runtime::tool::registry::ListFilter;
 use node_runtime::tool_spec::ToolCategory;
-use node_runtime::wire::{InvocationList, ToolAuth, ToolList, ToolSecret, ToolView};
+use node_runtime::wire::{
+    InvocationList, McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView,
+};
 use serde::Deserialize;
 
 use super::views;
@@ -41,8 +43,9 @@ async fn list(
         text: q.q,
         include_deprecated: q.include_deprecated,
     };
+    let (registry, sources) = state.runs().workspace_tools(&caller.workspace_id).await?;
     let mut tools = Vec::new();
-    for t in state.runs().registry().list(&filter) {
+    for t in registry.list(&filter) {
         let m = &t.spec.metadata;
         let mut secrets = Vec::new();
         for name in &m.secrets {
@@ -81,6 +84,22 @@ async fn list(
             auth: ToolAuth { ok, secrets },
             input_schema: t.spec.input_schema.clone(),
             output_schema: t.spec.output_schema.clone(),
+            effect_description: m.effect_description.clone(),
+            mcp: sources.get(&t.spec.key()).map(|s| McpToolSource {
+                connection: s.connection.clone(),
+                tool: t
+                    .spec
+                    .name
+                    .strip_prefix(&format!("mcp.{}.", s.connection))
+                    .unwrap_or(&t.spec.name)
+                    .to_string(),
+                server_name: s.server.as_ref().map(|v| v.server_name.clone()),
+                server_version: s.server.as_ref().map(|v| v.server_version.clone()),
+                protocol_version: s.server.as_ref().map(|v| v.protocol_version.clone()),
+                annotations: s.annotations.clone(),
+                side_effects_set_by: s.override_row.as_ref().map(|o| o.set_by.clone()),
+                side_effects_set_at: s.override_row.as_ref().map(|o| o.set_at.clone()),
+            }),
         });
     }
     Ok(Json(ToolList { tools }))

@@ -41,13 +41,10 @@ fn parse(value: &Value) -> Result<Workflow, ApiError> {
     })
 }
 
-fn catalog(state: &AppState) -> Vec<ToolSpec> {
-    state
-        .runs()
-        .registry()
-        .all()
-        .map(|t| t.spec.clone())
-        .collect()
+/// The workspace's tools: the built-ins and its MCP tools.
+async fn catalog(state: &AppState, workspace_id: &str) -> Result<Vec<ToolSpec>, ApiError> {
+    let (registry, _) = state.runs().workspace_tools(workspace_id).await?;
+    Ok(registry.all().map(|t| t.spec.clone()).collect())
 }
 
 #[utoipa::path(post, path = "/workflows", tag = "workflows", responses((status = 201, body = WorkflowSaved, description = "created, with its diagnostics"), (status = 422, description = "invalid document, path named")))]
@@ -69,7 +66,7 @@ async fn create(
         .db()
         .create_workflow(&caller.workspace_id, &wf)
         .await?;
-    let diagnostics = validate(&wf, &catalog(&state));
+    let diagnostics = validate(&wf, &catalog(&state, &caller.workspace_id).await?);
     Ok((
         StatusCode::CREATED,
         Json(WorkflowSaved {
@@ -124,7 +121,7 @@ async fn update(
         .update_workflow(&caller.workspace_id, &id, body.base_revision, &wf)
         .await?;
     let view = views::workflow_view(&row)?;
-    let diagnostics = validate(&view.workflow, &catalog(&state));
+    let diagnostics = validate(&view.workflow, &catalog(&state, &caller.workspace_id).await?);
     Ok(Json(WorkflowSaved { view, diagnostics }))
 }
 
@@ -172,18 +169,18 @@ async fn validate_saved(
         .await?
         .workflow()?;
     Ok(Json(Diagnostics {
-        diagnostics: validate(&wf, &catalog(&state)),
+        diagnostics: validate(&wf, &catalog(&state, &caller.workspace_id).await?),
     }))
 }
 
 #[utoipa::path(post, path = "/workflows/validate", tag = "workflows", responses((status = 200, body = Diagnostics, description = "diagnostics")))]
 async fn validate_unsaved(
     State(state): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<Diagnostics>, ApiError> {
     let wf = parse(&body)?;
     Ok(Json(Diagnostics {
-        diagnostics: validate(&wf, &catalog(&state)),
+        diagnostics: validate(&wf, &catalog(&state, &caller.workspace_id).await?),
     }))
 }

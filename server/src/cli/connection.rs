@@ -104,7 +104,12 @@ pub async fn connection_command(cmd: ConnectionCommand) -> Result<(), Failure> {
                     cipher,
                 };
                 let files = config.data_dir.join("files").join(ws);
-                Ok(crate::connections::test(&row, &secrets, &owner, &files).await)
+                let runs = crate::config::RunsConfig::from_config(&config);
+                let hub = crate::mcp::McpHub::new(runs.mcp_inherit_env, runs.http_allow_hosts);
+                let result =
+                    crate::connections::test(&row, &secrets, &owner, &files, (&hub, &store)).await;
+                hub.shutdown().await;
+                Ok(result)
             }
             .await;
             store.close().await;

@@ -74,10 +74,13 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
     println!("  Sign in as the local admin (one-time link, valid 24 h): http://{local}/signin?token={signin}");
     println!();
     let _ = std::io::stdout().flush();
-    axum::serve(listener, app(state))
+    let mcp = state.runs().mcp().clone();
+    let served = axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(|err| Failure::runtime(format!("server error: {err}")))?;
+        .await;
+    // MCP servers started for runs stop with the server.
+    mcp.shutdown().await;
+    served.map_err(|err| Failure::runtime(format!("server error: {err}")))?;
     db.close().await;
     println!("Glassbox stopped.");
     Ok(())

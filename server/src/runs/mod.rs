@@ -152,6 +152,8 @@ pub struct Runs {
     /// Hosts `http_request` and the model providers may reach on loopback
     /// or private addresses (`RunsConfig::http_allow_hosts`).
     http_allow_hosts: Vec<String>,
+    /// The workspaces' running MCP servers.
+    mcp: Arc<crate::mcp::McpHub>,
 }
 
 /// Where the crash tests stop the process, around an approved write
@@ -210,9 +212,14 @@ impl Runs {
             traces_url,
             max_output_bytes,
             http_allow_hosts,
+            mcp_inherit_env,
             #[cfg(feature = "test-hooks")]
             test_hooks,
         } = config;
+        let mcp = Arc::new(crate::mcp::McpHub::new(
+            mcp_inherit_env,
+            http_allow_hosts.clone(),
+        ));
         let registry = Arc::new(registry);
         let blobs = FsBlobStore::new(data_dir.join("blobs"));
         let executor = Arc::new(Executor::new(
@@ -244,11 +251,35 @@ impl Runs {
             #[cfg(feature = "test-hooks")]
             crash_at: test_hooks.crash_at,
             http_allow_hosts,
+            mcp,
         })
     }
 
+    /// The built-in tools (what every workspace has).
     pub fn registry(&self) -> &Arc<ToolRegistry> {
         &self.registry
+    }
+
+    /// The workspaces' running MCP servers.
+    pub fn mcp(&self) -> &Arc<crate::mcp::McpHub> {
+        &self.mcp
+    }
+
+    /// A workspace's tools as listed and validated against: the built-ins
+    /// and its discovered MCP tools (nothing is started), with where each
+    /// MCP tool comes from.
+    pub async fn workspace_tools(
+        &self,
+        workspace_id: &str,
+    ) -> Result<
+        (
+            ToolRegistry,
+            HashMap<String, crate::mcp::McpSource>,
+        ),
+        StoreError,
+    > {
+        crate::mcp::registry_for(&self.registry, &self.store, &self.mcp, workspace_id, &[], &[])
+            .await
     }
 
     /// The blob store truncated outputs go to.
@@ -545,10 +576,32 @@ impl Runs {
                 Default::default()
             }
         };
+        // The built-ins and the workspace's MCP tools, their servers started
+        // on first call.
+        let registry = match crate::mcp::registry_for(
+            &self.registry,
+            &self.store,
+            &self.mcp,
+            ws,
+            &connections.mcp,
+            &connections.unavailable,
+        )
+        .await
+        {
+            Ok((r, _)) => Arc::new(r),
+            Err(e) => {
+                tracing::error!(run_id, error = %e, "cannot load the workspace's MCP tools");
+                self.registry.clone()
+            }
+        };
+        let agents = Arc::new(AgentRuntime {
+            registry: registry.clone(),
+            approval_key: self.agents.approval_key,
+        });
         let services = EngineServices {
-            registry: self.registry.clone(),
+            registry,
             executor: self.executor.clone(),
-            agents: self.agents.clone(),
+            agents,
             models: Arc::new(ProviderModels(self.model_env())),
             approvals: Arc::new(StoreGate {
                 runs: self.clone(),

@@ -63,6 +63,13 @@ impl Runs {
         row: &crate::storage::ConnectionRow,
     ) -> node_runtime::wire::ConnectionTestResult {
         let files = self.data_dir.join("files").join(&owner.workspace_id);
-        crate::connections::test(row, self.executor.secret_source().as_ref(), owner, &files).await
+        crate::connections::test(
+            row,
+            self.executor.secret_source().as_ref(),
+            owner,
+            &files,
+            (&self.mcp, &self.store),
+        )
+        .await
     }
 }

@@ -15,7 +15,8 @@
 //!
 //! Layout: `rows` (the row structs), one module per table group with its
 //! statements as `impl Store` methods (`tenancy`, `workflows`, `runs`,
-//! `approvals`, `invocations`, `secrets`, `blobs`, `bundles`, `durable`),
+//! `approvals`, `invocations`, `secrets`, `connections`, `mcp`, `blobs`,
+//! `bundles`, `durable`),
 //! `values` (multi-row statements) and `group` (the group-commit worker,
 //! which only uses the others).
 
@@ -26,6 +27,7 @@ mod connections;
 mod durable;
 mod group;
 mod invocations;
+mod mcp;
 mod rows;
 mod runs;
 mod secrets;

@@ -160,6 +160,42 @@ pub struct ConnectionRow {
     pub updated_at: String,
 }
 
+/// One MCP tool version as discovered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct McpToolRow {
+    pub connection: String,
+    /// The server's own name for the tool.
+    pub tool: String,
+    pub version: String,
+    /// `ToolSpec` JSON.
+    pub spec: String,
+    /// The tool's annotations JSON, as the server sent them.
+    pub annotations: String,
+    /// 1 when the last refresh listed this version.
+    pub current: i64,
+    pub discovered_at: String,
+}
+
+/// What an MCP server said about itself at the last refresh.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct McpServerRow {
+    pub connection: String,
+    pub server_name: String,
+    pub server_version: String,
+    pub protocol_version: String,
+    pub refreshed_at: String,
+}
+
+/// An admin's side-effect class for one MCP tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct McpOverrideRow {
+    pub connection: String,
+    pub tool: String,
+    pub side_effects: String,
+    pub set_by: String,
+    pub set_at: String,
+}
+
 /// A long-lived API token as listed (the token itself is shown once, at
 /// creation, and stored only as its hash).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
