@@ -233,6 +233,14 @@ pub async fn test_connection(
     post_json(&format!("/connections/{name}/test"), &serde_json::json!({})).await
 }
 
+/// `POST /api/v1/connections/{name}/refresh`: an MCP server's tools
+/// listed again (the server started if needed).
+pub async fn refresh_connection(
+    name: &str,
+) -> Result<node_runtime::wire::ConnectionTestResult, ApiError> {
+    post_json(&format!("/connections/{name}/refresh"), &serde_json::json!({})).await
+}
+
 /// `GET /api/v1/workflows/{id}`.
 pub async fn get_workflow(id: &str) -> Result<WorkflowView, ApiError> {
     get_json(&format!("/workflows/{id}")).await

@@ -10,12 +10,28 @@ use crate::api;
 use crate::editor::tools::{self, ToolInfo, CATEGORIES};
 use crate::live::Approval;
 
-/// A tool's badges: category, side effects, auth status, deprecation.
+/// A tool's badges: MCP and its server, category, side effects (with why),
+/// auth status, deprecation.
 pub fn tool_badges(t: &ToolInfo) -> impl IntoView {
     let auth = tools::auth_badge(t);
+    let mcp = t.mcp.as_ref().map(|m| {
+        let server = m.server_name.clone().unwrap_or_else(|| m.connection.clone());
+        let title = format!(
+            "From the MCP server {server} {} (connection {}, protocol {})",
+            m.server_version.clone().unwrap_or_default(),
+            m.connection,
+            m.protocol_version.clone().unwrap_or_default()
+        );
+        view! {
+            <span class="badge mcp" data-testid="mcp-badge" title=title>"MCP"</span>
+            <span class="badge" data-testid="mcp-server-name">{server}</span>
+        }
+    });
     view! {
+        {mcp}
         <span class="badge">{t.category.as_str()}</span>
-        <span class=format!("badge effect-{}", t.side_effects) data-testid="effect-badge">{t.side_effects.as_str()}</span>
+        <span class=format!("badge effect-{}", t.side_effects) data-testid="effect-badge"
+            title=t.effect_description.clone().unwrap_or_default()>{t.side_effects.as_str()}</span>
         {auth.map(|(text, warn)| view! {
             <span class=if warn { "badge warn" } else { "badge" } data-testid="auth-badge">{text}</span>
         })}

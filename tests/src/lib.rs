@@ -7,6 +7,7 @@
 
 pub mod harness;
 pub mod leaks;
+pub mod mcp_peer;
 pub mod mock_provider;
 pub mod ui;
 pub mod writes;

@@ -332,6 +332,8 @@ mod tests {
             },
             input_schema: Value::Null,
             output_schema: Value::Null,
+            effect_description: None,
+            mcp: None,
         }
     }
 

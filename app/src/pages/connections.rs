@@ -2,10 +2,13 @@
 //! a database (`node_runtime::connections`). A connection names the secret
 //! it uses; its value is set under Secrets and never shown here. Each row
 //! has a Test button (the server uses the connection once and says how it
-//! went).
+//! went); an MCP server's row shows what it said at its last refresh (name,
+//! version, protocol, tools) and a Refresh button.
 
 use leptos::prelude::*;
-use node_runtime::connections::{ConnectionConfig, HttpAuth, HttpConnection};
+use node_runtime::connections::{
+    ConnectionConfig, HttpAuth, HttpConnection, McpConnection, McpTransport,
+};
 
 use crate::api;
 
@@ -30,6 +33,15 @@ struct Form {
     extra: String,
     url_secret: String,
     path: String,
+    /// MCP: `stdio` or `http`.
+    transport: String,
+    command: String,
+    /// MCP stdio arguments, space-separated.
+    args: String,
+    /// MCP stdio environment: `VAR=SECRET_NAME, ...`.
+    env: String,
+    /// MCP over HTTP: the endpoint.
+    url: String,
 }
 
 impl Form {
@@ -43,6 +55,28 @@ impl Form {
             "sqlite" => ConnectionConfig::Sqlite {
                 path: text(&self.path),
             },
+            "mcp" => ConnectionConfig::Mcp(McpConnection {
+                transport: if self.transport == "http" {
+                    let secret = text(&self.secret);
+                    McpTransport::Http {
+                        url: text(&self.url),
+                        auth: (!secret.is_empty()).then_some(HttpAuth::Bearer { secret }),
+                    }
+                } else {
+                    McpTransport::Stdio {
+                        command: text(&self.command),
+                        args: self.args.split_whitespace().map(str::to_string).collect(),
+                        env: self
+                            .env
+                            .split(',')
+                            .filter_map(|pair| pair.split_once('='))
+                            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                            .collect(),
+                        cwd: None,
+                    }
+                },
+                timeout_ms: None,
+            }),
             _ => {
                 let secret = text(&self.secret);
                 let extra = text(&self.extra);
@@ -86,6 +120,7 @@ pub fn Connections() -> impl IntoView {
     let form = RwSignal::new(Form {
         kind: "http".into(),
         scheme: "bearer".into(),
+        transport: "stdio".into(),
         ..Form::default()
     });
     let status = RwSignal::new(None::<(bool, String)>);
@@ -94,11 +129,24 @@ pub fn Connections() -> impl IntoView {
         ev.prevent_default();
         let n = name.get_untracked().trim().to_string();
         let config = form.with_untracked(Form::config);
+        let is_mcp = matches!(config, ConnectionConfig::Mcp(_));
         leptos::task::spawn_local(async move {
             match api::create_connection(&n, &config).await {
                 Ok(_) => {
-                    status.set(Some((true, format!("Added {n}."))));
                     name.set(String::new());
+                    list.refetch();
+                    if !is_mcp {
+                        status.set(Some((true, format!("Added {n}."))));
+                        return;
+                    }
+                    // An MCP server's tools: listed now (it may take a
+                    // moment to start), then shown in its row.
+                    status.set(Some((true, format!("Added {n}; starting its server and listing its tools…"))));
+                    let (ok, message) = match api::refresh_connection(&n).await {
+                        Ok(r) => (r.ok, r.message),
+                        Err(e) => (false, e.to_string()),
+                    };
+                    status.set(Some((ok, format!("{n}: {message}"))));
                     list.refetch();
                 }
                 Err(e) => status.set(Some((false, e.to_string()))),
@@ -131,6 +179,33 @@ pub fn Connections() -> impl IntoView {
             |f, v| f.path = v,
         )
         .into_any(),
+        "mcp" => {
+            let transport = form.with(|f| f.transport.clone());
+            let fields = if transport == "http" {
+                view! {
+                    {field("URL of its MCP endpoint", "url", |f| f.url.clone(), |f, v| f.url = v)}
+                    {field("Bearer token secret (its name; optional)", "secret", |f| f.secret.clone(), |f, v| f.secret = v)}
+                }
+                .into_any()
+            } else {
+                view! {
+                    {field("Command", "command", |f| f.command.clone(), |f, v| f.command = v)}
+                    {field("Arguments (space-separated)", "args", |f| f.args.clone(), |f, v| f.args = v)}
+                    {field("Environment from secrets (VAR=SECRET_NAME, comma-separated)", "env", |f| f.env.clone(), |f, v| f.env = v)}
+                }
+                .into_any()
+            };
+            view! {
+                <label class="field">"Transport"
+                    <select data-connection-field="transport" on:change=move |ev| { let v = event_target_value(&ev); form.update(|f| f.transport = v); }>
+                        <option value="stdio" selected=transport == "stdio">"stdio (a program started by the server)"</option>
+                        <option value="http" selected=transport == "http">"Streamable HTTP"</option>
+                    </select>
+                </label>
+                {fields}
+            }
+            .into_any()
+        }
         _ => {
             let scheme = form.with(|f| f.scheme.clone());
             let extra = match scheme.as_str() {
@@ -153,9 +228,14 @@ pub fn Connections() -> impl IntoView {
             .into_any()
         }
     };
-    let test = move |n: String| {
+    let test = move |n: String, mcp: bool| {
         leptos::task::spawn_local(async move {
-            let (ok, message) = match api::test_connection(&n).await {
+            let answer = if mcp {
+                api::refresh_connection(&n).await
+            } else {
+                api::test_connection(&n).await
+            };
+            let (ok, message) = match answer {
                 Ok(r) => (r.ok, r.message),
                 Err(e) => (false, e.to_string()),
             };
@@ -163,12 +243,16 @@ pub fn Connections() -> impl IntoView {
                 t.retain(|(name, _, _)| *name != n);
                 t.push((n, ok, message));
             });
+            if mcp {
+                list.refetch();
+            }
         });
     };
     view! {
         <h2>"Connections"</h2>
         <p class="muted">"APIs and databases the tools reach with a credential the model never sees: "
-            <code>"http_request"</code>" with "<code>"connection"</code>", "<code>"sql_query"</code>" with its name."</p>
+            <code>"http_request"</code>" with "<code>"connection"</code>", "<code>"sql_query"</code>" with its name. "
+            "An MCP server's tools join the tool selector as "<code>"mcp.<connection>.<tool>"</code>"."</p>
         <form class="stack" on:submit=add data-testid="connection-form">
             <div class="row">
                 <input type="text" placeholder="name" data-connection-field="name" prop:value=move || name.get()
@@ -177,6 +261,7 @@ pub fn Connections() -> impl IntoView {
                     <option value="http" selected=true>"HTTP API"</option>
                     <option value="postgres">"Postgres (read-only)"</option>
                     <option value="sqlite">"SQLite file (read-only)"</option>
+                    <option value="mcp">"MCP server (its tools)"</option>
                 </select>
             </div>
             {kind_fields}
@@ -194,12 +279,21 @@ pub fn Connections() -> impl IntoView {
                         <tbody>
                             {l.into_iter().map(|c| {
                                 let (for_test, for_delete, for_result) = (c.name.clone(), c.name.clone(), c.name.clone());
+                                let is_mcp = c.kind == "mcp";
+                                let server = c.mcp.as_ref().map(|m| format!(
+                                    "{} {} · MCP {} · {} tools",
+                                    m.server_name, m.server_version, m.protocol_version, m.tools.len()
+                                ));
                                 view! {
                                     <tr data-connection=c.name.clone()>
                                         <td><code>{c.name.clone()}</code></td>
-                                        <td>{c.kind.clone()}</td>
+                                        <td>{c.kind.clone()}
+                                            {server.map(|s| view! { <div class="muted" data-testid="mcp-server">{s}</div> })}
+                                        </td>
                                         <td>
-                                            <button type="button" data-testid="connection-test" on:click=move |_| test(for_test.clone())>"Test"</button>
+                                            <button type="button" data-testid="connection-test" on:click=move |_| test(for_test.clone(), is_mcp)>
+                                                {if is_mcp { "Refresh" } else { "Test" }}
+                                            </button>
                                             {move || tests.with(|t| t.iter().find(|(n, _, _)| *n == for_result).map(|(_, ok, m)| view! {
                                                 <span class=if *ok { "ok" } else { "error" } data-testid="connection-result" data-ok=ok.to_string()>{m.clone()}</span>
                                             }))}
