@@ -1,5 +1,5 @@
 //! The MCP test peer: the official `@modelcontextprotocol/server-everything`
-//! (npm, pinned), installed once per target directory with the machine's
+//! (npm, pinned), installed once per machine (in the temp directory) with the machine's
 //! npm, and run with `node` directly, so a test can kill exactly the
 //! server process (under `npx` the server would be a grandchild).
 
@@ -15,17 +15,14 @@ pub const PACKAGE: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
 static INSTALL: Mutex<Option<PathBuf>> = Mutex::new(None);
 
-/// The server's entry script (`dist/index.js`), installing the package
-/// into `target/mcp-peer` on first use.
+/// The server's entry script (`dist/index.js`), installing the package on
+/// first use.
 pub fn everything_script() -> PathBuf {
     let mut installed = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = installed.as_ref() {
         return p.clone();
     }
-    let dir = std::env::var_os("CARGO_TARGET_TMPDIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir)
-        .join("mcp-peer");
+    let dir = std::env::temp_dir().join("glassbox-mcp-peer");
     let script = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     if !script.is_file() {
         std::fs::create_dir_all(&dir).expect("peer dir");

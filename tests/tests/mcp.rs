@@ -97,8 +97,9 @@ fn wait_for_approval(server: &Server, token: &str, run_id: &str) -> String {
 
 #[test]
 fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
-    let script = everything_script();
-    let script_path = script.display().to_string();
+    let script = everything_script().display().to_string();
+    // An argument the server ignores, so this test finds its own processes.
+    let marker = "glassbox-test-stdio-replay";
     let server = Server::start_in(
         tempfile::tempdir().expect("tmp"),
         None,
@@ -112,7 +113,7 @@ fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
         &token,
         "everything",
         json!({"kind": "mcp", "transport": {"type": "stdio", "command": "node",
-            "args": [script_path, "stdio"], "env": {"API_TOKEN": "EVERYTHING_TOKEN"}}}),
+            "args": [script, "stdio", marker], "env": {"API_TOKEN": "EVERYTHING_TOKEN"}}}),
     );
     let refreshed = refresh(&server, &token, "everything");
     assert!(
@@ -228,13 +229,13 @@ fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
 
     // The replay answers from the bundle: with every server process gone,
     // none is started.
-    for pid in pids_running(&script_path) {
+    for pid in pids_running(marker) {
         let _ = std::process::Command::new("kill")
             .args(["-9", &pid.to_string()])
             .status();
     }
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !pids_running(&script_path).is_empty() {
+    while !pids_running(marker).is_empty() {
         assert!(Instant::now() < deadline, "the MCP server did not stop");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -251,15 +252,15 @@ fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
     }
     std::thread::sleep(Duration::from_millis(300));
     assert!(
-        pids_running(&script_path).is_empty(),
+        pids_running(marker).is_empty(),
         "a replay started an MCP server"
     );
 }
 
 #[test]
 fn a_server_killed_mid_call_gives_a_transient_error_and_the_next_call_starts_it_again() {
-    let script = everything_script();
-    let script_path = script.display().to_string();
+    let script = everything_script().display().to_string();
+    let marker = "glassbox-test-kill";
     let server = Server::start(None).expect("server starts");
     let token = server.sign_in();
     add_connection(
@@ -267,7 +268,7 @@ fn a_server_killed_mid_call_gives_a_transient_error_and_the_next_call_starts_it_
         &token,
         "slow",
         json!({"kind": "mcp", "timeout_ms": 20000,
-            "transport": {"type": "stdio", "command": "node", "args": [script_path, "stdio"]}}),
+            "transport": {"type": "stdio", "command": "node", "args": [script, "stdio", marker]}}),
     );
     refresh(&server, &token, "slow");
     let tools = mcp_tools(&server, &token);
@@ -286,7 +287,7 @@ fn a_server_killed_mid_call_gives_a_transient_error_and_the_next_call_starts_it_
     let run_id = server.start_run(&token, &id);
     // Wait until the long call is in flight, then kill the server.
     std::thread::sleep(Duration::from_secs(2));
-    let pids = pids_running(&script_path);
+    let pids = pids_running(marker);
     assert!(!pids.is_empty(), "the MCP server runs");
     let killed_at = Instant::now();
     for pid in &pids {
@@ -310,7 +311,7 @@ fn a_server_killed_mid_call_gives_a_transient_error_and_the_next_call_starts_it_
     );
     assert!(calls[1]["error"].is_null(), "{}", calls[1]);
     assert_eq!(calls[1]["output"], json!({"text": "Echo: back"}));
-    assert!(!pids_running(&script_path).is_empty(), "started again");
+    assert!(!pids_running(marker).is_empty(), "started again");
 }
 
 #[test]

@@ -127,8 +127,10 @@ pub struct LiveServer {
 }
 
 impl LiveServer {
+    /// Not stopped, and its transport still open (a server that exited
+    /// closes it).
     fn alive(&self) -> bool {
-        !self.service.is_closed()
+        !self.service.is_closed() && !self.service.peer().is_transport_closed()
     }
 }
 
