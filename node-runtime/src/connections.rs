@@ -43,7 +43,6 @@ impl HttpAuth {
 
 /// An authenticated HTTP API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HttpConnection {
     /// `http(s)://host[:port][/path]`; a call's URL may be relative to it.
@@ -58,6 +57,55 @@ pub struct HttpConnection {
     /// Sent with every request (a call's own headers win).
     #[serde(default)]
     pub default_headers: BTreeMap<String, String>,
+}
+
+/// [`HttpConnection`]'s OpenAPI schema: the same fields, without the
+/// `additionalProperties: false` utoipa writes for `deny_unknown_fields`,
+/// which would refuse the `kind` that [`ConnectionConfig`]'s schema adds
+/// beside them (`allOf`).
+#[cfg(feature = "openapi")]
+mod http_schema {
+    use std::collections::BTreeMap;
+
+    /// An authenticated HTTP API.
+    #[derive(utoipa::ToSchema)]
+    #[allow(dead_code)]
+    pub struct HttpConnection {
+        /// `http(s)://host[:port][/path]`; a call's URL may be relative to it.
+        pub base_url: String,
+        /// `host` or `host:port` entries this connection may reach (its base
+        /// URL's host is always one).
+        #[schema(required = false)]
+        pub allowed_hosts: Vec<String>,
+        #[schema(required = false)]
+        pub auth: Option<super::HttpAuth>,
+        /// Sent with every request (a call's own headers win).
+        #[schema(required = false)]
+        pub default_headers: BTreeMap<String, String>,
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for HttpConnection {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <http_schema::HttpConnection as utoipa::PartialSchema>::schema()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for HttpConnection {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "HttpConnection".into()
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        <http_schema::HttpConnection as utoipa::ToSchema>::schemas(schemas)
+    }
 }
 
 /// How the server reaches an MCP server.
@@ -89,14 +137,12 @@ pub enum McpTransport {
     },
 }
 
-/// A Model Context Protocol server.
+/// A Model Context Protocol server: the fields of
+/// [`ConnectionConfig::Mcp`] as one value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
 pub struct McpConnection {
     pub transport: McpTransport,
-    /// A call's deadline (default 30 000 ms); past it the call ends with
-    /// `TIMEOUT` and the server is sent `notifications/cancelled`.
+    /// A call's deadline (default 30 000 ms).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
 }
@@ -123,7 +169,15 @@ pub enum ConnectionConfig {
     Sqlite {
         path: String,
     },
-    Mcp(McpConnection),
+    /// A Model Context Protocol server; its tools join the workspace's
+    /// registry.
+    Mcp {
+        transport: McpTransport,
+        /// A call's deadline (default 30 000 ms); past it the call ends
+        /// with `TIMEOUT` and the server is sent `notifications/cancelled`.
+        #[serde(default)]
+        timeout_ms: Option<u64>,
+    },
 }
 
 /// A bad value: the field's path and what is wrong.
@@ -170,12 +224,26 @@ pub fn url_host(url: &str) -> Option<(String, Option<u16>)> {
 }
 
 impl ConnectionConfig {
+    /// An `mcp` connection's fields as one value.
+    pub fn mcp(&self) -> Option<McpConnection> {
+        match self {
+            Self::Mcp {
+                transport,
+                timeout_ms,
+            } => Some(McpConnection {
+                transport: transport.clone(),
+                timeout_ms: *timeout_ms,
+            }),
+            _ => None,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Http(_) => "http",
             Self::Postgres { .. } => "postgres",
             Self::Sqlite { .. } => "sqlite",
-            Self::Mcp(_) => "mcp",
+            Self::Mcp { .. } => "mcp",
         }
     }
 
@@ -185,7 +253,7 @@ impl ConnectionConfig {
             Self::Http(h) => h.auth.iter().map(HttpAuth::secret).collect(),
             Self::Postgres { url_secret } => vec![url_secret],
             Self::Sqlite { .. } => Vec::new(),
-            Self::Mcp(m) => match &m.transport {
+            Self::Mcp { transport, .. } => match transport {
                 McpTransport::Stdio { env, .. } => env.values().map(String::as_str).collect(),
                 McpTransport::Http { auth, .. } => auth.iter().map(HttpAuth::secret).collect(),
             },
@@ -260,7 +328,10 @@ impl ConnectionConfig {
                     ))
                 }
             }
-            Self::Mcp(m) => validate_mcp(m),
+            Self::Mcp { .. } => match self.mcp() {
+                Some(m) => validate_mcp(&m),
+                None => Ok(()),
+            },
         }
     }
 }

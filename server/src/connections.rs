@@ -42,12 +42,8 @@ async fn ready(
     files_root: &Path,
     out: &mut ToolConnections,
 ) {
-    if let ConnectionConfig::Mcp(mcp) = config {
-        let names: Vec<String> = ConnectionConfig::Mcp(mcp.clone())
-            .secrets()
-            .into_iter()
-            .map(str::to_string)
-            .collect();
+    if let Some(mcp) = config.mcp() {
+        let names: Vec<String> = config.secrets().into_iter().map(str::to_string).collect();
         match resolve(secrets, owner, &names).await {
             Ok(found) => out.mcp.push((
                 name.into(),
@@ -115,7 +111,7 @@ async fn ready(
             }
         }
         // Returned above, with its secrets kept for redaction.
-        ConnectionConfig::Mcp(_) => {}
+        ConnectionConfig::Mcp { .. } => {}
     }
 }
 

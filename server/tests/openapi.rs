@@ -32,6 +32,8 @@ const EXPECTED: &[(&str, &str)] = &[
     ("put", "/connections/{name}"),
     ("delete", "/connections/{name}"),
     ("post", "/connections/{name}/test"),
+    ("post", "/connections/{name}/refresh"),
+    ("put", "/connections/{name}/tools/{tool}"),
     ("get", "/runs/{id}"),
     ("post", "/runs/{id}/cancel"),
     ("get", "/runs/{id}/events"),

@@ -479,6 +479,82 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         "/connections/{name}/test",
         &request(&state, "POST", &api("/connections/files/test"), t, None).await,
     );
+    // An HTTP API (never called here).
+    c.check(
+        "post",
+        "/connections",
+        &request(
+            &state,
+            "POST",
+            &api("/connections"),
+            t,
+            Some(json!({"name": "api", "config": {"kind": "http", "base_url": "https://api.example.com/",
+                "auth": {"scheme": "bearer", "secret": "API_TOKEN"}}})),
+        )
+        .await,
+    );
+    // An MCP server that cannot start (no such program): the refresh says
+    // why; a tool of it (as a refresh would have stored it) gets a class.
+    let mcp = json!({"kind": "mcp", "transport": {"type": "stdio", "command": "/nonexistent/glassbox-mcp-test"}});
+    let made = request(
+        &state,
+        "POST",
+        &api("/connections"),
+        t,
+        Some(json!({"name": "tools", "config": mcp})),
+    )
+    .await;
+    c.check("post", "/connections", &made);
+    let refreshed = request(&state, "POST", &api("/connections/tools/refresh"), t, None).await;
+    c.check("post", "/connections/{name}/refresh", &refreshed);
+    assert_eq!(json_of(&refreshed)["ok"], false);
+    state
+        .db()
+        .record_mcp_discovery(
+            "default",
+            &glassbox_server::storage::McpServerRow {
+                connection: "tools".into(),
+                server_name: "test".into(),
+                server_version: "1.0.0".into(),
+                protocol_version: "2025-06-18".into(),
+                refreshed_at: "2026-01-01T00:00:00Z".into(),
+            },
+            &[glassbox_server::storage::McpToolRow {
+                connection: "tools".into(),
+                tool: "echo".into(),
+                version: "1.0.0+000000000000".into(),
+                spec: json!({"name": "mcp.tools.echo", "version": "1.0.0+000000000000",
+                    "description": "echo", "input_schema": {"type": "object"}, "output_schema": {},
+                    "metadata": {"category": "api"}}).to_string(),
+                annotations: "null".into(),
+                current: 1,
+                discovered_at: "2026-01-01T00:00:00Z".into(),
+            }],
+        )
+        .await
+        .expect("discovery stored");
+    c.check(
+        "put",
+        "/connections/{name}/tools/{tool}",
+        &request(
+            &state,
+            "PUT",
+            &api("/connections/tools/tools/echo"),
+            t,
+            Some(json!({"side_effects": "reads"})),
+        )
+        .await,
+    );
+    // Listed with its MCP source and the admin's class.
+    let listed = request(&state, "GET", &api("/tools"), t, None).await;
+    c.check("get", "/tools", &listed);
+    let tools = json_of(&listed);
+    let echo = tools["tools"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == "mcp.tools.echo").cloned())
+        .expect("the MCP tool is listed");
+    assert_eq!(echo["side_effects"], "reads", "{echo}");
+    assert_eq!(echo["mcp"]["server_name"], "test", "{echo}");
     c.check(
         "delete",
         "/connections/{name}",

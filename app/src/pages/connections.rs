@@ -7,7 +7,7 @@
 
 use leptos::prelude::*;
 use node_runtime::connections::{
-    ConnectionConfig, HttpAuth, HttpConnection, McpConnection, McpTransport,
+    ConnectionConfig, HttpAuth, HttpConnection, McpTransport,
 };
 
 use crate::api;
@@ -55,7 +55,7 @@ impl Form {
             "sqlite" => ConnectionConfig::Sqlite {
                 path: text(&self.path),
             },
-            "mcp" => ConnectionConfig::Mcp(McpConnection {
+            "mcp" => ConnectionConfig::Mcp {
                 transport: if self.transport == "http" {
                     let secret = text(&self.secret);
                     McpTransport::Http {
@@ -76,7 +76,7 @@ impl Form {
                     }
                 },
                 timeout_ms: None,
-            }),
+            },
             _ => {
                 let secret = text(&self.secret);
                 let extra = text(&self.extra);
@@ -129,7 +129,7 @@ pub fn Connections() -> impl IntoView {
         ev.prevent_default();
         let n = name.get_untracked().trim().to_string();
         let config = form.with_untracked(Form::config);
-        let is_mcp = matches!(config, ConnectionConfig::Mcp(_));
+        let is_mcp = matches!(config, ConnectionConfig::Mcp { .. });
         leptos::task::spawn_local(async move {
             match api::create_connection(&n, &config).await {
                 Ok(_) => {

@@ -131,7 +131,7 @@ async fn create(
         });
     }
     let row = state.db().connection(ws, &body.name).await?;
-    if matches!(body.config, ConnectionConfig::Mcp(_)) {
+    if matches!(body.config, ConnectionConfig::Mcp { .. }) {
         // Its tools are listed in the background (a server started with
         // `npx -y` may download first); `refresh` waits for them.
         let state = state.clone();
