@@ -35,6 +35,22 @@ pub struct ToolRow {
     pub approval: Option<Approval>,
 }
 
+/// A running call's progress in words: `3 of 5`, `40%` or `3`, then the
+/// tool's message.
+pub fn progress_text(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
+    let amount = match total {
+        Some(t) if t > 0.0 && (t - t.round()).abs() < f64::EPSILON && (progress - progress.round()).abs() < f64::EPSILON => {
+            format!("{progress} of {t}")
+        }
+        Some(t) if t > 0.0 => format!("{:.0}%", progress / t * 100.0),
+        _ => format!("{progress}"),
+    };
+    match message {
+        Some(m) if !m.is_empty() => format!("{amount}: {m}"),
+        _ => amount,
+    }
+}
+
 /// A pending write as the timeline shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Approval {
@@ -252,6 +268,18 @@ impl LiveRun {
                 row.tool = tool;
                 row.state = "running".into();
             }
+            // While it runs, the row's preview says how far it has come.
+            AgentEvent::ToolProgress {
+                call_id,
+                progress,
+                total,
+                message,
+            } => {
+                let row = row_for(rows, &call_id);
+                if row.envelope.is_none() {
+                    row.preview = progress_text(progress, total, message.as_deref());
+                }
+            }
             AgentEvent::ToolCallFinished { envelope } => {
                 let row = row_for(rows, &envelope.call_id);
                 row.tool = format!("{}@{}", envelope.name, envelope.version);
@@ -354,6 +382,13 @@ impl LiveRun {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn progress_reads_as_steps_or_a_share() {
+        assert_eq!(progress_text(3.0, Some(5.0), None), "3 of 5");
+        assert_eq!(progress_text(0.25, Some(1.0), Some("halfway")), "25%: halfway");
+        assert_eq!(progress_text(7.0, None, None), "7");
+    }
+
     use super::*;
     use serde_json::json;
 

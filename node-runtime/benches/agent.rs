@@ -71,6 +71,7 @@ fn setup() -> (AgentRuntime, LiveTools, tempfile::TempDir) {
         env: Arc::new(ToolEnv::default()),
         cancel: CancellationToken::new(),
         journal: None,
+        progress: None,
     };
     (
         AgentRuntime {

@@ -39,6 +39,16 @@ pub enum AgentEvent {
         tool: String,
         input: Value,
     },
+    /// How far a running call has come, as the tool reported it (an MCP
+    /// server's `notifications/progress`). Only the live view uses it.
+    ToolProgress {
+        call_id: String,
+        progress: f64,
+        #[serde(default)]
+        total: Option<f64>,
+        #[serde(default)]
+        message: Option<String>,
+    },
     ToolCallFinished {
         envelope: ToolEnvelope,
     },

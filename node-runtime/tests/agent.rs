@@ -66,6 +66,7 @@ fn harness() -> Harness {
             env: Arc::new(env),
             cancel: CancellationToken::new(),
             journal: None,
+            progress: None,
         },
         files,
         _blobs: blobs,

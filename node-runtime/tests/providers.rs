@@ -347,6 +347,7 @@ async fn the_loop_runs_over_the_openai_adapter() {
         env: Arc::new(ToolEnv::default()),
         cancel: CancellationToken::new(),
         journal: None,
+        progress: None,
     };
     let provider = ProviderConfig::Openai {
         base_url: server.url.clone(),

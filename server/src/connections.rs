@@ -216,6 +216,7 @@ pub async fn test(
         cancel: tokio_util::sync::CancellationToken::new(),
         env: Arc::new(env),
         attachments: Default::default(),
+        progress: Default::default(),
     };
     let input = node_runtime::builtins::http_request::HttpInput {
         url: String::new(),

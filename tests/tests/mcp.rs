@@ -4,8 +4,9 @@
 //! Node calls them with receipts; read-only tools run at once and the
 //! others wait for approval (or not, after an admin's override); the
 //! server's environment and the connection's secret stay out of the
-//! server's answers; killing the server mid-call is a transient error and
-//! the next call starts it again; a run replays with no MCP process.
+//! server's answers; progress notifications reach the run's events;
+//! killing the server mid-call is a transient error and the next call
+//! starts it again; a run replays with no MCP process.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -312,6 +313,19 @@ fn a_server_killed_mid_call_gives_a_transient_error_and_the_next_call_starts_it_
     assert!(calls[1]["error"].is_null(), "{}", calls[1]);
     assert_eq!(calls[1]["output"], json!({"text": "Echo: back"}));
     assert!(!pids_running(marker).is_empty(), "started again");
+    // Before the kill, the server's progress notifications reached the
+    // run's live events.
+    let (_, events) = http(
+        &server.url,
+        "GET",
+        &format!("/api/v1/runs/{run_id}/events"),
+        Some(&token),
+        None,
+    );
+    assert!(
+        events.contains("\"ToolProgress\"") && events.contains("\"total\":15"),
+        "{events}"
+    );
 }
 
 #[test]
@@ -355,4 +369,34 @@ fn streamable_http_tools_run_through_the_connection() {
         calls[1]["output"],
         json!({"text": "The sum of 20 and 22 is 42."})
     );
+
+    // A call past the connection's deadline ends with TIMEOUT at the
+    // deadline (and the server is told to stop it).
+    let (s, body) = http(
+        &server.url,
+        "PUT",
+        "/api/v1/connections/remote",
+        Some(&token),
+        Some(&json!({"config": {"kind": "mcp", "timeout_ms": 1000,
+            "transport": {"type": "http", "url": url}}})),
+    );
+    assert_eq!(s, 200, "{body}");
+    refresh(&server, &token, "remote");
+    let tools = mcp_tools(&server, &token);
+    let long = &tools["mcp.remote.trigger-long-running-operation"];
+    assert_eq!(long["timeout_ms"], 1000, "{long}");
+    let wf = agent(
+        &[long],
+        json!([
+            {"tool_calls": [{"name": "mcp.remote.trigger-long-running-operation",
+                             "arguments": {"duration": 10, "steps": 2}}]},
+            {"text": "done"}
+        ]),
+    );
+    let id = server.create_workflow(&token, &wf);
+    let started = Instant::now();
+    let run_id = server.start_run(&token, &id);
+    let run = server.finished_run(&token, &run_id);
+    assert!(started.elapsed() < Duration::from_secs(8), "ended at the deadline");
+    assert_eq!(envelopes(&run)[0]["error"]["code"], "TIMEOUT", "{run}");
 }

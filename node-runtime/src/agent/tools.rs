@@ -50,6 +50,9 @@ pub struct LiveTools {
     /// runs at most once per approval even across a crash (None: no host
     /// durability, e.g. tests and the CLI's in-memory runs).
     pub journal: Option<Arc<dyn WriteJournal>>,
+    /// Where calls report progress (`AgentEvent::ToolProgress`), if
+    /// anyone watches.
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<crate::tool::context::ToolProgress>>,
 }
 
 /// What the journal knows about an approved write before it runs.
@@ -106,6 +109,7 @@ impl ToolRunner for LiveTools {
                 approved,
                 cancel: self.cancel.clone(),
                 env: self.env.clone(),
+                progress: self.progress.clone(),
             });
             let mut slots: Vec<Option<ToolEnvelope>> = Vec::with_capacity(items.len());
             let mut calls = Vec::new();

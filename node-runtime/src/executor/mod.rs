@@ -91,6 +91,8 @@ pub struct CallScope {
     /// Cancelled when the run is aborted.
     pub cancel: CancellationToken,
     pub env: Arc<ToolEnv>,
+    /// Where the calls' progress reports go (the agent's live events).
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<crate::tool::context::ToolProgress>>,
 }
 
 impl CallScope {
@@ -106,6 +108,7 @@ impl CallScope {
             approved: HashSet::new(),
             cancel: CancellationToken::new(),
             env: Arc::new(ToolEnv::default()),
+            progress: None,
         }
     }
 }

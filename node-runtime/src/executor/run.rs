@@ -83,6 +83,10 @@ impl Stage for RunStage {
                 cancel: state.cancel,
                 env: state.scope.env.clone(),
                 attachments: Default::default(),
+                progress: crate::tool::context::Progress {
+                    call_id: state.call.call_id.clone(),
+                    to: state.scope.progress.clone(),
+                },
             };
             install_quiet_hook();
             let tool = state.call.tool.tool.clone();

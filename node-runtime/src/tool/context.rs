@@ -140,6 +140,36 @@ impl Attachments {
     }
 }
 
+/// One progress report of a running call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolProgress {
+    pub call_id: String,
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// Where a call reports its progress: the agent's live events (none for
+/// calls nobody watches).
+#[derive(Clone, Default)]
+pub struct Progress {
+    pub(crate) call_id: String,
+    pub(crate) to: Option<tokio::sync::mpsc::UnboundedSender<ToolProgress>>,
+}
+
+impl Progress {
+    pub fn report(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(to) = &self.to {
+            let _ = to.send(ToolProgress {
+                call_id: self.call_id.clone(),
+                progress,
+                total,
+                message,
+            });
+        }
+    }
+}
+
 /// What one call receives besides its input (seed 003 §3.3 `ToolContext`).
 #[derive(Clone)]
 pub struct ToolContext {
@@ -152,4 +182,5 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     pub env: Arc<ToolEnv>,
     pub attachments: Attachments,
+    pub progress: Progress,
 }

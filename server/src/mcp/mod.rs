@@ -34,11 +34,12 @@ use node_runtime::connections::{HttpAuth, McpConnection, McpTransport};
 use node_runtime::envelope::{Attachment, AttachmentKind};
 use node_runtime::error::{ErrorCode, ToolError};
 use node_runtime::secrets::ResolvedSecrets;
+use node_runtime::tool::context::Progress;
 use node_runtime::tool::{DynTool, ToolContext, ToolRegistry};
 use node_runtime::tool_spec::{Lifecycle, SideEffects, ToolCategory, ToolMetadata, ToolSpec};
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
-    ProgressNotificationParam,
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, ProgressNotificationParam, ProgressToken, ServerResult,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError};
 use rmcp::ServiceExt;
@@ -93,10 +94,11 @@ fn secrets_of(config: &McpConnection) -> Vec<String> {
 }
 
 /// What the client tells servers about itself, and where their
-/// notifications go.
+/// notifications go: a call's progress to that call's [`Progress`].
 #[derive(Clone)]
 struct Handler {
     connection: String,
+    progress: Arc<std::sync::Mutex<HashMap<ProgressToken, Progress>>>,
 }
 
 impl rmcp::ClientHandler for Handler {
@@ -112,7 +114,16 @@ impl rmcp::ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        tracing::debug!(connection = %self.connection, progress = params.progress, total = ?params.total, "MCP progress");
+        let to = self
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        match to {
+            Some(p) => p.report(params.progress, params.total, params.message),
+            None => tracing::debug!(connection = %self.connection, "progress of no call in flight"),
+        }
     }
 }
 
@@ -237,6 +248,7 @@ impl McpHub {
         let name = &launch.connection;
         let handler = Handler {
             connection: name.clone(),
+            progress: Default::default(),
         };
         let service = match &launch.config.transport {
             McpTransport::Stdio {
@@ -653,9 +665,7 @@ impl DynTool for McpTool {
             };
             let live = self.hub.server(launch).await?;
             let params = CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments);
-            // Dropped at the executor's deadline or a run's cancel: rmcp then
-            // sends `notifications/cancelled` for the request.
-            let result = live.service.peer().call_tool(params).await;
+            let result = call(&live, params, &ctx.progress).await;
             match result {
                 Ok(r) => {
                     let (output, attachments) = result_of(r, &launch.secrets)?;
@@ -688,6 +698,70 @@ impl DynTool for McpTool {
                 Err(other) => Err(unreachable(&self.connection, other)),
             }
         })
+    }
+}
+
+/// One `tools/call`, its progress notifications routed to `progress`.
+/// Dropped before the answer (the executor's deadline, a run's cancel),
+/// the server is sent `notifications/cancelled` for the request.
+async fn call(
+    live: &LiveServer,
+    params: CallToolRequestParams,
+    progress: &Progress,
+) -> Result<rmcp::model::CallToolResult, ServiceError> {
+    let peer = live.service.peer();
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer
+        .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+        .await?;
+    let routes = live.service.service().progress.clone();
+    let token = handle.progress_token.clone();
+    routes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(token.clone(), progress.clone());
+    let mut guard = InFlight {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+        routes,
+        token,
+    };
+    let answer = handle.await_response().await;
+    guard.id = None;
+    match answer? {
+        ServerResult::CallToolResult(r) => Ok(r),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// A call in flight: on drop its progress route goes, and, unless it was
+/// answered, the server is told to stop.
+struct InFlight {
+    peer: rmcp::Peer<RoleClient>,
+    id: Option<rmcp::model::RequestId>,
+    routes: Arc<std::sync::Mutex<HashMap<ProgressToken, Progress>>>,
+    token: ProgressToken,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.token);
+        if let Some(id) = self.id.take() {
+            let peer = self.peer.clone();
+            let notification =
+                rmcp::model::CancelledNotification::new(rmcp::model::CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the call's deadline passed or its run was cancelled".into()),
+                ));
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = peer.send_notification(notification.into()).await;
+                });
+            }
+        }
     }
 }
 

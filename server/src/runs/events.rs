@@ -263,6 +263,7 @@ pub(super) fn index_event(
         AgentEvent::IterationStarted { .. }
         | AgentEvent::ModelCalled { .. }
         | AgentEvent::TextDelta { .. }
+        | AgentEvent::ToolProgress { .. }
         | AgentEvent::LimitReached { .. }
         | AgentEvent::Finished { .. }
         | AgentEvent::Failed { .. } => None,

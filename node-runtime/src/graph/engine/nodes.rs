@@ -14,7 +14,7 @@ use super::events::{AgentSink, WorkflowSink};
 use super::host::EngineServices;
 use crate::agent::approval::{ApprovalRequest, Decision};
 use crate::agent::replay::ReplayBundle;
-use crate::agent::{AgentEvent, AgentRun, LiveTools, Step};
+use crate::agent::{AgentEvent, AgentRun, EventSink, LiveTools, Step};
 use crate::agent_config::AgentConfig;
 use crate::call_id::CallIdAllocator;
 use crate::envelope::ToolEnvelope;
@@ -132,6 +132,7 @@ impl Runner<'_> {
             approved,
             cancel: self.cancel.child_token(),
             env: self.services.env.clone(),
+            progress: None,
         });
         self.sink.emit(WorkflowEvent::Agent {
             node_id: node.id.clone(),
@@ -214,24 +215,38 @@ impl Runner<'_> {
                 )
                 .map_err(|e| e.to_string())?,
         };
+        // Calls report progress from their own tasks; it reaches the node's
+        // events here, beside the loop.
+        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
         let tools = LiveTools {
             executor: self.services.executor.clone(),
             owner: self.services.owner.clone(),
             env: self.services.env.clone(),
             cancel: self.cancel.child_token(),
             journal: self.services.journal.clone(),
+            progress: Some(progress_tx),
         };
         let sink = AgentSink {
             node_id: node.id.clone(),
             inner: self.sink,
         };
-        let outputs = loop {
+        let forward = async {
+            while let Some(p) = progress_rx.recv().await {
+                sink.emit(AgentEvent::ToolProgress {
+                    call_id: p.call_id,
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message,
+                });
+            }
+        };
+        let drive = async { loop {
             match runtime
                 .drive(&mut run, model.as_ref(), &tools, &sink)
                 .await
                 .map_err(|e| e.to_string())?
             {
-                Step::Finished(outputs) => break outputs,
+                Step::Finished(outputs) => break Ok::<_, String>(outputs),
                 Step::Suspended(requests) => {
                     if let Some(checkpoints) = &self.services.checkpoints {
                         checkpoints.agent_suspended(&node.id, &run).await;
@@ -245,6 +260,12 @@ impl Runner<'_> {
                     }
                 }
             }
+        } };
+        // `tools` holds the sender until the loop is done, so `forward`
+        // cannot end first.
+        let outputs = tokio::select! {
+            outputs = drive => outputs?,
+            () = forward => return Err("the progress channel closed early".into()),
         };
         let history = &self.services.pin_history;
         let wf = &self.workflow.id;
