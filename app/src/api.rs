@@ -238,7 +238,11 @@ pub async fn test_connection(
 pub async fn refresh_connection(
     name: &str,
 ) -> Result<node_runtime::wire::ConnectionTestResult, ApiError> {
-    post_json(&format!("/connections/{name}/refresh"), &serde_json::json!({})).await
+    post_json(
+        &format!("/connections/{name}/refresh"),
+        &serde_json::json!({}),
+    )
+    .await
 }
 
 /// `GET /api/v1/workflows/{id}`.

@@ -39,7 +39,11 @@ pub struct ToolRow {
 /// tool's message.
 pub fn progress_text(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
     let amount = match total {
-        Some(t) if t > 0.0 && (t - t.round()).abs() < f64::EPSILON && (progress - progress.round()).abs() < f64::EPSILON => {
+        Some(t)
+            if t > 0.0
+                && (t - t.round()).abs() < f64::EPSILON
+                && (progress - progress.round()).abs() < f64::EPSILON =>
+        {
             format!("{progress} of {t}")
         }
         Some(t) if t > 0.0 => format!("{:.0}%", progress / t * 100.0),
@@ -385,7 +389,10 @@ mod tests {
     #[test]
     fn progress_reads_as_steps_or_a_share() {
         assert_eq!(progress_text(3.0, Some(5.0), None), "3 of 5");
-        assert_eq!(progress_text(0.25, Some(1.0), Some("halfway")), "25%: halfway");
+        assert_eq!(
+            progress_text(0.25, Some(1.0), Some("halfway")),
+            "25%: halfway"
+        );
         assert_eq!(progress_text(7.0, None, None), "7");
     }
 

@@ -15,7 +15,10 @@ use crate::live::Approval;
 pub fn tool_badges(t: &ToolInfo) -> impl IntoView {
     let auth = tools::auth_badge(t);
     let mcp = t.mcp.as_ref().map(|m| {
-        let server = m.server_name.clone().unwrap_or_else(|| m.connection.clone());
+        let server = m
+            .server_name
+            .clone()
+            .unwrap_or_else(|| m.connection.clone());
         let title = format!(
             "From the MCP server {server} {} (connection {}, protocol {})",
             m.server_version.clone().unwrap_or_default(),

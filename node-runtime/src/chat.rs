@@ -168,11 +168,17 @@ mod wire_name_tests {
     #[test]
     fn names_fit_the_providers_pattern() {
         assert_eq!(wire_tool_name("http_request"), "http_request");
-        assert_eq!(wire_tool_name("mcp.everything.get-sum"), "mcp_everything_get-sum");
+        assert_eq!(
+            wire_tool_name("mcp.everything.get-sum"),
+            "mcp_everything_get-sum"
+        );
         let long = format!("mcp.{}.tool", "x".repeat(80));
         let wire = wire_tool_name(&long);
         assert_eq!(wire.len(), 64);
         assert_eq!(wire, wire_tool_name(&long));
-        assert_ne!(wire, wire_tool_name(&format!("mcp.{}.tool2", "x".repeat(80))));
+        assert_ne!(
+            wire,
+            wire_tool_name(&format!("mcp.{}.tool2", "x".repeat(80)))
+        );
     }
 }

@@ -403,7 +403,9 @@ fn validate_mcp(m: &McpConnection) -> Result<(), ConfigError> {
             }
             match auth {
                 None => Ok(()),
-                Some(a) if !name_ok(a.secret()) => Err(bad("/config/transport/auth/secret", SECRET)),
+                Some(a) if !name_ok(a.secret()) => {
+                    Err(bad("/config/transport/auth/secret", SECRET))
+                }
                 Some(HttpAuth::Bearer { .. }) => Ok(()),
                 Some(HttpAuth::Header { header, .. }) if name_ok(header) => Ok(()),
                 Some(HttpAuth::Header { .. }) => {
@@ -506,8 +508,10 @@ mod tests {
 
     #[test]
     fn mcp_connections_validate_or_name_the_field() {
-        let stdio = parse(json!({"kind": "mcp", "transport": {"type": "stdio", "command": "npx",
-            "args": ["-y", "pkg"], "env": {"API_KEY": "MY_KEY"}}}));
+        let stdio = parse(
+            json!({"kind": "mcp", "transport": {"type": "stdio", "command": "npx",
+            "args": ["-y", "pkg"], "env": {"API_KEY": "MY_KEY"}}}),
+        );
         assert_eq!(stdio.validate(), Ok(()));
         assert_eq!(stdio.kind(), "mcp");
         assert_eq!(stdio.secrets(), ["MY_KEY"]);
@@ -516,7 +520,10 @@ mod tests {
         assert_eq!(http.validate(), Ok(()));
         assert_eq!(http.secrets(), ["T"]);
         for (v, path) in [
-            (json!({"type": "stdio", "command": " "}), "/config/transport/command"),
+            (
+                json!({"type": "stdio", "command": " "}),
+                "/config/transport/command",
+            ),
             (
                 json!({"type": "stdio", "command": "x", "env": {"1X": "S"}}),
                 "/config/transport/env/1X",
@@ -529,18 +536,28 @@ mod tests {
                 json!({"type": "stdio", "command": "x", "cwd": "../up"}),
                 "/config/transport/cwd",
             ),
-            (json!({"type": "http", "url": "file:///x"}), "/config/transport/url"),
+            (
+                json!({"type": "http", "url": "file:///x"}),
+                "/config/transport/url",
+            ),
             (
                 json!({"type": "http", "url": "http://x", "auth": {"scheme": "query", "param": "k", "secret": "S"}}),
                 "/config/transport/auth/scheme",
             ),
         ] {
             let c = parse(json!({"kind": "mcp", "transport": v.clone()}));
-            assert_eq!(c.validate().map_err(|e| e.path), Err(path.to_string()), "{v}");
+            assert_eq!(
+                c.validate().map_err(|e| e.path),
+                Err(path.to_string()),
+                "{v}"
+            );
         }
         let slow = parse(json!({"kind": "mcp", "timeout_ms": 10,
             "transport": {"type": "stdio", "command": "x"}}));
-        assert_eq!(slow.validate().map_err(|e| e.path), Err("/config/timeout_ms".into()));
+        assert_eq!(
+            slow.validate().map_err(|e| e.path),
+            Err("/config/timeout_ms".into())
+        );
     }
 
     #[test]

@@ -55,7 +55,9 @@ async fn ready(
                     files_root: files_root.to_path_buf(),
                 }),
             )),
-            Err(missing_secret) => out.unavailable.push((name.into(), missing(&missing_secret.0))),
+            Err(missing_secret) => out
+                .unavailable
+                .push((name.into(), missing(&missing_secret.0))),
         }
         return;
     }

@@ -29,14 +29,13 @@ fn shout_workflow() -> Value {
     })
 }
 
-async fn client(
-    url: &str,
-    token: &str,
-) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+async fn client(url: &str, token: &str) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     config.auth_header = Some(token.to_string());
     let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-    ().serve(transport).await.expect("the MCP handshake succeeds")
+    ().serve(transport)
+        .await
+        .expect("the MCP handshake succeeds")
 }
 
 #[tokio::test]
@@ -76,7 +75,10 @@ async fn an_mcp_client_lists_and_runs_workflows_of_its_workspace_only() {
         tools[0].input_schema.get("properties"),
         Some(&json!({"word": {"type": "string", "description": "what to shout"}}))
     );
-    let args = json!({"word": "hello"}).as_object().cloned().expect("object");
+    let args = json!({"word": "hello"})
+        .as_object()
+        .cloned()
+        .expect("object");
     let result = admin
         .call_tool(CallToolRequestParams::new("shout-it").with_arguments(args))
         .await

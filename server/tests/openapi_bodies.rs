@@ -525,7 +525,8 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
                 version: "1.0.0+000000000000".into(),
                 spec: json!({"name": "mcp.tools.echo", "version": "1.0.0+000000000000",
                     "description": "echo", "input_schema": {"type": "object"}, "output_schema": {},
-                    "metadata": {"category": "api"}}).to_string(),
+                    "metadata": {"category": "api"}})
+                .to_string(),
                 annotations: "null".into(),
                 current: 1,
                 discovered_at: "2026-01-01T00:00:00Z".into(),

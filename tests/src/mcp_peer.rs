@@ -27,7 +27,13 @@ pub fn everything_script() -> PathBuf {
     if !script.is_file() {
         std::fs::create_dir_all(&dir).expect("peer dir");
         let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+            ])
             .arg(&dir)
             .arg(PACKAGE)
             .status()
@@ -56,7 +62,10 @@ pub fn everything_http() -> (ProcessGuard, String) {
     .expect("node starts");
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "server-everything did not listen");
+        assert!(
+            Instant::now() < deadline,
+            "server-everything did not listen"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     (guard, format!("http://127.0.0.1:{port}/mcp"))

@@ -3,18 +3,23 @@
 //! in Settings (its server's name, protocol and tool count appear in its
 //! row), see its tools with the MCP badge and the server's name in the
 //! Agent node's tool selector of the "Call an MCP server" example, enable
-//! two, run, and read the receipts in the timeline.
+//! two, save, run, and read the receipts in the timeline.
 
 use std::time::Duration;
 
-use glassbox_tests::harness::{app_and_browser, http, json, wait_for_text};
+use glassbox_tests::harness::{app_and_browser_with, http, json, wait_for_text};
 use glassbox_tests::mcp_peer::everything_script;
 use glassbox_tests::ui::{appear, click, count, text_or_empty, type_and_leave, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_server_is_added_in_settings_and_its_tools_run_from_the_editor() {
     let script = everything_script();
-    let Some((server, browser)) = app_and_browser().await else {
+    // The server loads the examples, as `cargo xtask run` does.
+    let examples = glassbox_tests::harness::workspace_root().join("examples");
+    let examples = examples.to_string_lossy().into_owned();
+    let Some((server, browser)) =
+        app_and_browser_with(&[("GLASSBOX_EXAMPLES_DIR", examples.as_str())]).await
+    else {
         return;
     };
     let c = browser.client.clone();
@@ -73,12 +78,23 @@ async fn an_mcp_server_is_added_in_settings_and_its_tools_run_from_the_editor() 
         click(&c, &format!("{echo} [data-testid=tool-enable]")).await?;
         click(&c, &format!("{sum} [data-testid=tool-enable]")).await?;
         browser.screenshot("editor-mcp-tools").await?;
-
-        click(&c, "[data-testid=run]").await?;
-        wait_until("the run to succeed", || async {
-            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
+        click(&c, "[data-testid=save]").await?;
+        wait_until("the save", || async {
+            Ok(text_or_empty(&c, "[data-testid=dirty]").await?.is_empty())
         })
         .await?;
+
+        click(&c, "[data-testid=run]").await?;
+        let done = wait_until("the run to succeed", || async {
+            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "succeeded")
+        })
+        .await;
+        if let Err(e) = done {
+            browser.screenshot("editor-mcp-run-failed").await?;
+            let state = text_or_empty(&c, "[data-testid=live-run-state]").await?;
+            let panel = text_or_empty(&c, "[data-testid=timeline]").await?;
+            return Err(format!("{e}: the run is {state:?}; timeline: {panel}"));
+        }
         let timeline = wait_for_text(&c, "[data-testid=timeline]", Duration::from_secs(10)).await?;
         let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
         browser.screenshot("editor-mcp-run").await?;

@@ -142,9 +142,18 @@ fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
             .is_some_and(|v| v.starts_with("2.0.0+")),
         "{echo}"
     );
-    let (_, body) = http(&server.url, "GET", "/api/v1/connections", Some(&token), None);
+    let (_, body) = http(
+        &server.url,
+        "GET",
+        "/api/v1/connections",
+        Some(&token),
+        None,
+    );
     let conn = &json(&body)["connections"][0];
-    assert_eq!(conn["mcp"]["server_name"], "mcp-servers/everything", "{conn}");
+    assert_eq!(
+        conn["mcp"]["server_name"], "mcp-servers/everything",
+        "{conn}"
+    );
     assert!(conn["mcp"]["tools"]
         .as_array()
         .is_some_and(|t| t.contains(&json!("echo"))));
@@ -166,7 +175,12 @@ fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
     assert_eq!(run["status"], "succeeded", "{run}");
     let calls = envelopes(&run);
     assert_eq!(calls.len(), 3, "{run}");
-    assert_eq!(calls[0]["output"], json!({"text": "Echo: hi"}), "{}", calls[0]);
+    assert_eq!(
+        calls[0]["output"],
+        json!({"text": "Echo: hi"}),
+        "{}",
+        calls[0]
+    );
     assert_eq!(
         calls[1]["output"],
         json!({"text": "The sum of 2 and 3 is 5."}),
@@ -178,7 +192,10 @@ fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
     // the connection's secret, which never comes back out.
     let env_text = calls[2]["output"]["text"].as_str().expect("env text");
     assert!(env_text.contains("API_TOKEN"), "{env_text}");
-    assert!(env_text.contains("[REDACTED:EVERYTHING_TOKEN]"), "{env_text}");
+    assert!(
+        env_text.contains("[REDACTED:EVERYTHING_TOKEN]"),
+        "{env_text}"
+    );
     assert!(!env_text.contains(SECRET) && !env_text.contains(SERVER_ENV));
     assert!(!env_text.contains("MCP_CANARY_SERVER_ENV"), "{env_text}");
     let (_, body) = http(
@@ -305,8 +322,7 @@ fn a_server_killed_mid_call_gives_a_transient_error_and_the_next_call_starts_it_
     assert_eq!(calls.len(), 2, "{run}");
     assert_eq!(calls[0]["error"]["code"], "NETWORK_ERROR", "{}", calls[0]);
     assert_eq!(
-        calls[0]["error"]["details"]["reason"],
-        "MCP_SERVER_EXITED",
+        calls[0]["error"]["details"]["reason"], "MCP_SERVER_EXITED",
         "{}",
         calls[0]
     );
@@ -397,6 +413,9 @@ fn streamable_http_tools_run_through_the_connection() {
     let started = Instant::now();
     let run_id = server.start_run(&token, &id);
     let run = server.finished_run(&token, &run_id);
-    assert!(started.elapsed() < Duration::from_secs(8), "ended at the deadline");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "ended at the deadline"
+    );
     assert_eq!(envelopes(&run)[0]["error"]["code"], "TIMEOUT", "{run}");
 }

@@ -6,9 +6,7 @@
 //! version, protocol, tools) and a Refresh button.
 
 use leptos::prelude::*;
-use node_runtime::connections::{
-    ConnectionConfig, HttpAuth, HttpConnection, McpTransport,
-};
+use node_runtime::connections::{ConnectionConfig, HttpAuth, HttpConnection, McpTransport};
 
 use crate::api;
 
@@ -141,7 +139,10 @@ pub fn Connections() -> impl IntoView {
                     }
                     // An MCP server's tools: listed now (it may take a
                     // moment to start), then shown in its row.
-                    status.set(Some((true, format!("Added {n}; starting its server and listing its tools…"))));
+                    status.set(Some((
+                        true,
+                        format!("Added {n}; starting its server and listing its tools…"),
+                    )));
                     let (ok, message) = match api::refresh_connection(&n).await {
                         Ok(r) => (r.ok, r.message),
                         Err(e) => (false, e.to_string()),

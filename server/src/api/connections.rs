@@ -165,7 +165,11 @@ async fn update(
     // A running server of the old config stops; the next use starts the new.
     state.runs().mcp().stop(ws, &name).await;
     let mcp = McpStatuses::load(&state, ws).await?;
-    Ok(Json(view(state.db().connection(ws, &name).await?, true, &mcp)))
+    Ok(Json(view(
+        state.db().connection(ws, &name).await?,
+        true,
+        &mcp,
+    )))
 }
 
 #[utoipa::path(delete, path = "/connections/{name}", tag = "connections", params(("name" = String, Path)), responses((status = 204, description = "deleted"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection")))]
@@ -213,7 +217,10 @@ async fn refresh(
     let row = state.db().connection(&caller.workspace_id, &name).await?;
     if row.kind != "mcp" {
         return Err(ApiError::unprocessable(
-            format!("connection {name} is `{}`: only `mcp` connections have tools to refresh", row.kind),
+            format!(
+                "connection {name} is `{}`: only `mcp` connections have tools to refresh",
+                row.kind
+            ),
             json!({"path": "/name"}),
         ));
     }

@@ -5,9 +5,7 @@ use axum::extract::State;
 use axum::Json;
 use node_runtime::tool::registry::ListFilter;
 use node_runtime::tool_spec::ToolCategory;
-use node_runtime::wire::{
-    InvocationList, McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView,
-};
+use node_runtime::wire::{InvocationList, McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView};
 use serde::Deserialize;
 
 use super::views;

@@ -121,7 +121,10 @@ async fn update(
         .update_workflow(&caller.workspace_id, &id, body.base_revision, &wf)
         .await?;
     let view = views::workflow_view(&row)?;
-    let diagnostics = validate(&view.workflow, &catalog(&state, &caller.workspace_id).await?);
+    let diagnostics = validate(
+        &view.workflow,
+        &catalog(&state, &caller.workspace_id).await?,
+    );
     Ok(Json(WorkflowSaved { view, diagnostics }))
 }
 

@@ -221,8 +221,11 @@ impl McpHub {
         if let Some(old) = slot.live.take() {
             old.service.cancellation_token().cancel();
         }
-        let wait = backoff(slot.failures)
-            .saturating_sub(slot.last_failure.map(|t| t.elapsed()).unwrap_or(MAX_BACKOFF));
+        let wait = backoff(slot.failures).saturating_sub(
+            slot.last_failure
+                .map(|t| t.elapsed())
+                .unwrap_or(MAX_BACKOFF),
+        );
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
@@ -281,11 +284,10 @@ impl McpHub {
                 wrapped
                     .wrap(process_wrap::tokio::ProcessGroup::leader())
                     .wrap(process_wrap::tokio::KillOnDrop);
-                let (transport, stderr) =
-                    rmcp::transport::TokioChildProcess::builder(wrapped)
-                        .stderr(std::process::Stdio::piped())
-                        .spawn()
-                        .map_err(|e| unreachable(name, format!("`{command}` did not start: {e}")))?;
+                let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| unreachable(name, format!("`{command}` did not start: {e}")))?;
                 if let Some(stderr) = stderr {
                     spawn_stderr_log(name.clone(), stderr, launch.secrets.clone());
                 }
@@ -295,7 +297,10 @@ impl McpHub {
                     .map_err(|e| unreachable(name, e))?
             }
             McpTransport::Http { url, auth } => {
-                let client = self.http_client(url).await.map_err(|e| unreachable(name, e))?;
+                let client = self
+                    .http_client(url)
+                    .await
+                    .map_err(|e| unreachable(name, e))?;
                 let mut config =
                     rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                         url.as_str(),
@@ -314,10 +319,15 @@ impl McpHub {
                                 config.auth_header = Some(value.expose().to_string());
                             }
                             HttpAuth::Header { header, .. } => {
-                                let header = reqwest::header::HeaderName::from_bytes(header.as_bytes())
-                                    .map_err(|e| unreachable(name, format!("header name: {e}")))?;
+                                let header =
+                                    reqwest::header::HeaderName::from_bytes(header.as_bytes())
+                                        .map_err(|e| {
+                                            unreachable(name, format!("header name: {e}"))
+                                        })?;
                                 let mut v = reqwest::header::HeaderValue::from_str(value.expose())
-                                    .map_err(|_| unreachable(name, "the secret is not a valid header value"))?;
+                                    .map_err(|_| {
+                                        unreachable(name, "the secret is not a valid header value")
+                                    })?;
                                 v.set_sensitive(true);
                                 config.custom_headers.insert(header, v);
                             }
@@ -330,7 +340,15 @@ impl McpHub {
                 tokio::time::timeout(START_TIMEOUT, handler.serve(transport))
                     .await
                     .map_err(|_| unreachable(name, "it did not answer `initialize` within 60 s"))?
-                    .map_err(|e| unreachable(name, launch.secrets.redact_str(&e.to_string()).unwrap_or_else(|| e.to_string())))?
+                    .map_err(|e| {
+                        unreachable(
+                            name,
+                            launch
+                                .secrets
+                                .redact_str(&e.to_string())
+                                .unwrap_or_else(|| e.to_string()),
+                        )
+                    })?
             }
         };
         let info = service.peer_info();
@@ -453,7 +471,12 @@ fn version_of(server_version: &str, input: &Value, output: &Value) -> String {
 }
 
 /// A discovered tool as a [`ToolSpec`], its class from the annotations.
-fn spec_of(connection: &str, server_version: &str, tool: &rmcp::model::Tool, timeout_ms: u64) -> ToolSpec {
+fn spec_of(
+    connection: &str,
+    server_version: &str,
+    tool: &rmcp::model::Tool,
+    timeout_ms: u64,
+) -> ToolSpec {
     let input = Value::Object(tool.input_schema.as_ref().clone());
     let output = tool
         .output_schema
@@ -652,7 +675,10 @@ impl DynTool for McpTool {
         Box::pin(async move {
             let Some(launch) = &self.launch else {
                 let why = self.unavailable.clone().unwrap_or_else(|| {
-                    format!("this workspace has no MCP connection named `{}`", self.connection)
+                    format!(
+                        "this workspace has no MCP connection named `{}`",
+                        self.connection
+                    )
                 });
                 return Err(ToolError::new(
                     ErrorCode::AuthRequired,
@@ -751,11 +777,12 @@ impl Drop for InFlight {
             .remove(&self.token);
         if let Some(id) = self.id.take() {
             let peer = self.peer.clone();
-            let notification =
-                rmcp::model::CancelledNotification::new(rmcp::model::CancelledNotificationParam::new(
+            let notification = rmcp::model::CancelledNotification::new(
+                rmcp::model::CancelledNotificationParam::new(
                     Some(id),
                     Some("the call's deadline passed or its run was cancelled".into()),
-                ));
+                ),
+            );
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 rt.spawn(async move {
                     let _ = peer.send_notification(notification.into()).await;

@@ -199,7 +199,10 @@ impl rmcp::ServerHandler for GlassboxMcp {
             .find(|(name, _, _)| *name == request.name)
         else {
             return Err(ErrorData::invalid_params(
-                format!("no workflow tool named `{}` in this workspace", request.name),
+                format!(
+                    "no workflow tool named `{}` in this workspace",
+                    request.name
+                ),
                 None,
             ));
         };
@@ -230,9 +233,7 @@ impl rmcp::ServerHandler for GlassboxMcp {
                 .as_deref()
                 .and_then(|o| serde_json::from_str::<Value>(o).ok())
                 .unwrap_or(Value::Null);
-            let answer = |status: &str| {
-                json!({"run_id": run_id, "workflow_id": id, "status": status, "outputs": outputs, "url": link})
-            };
+            let answer = |status: &str| json!({"run_id": run_id, "workflow_id": id, "status": status, "outputs": outputs, "url": link});
             match status {
                 Some(RunStatus::Succeeded) => {
                     return Ok(CallToolResult::structured(answer("succeeded")).into())
@@ -286,7 +287,12 @@ mod tests {
         ]);
         assert_eq!(
             names,
-            ["summarize-a-page", "twice-abcdefgh", "twice-bcdefghi", "workflow"]
+            [
+                "summarize-a-page",
+                "twice-abcdefgh",
+                "twice-bcdefghi",
+                "workflow"
+            ]
         );
     }
 }

@@ -271,15 +271,16 @@ impl Runs {
     pub async fn workspace_tools(
         &self,
         workspace_id: &str,
-    ) -> Result<
-        (
-            ToolRegistry,
-            HashMap<String, crate::mcp::McpSource>,
-        ),
-        StoreError,
-    > {
-        crate::mcp::registry_for(&self.registry, &self.store, &self.mcp, workspace_id, &[], &[])
-            .await
+    ) -> Result<(ToolRegistry, HashMap<String, crate::mcp::McpSource>), StoreError> {
+        crate::mcp::registry_for(
+            &self.registry,
+            &self.store,
+            &self.mcp,
+            workspace_id,
+            &[],
+            &[],
+        )
+        .await
     }
 
     /// The blob store truncated outputs go to.

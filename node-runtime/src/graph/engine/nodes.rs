@@ -240,27 +240,29 @@ impl Runner<'_> {
                 });
             }
         };
-        let drive = async { loop {
-            match runtime
-                .drive(&mut run, model.as_ref(), &tools, &sink)
-                .await
-                .map_err(|e| e.to_string())?
-            {
-                Step::Finished(outputs) => break Ok::<_, String>(outputs),
-                Step::Suspended(requests) => {
-                    if let Some(checkpoints) = &self.services.checkpoints {
-                        checkpoints.agent_suspended(&node.id, &run).await;
-                    }
-                    for (token, decision) in
-                        self.services.approvals.decide(&node.id, requests).await
-                    {
-                        runtime
-                            .decide(&mut run, &token, decision, &sink)
-                            .map_err(|e| e.to_string())?;
+        let drive = async {
+            loop {
+                match runtime
+                    .drive(&mut run, model.as_ref(), &tools, &sink)
+                    .await
+                    .map_err(|e| e.to_string())?
+                {
+                    Step::Finished(outputs) => break Ok::<_, String>(outputs),
+                    Step::Suspended(requests) => {
+                        if let Some(checkpoints) = &self.services.checkpoints {
+                            checkpoints.agent_suspended(&node.id, &run).await;
+                        }
+                        for (token, decision) in
+                            self.services.approvals.decide(&node.id, requests).await
+                        {
+                            runtime
+                                .decide(&mut run, &token, decision, &sink)
+                                .map_err(|e| e.to_string())?;
+                        }
                     }
                 }
             }
-        } };
+        };
         // `tools` holds the sender until the loop is done, so `forward`
         // cannot end first.
         let outputs = tokio::select! {
