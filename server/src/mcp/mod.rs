@@ -98,8 +98,11 @@ fn secrets_of(config: &McpConnection) -> Vec<String> {
 #[derive(Clone)]
 struct Handler {
     connection: String,
-    progress: Arc<std::sync::Mutex<HashMap<ProgressToken, Progress>>>,
+    progress: ProgressRoutes,
 }
+
+/// A server's calls in flight: progress token -> where the call reports.
+type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, Progress>>>;
 
 impl rmcp::ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
@@ -153,9 +156,12 @@ struct Slot {
     last_failure: Option<Instant>,
 }
 
+/// (workspace, connection) -> its server's slot.
+type Slots = HashMap<(String, String), Arc<tokio::sync::Mutex<Slot>>>;
+
 /// The running MCP servers of every workspace.
 pub struct McpHub {
-    slots: std::sync::Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<Slot>>>>,
+    slots: std::sync::Mutex<Slots>,
     /// Variables a stdio server gets from the server's environment
     /// (`PATH`, `HOME`, `LANG`, `TMPDIR`; `RunsConfig::mcp_inherit_env`).
     inherit_env: Vec<(String, String)>,
@@ -765,7 +771,7 @@ async fn call(
 struct InFlight {
     peer: rmcp::Peer<RoleClient>,
     id: Option<rmcp::model::RequestId>,
-    routes: Arc<std::sync::Mutex<HashMap<ProgressToken, Progress>>>,
+    routes: ProgressRoutes,
     token: ProgressToken,
 }
 
