@@ -1,6 +1,7 @@
 //! Glassbox as an MCP server: the official Rust SDK's client (`rmcp`)
 //! lists the workspace's workflows at `/mcp` over streamable HTTP and runs
-//! one; without a token the endpoint answers 401 in the API's error shape,
+//! one (a run that waits for an approval answers with its pending state);
+//! without a token the endpoint answers 401 in the API's error shape,
 //! and another workspace's token does not see the workflow.
 
 mod common;
@@ -72,6 +73,10 @@ async fn an_mcp_client_lists_and_runs_workflows_of_its_workspace_only() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["shout-it"], "{tools:?}");
     assert_eq!(
+        tools[0].input_schema.get("required"),
+        Some(&json!(["word"]))
+    );
+    assert_eq!(
         tools[0].input_schema.get("properties"),
         Some(&json!({"word": {"type": "string", "description": "what to shout"}}))
     );
@@ -100,6 +105,34 @@ async fn an_mcp_client_lists_and_runs_workflows_of_its_workspace_only() {
     assert_eq!(s, 200, "{}", String::from_utf8_lossy(&body));
     let run: Value = serde_json::from_slice(&body).expect("json");
     assert_eq!(run["status"], "succeeded");
+
+    // A run that stops for an approval answers with its pending state and
+    // the link where it is decided.
+    let mut writer = common::approval_workflow();
+    writer["nodes"].as_array_mut().expect("nodes").push(json!(
+        {"id": "in", "kind": "input", "config": {"schema": {"type": "object", "properties": {}}}}
+    ));
+    let (s, _, body) = request(
+        &w.state,
+        "POST",
+        "/api/v1/workflows",
+        &w.admin_token,
+        Some(writer),
+    )
+    .await;
+    assert_eq!(s, 201, "{}", String::from_utf8_lossy(&body));
+    let result = admin
+        .call_tool(CallToolRequestParams::new("writes-a-note"))
+        .await
+        .expect("tools/call");
+    let out = result.structured_content.expect("structured content");
+    assert_eq!(out["status"], "waiting_for_approval", "{out}");
+    assert!(
+        out["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("/runs/")),
+        "{out}"
+    );
 
     // A wrong argument is the caller's mistake, answered as such.
     let bad = admin

@@ -386,6 +386,30 @@ fn streamable_http_tools_run_through_the_connection() {
         json!({"text": "The sum of 20 and 22 is 42."})
     );
 
+    // A tool without the read-only hint waits for a human here too.
+    let toggle = &tools["mcp.remote.toggle-simulated-logging"];
+    assert_eq!(toggle["side_effects"], "writes");
+    let wf = agent(
+        &[toggle],
+        json!([
+            {"tool_calls": [{"name": "mcp.remote.toggle-simulated-logging", "arguments": {}}]},
+            {"text": "toggled"}
+        ]),
+    );
+    let id = server.create_workflow(&token, &wf);
+    let write_run = server.start_run(&token, &id);
+    let approval = wait_for_approval(&server, &token, &write_run);
+    let (s, body) = http(
+        &server.url,
+        "POST",
+        &format!("/api/v1/approvals/{approval}/approve"),
+        Some(&token),
+        None,
+    );
+    assert_eq!(s, 200, "{body}");
+    let run = server.finished_run(&token, &write_run);
+    assert_eq!(run["status"], "succeeded", "{run}");
+
     // A call past the connection's deadline ends with TIMEOUT at the
     // deadline (and the server is told to stop it).
     let (s, body) = http(
