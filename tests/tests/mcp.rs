@@ -159,13 +159,18 @@ fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
         .is_some_and(|t| t.contains(&json!("echo"))));
 
     // Read-only tools run at once, with receipts.
+    let weather = &tools["mcp.everything.get-structured-content"];
+    let image = &tools["mcp.everything.get-tiny-image"];
+    assert!(weather["output_schema"]["properties"]["temperature"].is_object());
     let wf = agent(
-        &[echo, sum, env],
+        &[echo, sum, env, weather, image],
         json!([
             {"tool_calls": [
                 {"name": "mcp.everything.echo", "arguments": {"message": "hi"}},
                 {"name": "mcp.everything.get-sum", "arguments": {"a": 2, "b": 3}},
-                {"name": "mcp.everything.get-env", "arguments": {}}]},
+                {"name": "mcp.everything.get-env", "arguments": {}},
+                {"name": "mcp.everything.get-structured-content", "arguments": {"location": "Chicago"}},
+                {"name": "mcp.everything.get-tiny-image", "arguments": {}}]},
             {"text": "done"}
         ]),
     );
@@ -174,7 +179,21 @@ fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
     let run = server.finished_run(&token, &run_id);
     assert_eq!(run["status"], "succeeded", "{run}");
     let calls = envelopes(&run);
-    assert_eq!(calls.len(), 3, "{run}");
+    assert_eq!(calls.len(), 5, "{run}");
+    // Structured content is the output, checked against the output schema.
+    assert!(calls[3]["error"].is_null(), "{}", calls[3]);
+    assert!(
+        calls[3]["output"]["temperature"].is_number(),
+        "{}",
+        calls[3]
+    );
+    // An image is an attachment.
+    let attachment = &calls[4]["attachments"][0];
+    assert_eq!(attachment["kind"], "image", "{}", calls[4]);
+    assert_eq!(attachment["content_type"], "image/png");
+    assert!(attachment["url"]
+        .as_str()
+        .is_some_and(|u| u.starts_with("data:image/png;base64,")));
     assert_eq!(
         calls[0]["output"],
         json!({"text": "Echo: hi"}),
