@@ -37,6 +37,9 @@ pub enum ApiError {
     Forbidden { message: String },
     #[error("{message}")]
     PayloadTooLarge { message: String },
+    /// The route exists, not with this method.
+    #[error("{message}")]
+    MethodNotAllowed { message: String },
     #[error("internal error: {0}")]
     Internal(#[from] anyhow::Error),
 }
@@ -91,6 +94,9 @@ impl ApiError {
             Self::Unauthorized { .. } => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             Self::Forbidden { .. } => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             Self::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
+            Self::MethodNotAllowed { .. } => {
+                (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED")
+            }
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
         }
     }
@@ -122,7 +128,8 @@ impl IntoResponse for ApiError {
             Self::NotFound { message }
             | Self::Unauthorized { message }
             | Self::Forbidden { message }
-            | Self::PayloadTooLarge { message } => (message, Value::Null),
+            | Self::PayloadTooLarge { message }
+            | Self::MethodNotAllowed { message } => (message, Value::Null),
             Self::BadRequest { message, details }
             | Self::Unprocessable { message, details }
             | Self::Conflict { message, details } => (message, details),
@@ -177,6 +184,32 @@ where
                 _ => ApiError::bad_request(rejection.body_text(), Value::Null),
             }),
         }
+    }
+}
+
+/// `Path<T>` whose rejection is an [`ApiError`] (a path segment that does
+/// not decode, `%FF`, or does not parse).
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(v)| Self(v))
+            .map_err(|r| ApiError::bad_request(r.body_text(), serde_json::json!({"path": parts.uri.path()})))
+    }
+}
+
+/// The answer to a method a route does not have: 405 in the error shape.
+pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::MethodNotAllowed {
+        message: format!("{} does not take {method}", uri.path()),
     }
 }
 

@@ -173,6 +173,8 @@ fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("special-purpose or documentation range")
     } else if a == 198 && (b == 18 || b == 19) {
         Some("benchmarking range (198.18.0.0/15)")
+    } else if (a, b, c) == (192, 88, 99) {
+        Some("6to4 relay anycast (192.88.99.0/24, deprecated)")
     } else {
         None
     }
@@ -199,6 +201,10 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     }
     if seg[0] == 0x64 && seg[1] == 0xff9b && forbidden_v4(embedded_v4(seg[6], seg[7])).is_some() {
         return Some("NAT64 address of a refused IPv4 address");
+    }
+    // Local-use NAT64 (RFC 8215): translates into the operator's own network.
+    if seg[0] == 0x64 && seg[1] == 0xff9b && seg[2] == 1 {
+        return Some("local-use NAT64 (64:ff9b:1::/48)");
     }
     if seg[0] == 0x2001 && seg[1] == 0 {
         return Some("Teredo tunnel");
@@ -678,6 +684,9 @@ mod tests {
             "64:ff9b::7f00:1",
             "2001::1",
             "192.0.2.1",
+            "192.88.99.1",
+            "64:ff9b:1::808:808",
+            "64:ff9b:1:ffff::1",
         ] {
             check(ip, true);
         }
@@ -688,6 +697,8 @@ mod tests {
             "172.32.0.1",
             "2606:4700::1111",
             "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+            "192.88.98.1",
         ] {
             check(ip, false);
         }

@@ -1,7 +1,7 @@
 //! Approvals: the pending list (with a count for the UI badge), approve,
 //! deny (reason required) and request revision (note required).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use node_runtime::agent::approval::Decision;
 use node_runtime::wire::{ApprovalDecided, PendingApprovals};
@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::views;
 use crate::auth::Caller;
-use crate::error::ApiJson;
+use crate::error::{ApiJson, ApiPath};
 use crate::storage::StoreError;
 use crate::{ApiError, AppState};
 use utoipa_axum::router::OpenApiRouter;
@@ -85,7 +85,7 @@ async fn decide(
 async fn approve(
     State(state): State<AppState>,
     caller: Caller,
-    Path(token): Path<String>,
+    ApiPath(token): ApiPath<String>,
 ) -> Result<Json<ApprovalDecided>, ApiError> {
     decide(&state, &caller, &token, "approved", Decision::Approve, None).await
 }
@@ -94,7 +94,7 @@ async fn approve(
 async fn deny(
     State(state): State<AppState>,
     caller: Caller,
-    Path(token): Path<String>,
+    ApiPath(token): ApiPath<String>,
     ApiJson(body): ApiJson<ReasonBody>,
 ) -> Result<Json<ApprovalDecided>, ApiError> {
     let reason = body
@@ -120,7 +120,7 @@ async fn deny(
 async fn revise(
     State(state): State<AppState>,
     caller: Caller,
-    Path(token): Path<String>,
+    ApiPath(token): ApiPath<String>,
     ApiJson(body): ApiJson<ReasonBody>,
 ) -> Result<Json<ApprovalDecided>, ApiError> {
     let note = body.note.filter(|r| !r.trim().is_empty()).ok_or_else(|| {

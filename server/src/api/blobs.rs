@@ -2,13 +2,14 @@
 //! with its content type, for members of the workspace that owns it only
 //! (everyone else gets 404, as for anything of another workspace).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use node_runtime::blob::BlobStore;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::error::ApiPath;
 use crate::auth::Caller;
 use crate::{ApiError, AppState};
 
@@ -20,7 +21,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 async fn download(
     State(state): State<AppState>,
     caller: Caller,
-    Path(hash): Path<String>,
+    ApiPath(hash): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     let content_type = state
         .db()

@@ -2,7 +2,7 @@
 //! Every member lists names and kinds; admins also see configs (which name
 //! secrets, never hold them) and create, change, delete and test them.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use node_runtime::connections::{name_ok, ConnectionConfig};
@@ -15,7 +15,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::Caller;
-use crate::error::ApiJson;
+use crate::error::{ApiJson, ApiPath};
 use crate::storage::ConnectionRow;
 use crate::{ApiError, AppState};
 
@@ -152,7 +152,7 @@ async fn create(
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<ConnectionUpdate>,
 ) -> Result<Json<ConnectionView>, ApiError> {
     admin(&caller)?;
@@ -176,7 +176,7 @@ async fn update(
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     admin(&caller)?;
     state
@@ -195,7 +195,7 @@ async fn remove(
 async fn test(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> Result<Json<ConnectionTestResult>, ApiError> {
     admin(&caller)?;
     let row = state.db().connection(&caller.workspace_id, &name).await?;
@@ -211,7 +211,7 @@ async fn test(
 async fn refresh(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> Result<Json<ConnectionTestResult>, ApiError> {
     admin(&caller)?;
     let row = state.db().connection(&caller.workspace_id, &name).await?;
@@ -236,7 +236,7 @@ async fn refresh(
 async fn set_tool_class(
     State(state): State<AppState>,
     caller: Caller,
-    Path((name, tool)): Path<(String, String)>,
+    ApiPath((name, tool)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<McpToolClass>,
 ) -> Result<Json<McpToolClassSet>, ApiError> {
     admin(&caller)?;

@@ -63,6 +63,7 @@ pub fn router() -> Router<AppState> {
     router
         .route("/openapi.json", get(openapi))
         .fallback(unknown_route)
+        .method_not_allowed_fallback(crate::error::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
 }
 

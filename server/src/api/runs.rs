@@ -9,7 +9,7 @@
 
 use std::convert::Infallible;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Json;
@@ -25,7 +25,7 @@ use tokio::sync::broadcast;
 
 use super::views;
 use crate::auth::Caller;
-use crate::error::{ApiJson, ApiQuery};
+use crate::error::{ApiJson, ApiQuery, ApiPath};
 use crate::storage::{RunFilter, RunRow};
 use crate::{ApiError, AppState};
 use utoipa_axum::router::OpenApiRouter;
@@ -79,7 +79,7 @@ async fn start(
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
     let record = state.db().run_record(&run).await?.unwrap_or(Value::Null);
@@ -119,7 +119,7 @@ async fn list(
 async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RunCancelled>, ApiError> {
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
     let cancelled = state.runs().cancel(&run.id);
@@ -206,7 +206,7 @@ fn sse_event(seq: i64, text: &str) -> Event {
 async fn events(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
@@ -273,7 +273,7 @@ async fn stored_record(state: &AppState, run: &RunRow) -> Result<Value, ApiError
 async fn trace(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Trace>, ApiError> {
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
     let spans = state.db().spans(&caller.workspace_id, &id).await?;
@@ -289,7 +289,7 @@ async fn trace(
 async fn bundle(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<axum::response::Response, ApiError> {
     use axum::response::IntoResponse;
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
@@ -306,7 +306,7 @@ async fn bundle(
 async fn replay_run(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ReplayOutcome>, ApiError> {
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
     let record = stored_record(&state, &run).await?;

@@ -1,7 +1,7 @@
 //! Secrets: list names per scope, set and delete. A value goes in, is
 //! encrypted before it is stored, and never comes back out of any route.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use node_runtime::wire::{SecretList, SecretName};
@@ -11,7 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::Caller;
-use crate::error::ApiJson;
+use crate::error::{ApiJson, ApiPath};
 use crate::{ApiError, AppState};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -99,7 +99,7 @@ struct SetBody {
 async fn set(
     State(state): State<AppState>,
     caller: Caller,
-    Path((scope, name)): Path<(String, String)>,
+    ApiPath((scope, name)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<SetBody>,
 ) -> Result<StatusCode, ApiError> {
     let owner = owner(&caller, &scope)?;
@@ -122,7 +122,7 @@ async fn set(
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,
-    Path((scope, name)): Path<(String, String)>,
+    ApiPath((scope, name)): ApiPath<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let owner = owner(&caller, &scope)?;
     state

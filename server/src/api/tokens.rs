@@ -2,7 +2,7 @@
 //! token is shown once), list, revoke. A token acts as the user who made
 //! it, in the same workspaces.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use node_runtime::wire::{ApiTokenCreated, ApiTokenList};
@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 
 use super::views;
 use crate::auth::{hash_token, new_token, Caller};
-use crate::error::ApiJson;
+use crate::error::{ApiJson, ApiPath};
 use crate::storage::{new_id, now, ApiTokenRow};
 use crate::{ApiError, AppState};
 
@@ -99,7 +99,7 @@ async fn list(
 async fn revoke(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     state.db().delete_api_token(&caller.user_id, &id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -1,7 +1,7 @@
 //! Workflows: create, list, get, update (a new revision; a stale base is
 //! refused with 409), delete, revisions, validate.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use node_runtime::graph::validate::validate;
@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::views;
 use crate::auth::Caller;
-use crate::error::ApiJson;
+use crate::error::{ApiJson, ApiPath};
 use crate::storage::new_id;
 use crate::{ApiError, AppState};
 use utoipa_axum::router::OpenApiRouter;
@@ -94,7 +94,7 @@ async fn list(
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<WorkflowView>, ApiError> {
     Ok(Json(views::workflow_view(
         &state.db().get_workflow(&caller.workspace_id, &id).await?,
@@ -112,7 +112,7 @@ struct UpdateBody {
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<UpdateBody>,
 ) -> Result<Json<WorkflowSaved>, ApiError> {
     let wf = parse(&body.workflow)?;
@@ -132,7 +132,7 @@ async fn update(
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     state
         .db()
@@ -145,7 +145,7 @@ async fn remove(
 async fn revisions(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RevisionList>, ApiError> {
     let revs = state.db().list_revisions(&caller.workspace_id, &id).await?;
     let revisions = revs
@@ -164,7 +164,7 @@ async fn revisions(
 async fn validate_saved(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Diagnostics>, ApiError> {
     let wf = state
         .db()
