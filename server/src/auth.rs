@@ -118,6 +118,15 @@ impl Caller {
     }
 }
 
+/// The bearer token of a request, if it sends one.
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -125,14 +134,9 @@ impl FromRequestParts<AppState> for Caller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or_else(|| {
-                ApiError::unauthorized("sign in first: send `Authorization: Bearer <token>`")
-            })?;
+        let token = bearer(&parts.headers).ok_or_else(|| {
+            ApiError::unauthorized("sign in first: send `Authorization: Bearer <token>`")
+        })?;
         let hash = hash_token(token.trim());
         let store = state.db();
         let (user, memberships) = store

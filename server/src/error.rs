@@ -94,9 +94,7 @@ impl ApiError {
             Self::Unauthorized { .. } => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             Self::Forbidden { .. } => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             Self::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
-            Self::MethodNotAllowed { .. } => {
-                (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED")
-            }
+            Self::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
         }
     }
@@ -202,7 +200,9 @@ where
         axum::extract::Path::<T>::from_request_parts(parts, state)
             .await
             .map(|axum::extract::Path(v)| Self(v))
-            .map_err(|r| ApiError::bad_request(r.body_text(), serde_json::json!({"path": parts.uri.path()})))
+            .map_err(|r| {
+                ApiError::bad_request(r.body_text(), serde_json::json!({"path": parts.uri.path()}))
+            })
     }
 }
 

@@ -62,10 +62,12 @@ impl AppState {
             &config.data_dir,
             config.secret_key.as_deref(),
         )?);
+        let approval_key = secrets::load_approval_key(&config.data_dir)?;
         let runs = runs::Runs::new(
             db.clone(),
             config::RunsConfig::from_config(&config),
             cipher.clone(),
+            approval_key,
         );
         Ok(Self {
             inner: Arc::new(AppStateInner {

@@ -113,6 +113,34 @@ impl SecretCipher {
     }
 }
 
+/// The approval key: random, kept in the data dir (`approval.key`, 0600)
+/// so approval tokens stay valid across restarts and cannot be forged
+/// without the file. A file that is not a key stops the start: replacing
+/// it would orphan every pending approval.
+pub fn load_approval_key(data_dir: &Path) -> Result<[u8; 32], KeyError> {
+    let path = data_dir.join("approval.key");
+    let file_err = |e: std::io::Error| KeyError::File {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    match std::fs::read(&path) {
+        Ok(bytes) => bytes.try_into().map_err(|b: Vec<u8>| KeyError::File {
+            path: path.display().to_string(),
+            message: format!(
+                "it holds {} bytes, not a 32-byte key; restore it from a backup, or remove it to start with a new key (every pending approval then needs a new decision)",
+                b.len()
+            ),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key: [u8; 32] = Aes256Gcm::generate_key(&mut OsRng).into();
+            std::fs::create_dir_all(data_dir).map_err(file_err)?;
+            write_private(&path, &key).map_err(file_err)?;
+            Ok(key)
+        }
+        Err(e) => Err(file_err(e)),
+    }
+}
+
 #[cfg(unix)]
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;

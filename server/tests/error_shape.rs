@@ -11,7 +11,11 @@ use serde_json::Value;
 
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "DELETE", "PATCH"];
 
-fn error_shape(method: &str, path: &str, answer: &(axum::http::StatusCode, Option<String>, Vec<u8>)) -> Value {
+fn error_shape(
+    method: &str,
+    path: &str,
+    answer: &(axum::http::StatusCode, Option<String>, Vec<u8>),
+) -> Value {
     let (status, content_type, body) = answer;
     assert!(
         content_type
@@ -32,7 +36,14 @@ fn error_shape(method: &str, path: &str, answer: &(axum::http::StatusCode, Optio
 #[tokio::test]
 async fn every_route_answers_wrong_methods_and_undecodable_parameters_in_the_error_shape() {
     let w = TwoWorkspaces::new(1 << 20).await;
-    let (_, _, body) = request(&w.state, "GET", "/api/v1/openapi.json", &w.admin_token, None).await;
+    let (_, _, body) = request(
+        &w.state,
+        "GET",
+        "/api/v1/openapi.json",
+        &w.admin_token,
+        None,
+    )
+    .await;
     let doc: Value = serde_json::from_slice(&body).expect("document");
     let mut walked = 0;
     for (template, item) in doc["paths"].as_object().expect("paths") {

@@ -35,6 +35,42 @@ async fn api_tokens_are_shown_once_work_and_can_be_revoked() {
     let (s, _, _) = request(state, "GET", "/api/v1/workflows", &token, None).await;
     assert_eq!(s, StatusCode::OK);
 
+    // A token cannot make one that outlives it: 30 days make at most 30.
+    let (s, _, body) = request(
+        state,
+        "POST",
+        "/api/v1/tokens",
+        &token,
+        Some(json!({"name": "longer", "expires_in_days": 3650})),
+    )
+    .await;
+    assert_eq!(
+        s,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    assert_eq!(parse(&body)["error"]["details"]["path"], "expires_in_days");
+    let (s, _, body) = request(
+        state,
+        "POST",
+        "/api/v1/tokens",
+        &token,
+        Some(json!({"name": "shorter", "expires_in_days": 29})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
+    let shorter = parse(&body)["id"].as_str().expect("id").to_string();
+    let (s, _, _) = request(
+        state,
+        "DELETE",
+        &format!("/api/v1/tokens/{shorter}"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+
     // Listed without its value; invisible to another user.
     let (_, _, body) = request(state, "GET", "/api/v1/tokens", admin, None).await;
     let text = String::from_utf8_lossy(&body).into_owned();

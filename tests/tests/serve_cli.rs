@@ -427,3 +427,36 @@ fn secrets_from_the_cli_are_encrypted_and_listed_by_name() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--scope"));
 }
+
+#[test]
+fn key_and_database_files_are_private_and_a_damaged_approval_key_stops_the_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = glassbox_tests::harness::Server::start(None).expect("server starts");
+    let dir = server.data_dir.path().to_path_buf();
+    for file in ["secret.key", "approval.key", "glassbox.db"] {
+        let mode = std::fs::metadata(dir.join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file} is {:o}", mode & 0o777);
+    }
+    let data = server.kill9();
+    std::fs::write(data.path().join("approval.key"), b"not a key").expect("write");
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .output()
+        .expect("run glassbox");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("approval.key") && stderr.contains("not a 32-byte key"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(data.path().join("approval.key")).expect("read"),
+        b"not a key",
+        "the file is left as it was"
+    );
+}

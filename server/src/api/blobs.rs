@@ -9,8 +9,8 @@ use node_runtime::blob::BlobStore;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::error::ApiPath;
 use crate::auth::Caller;
+use crate::error::ApiPath;
 use crate::{ApiError, AppState};
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -25,7 +25,7 @@ use tokio::sync::broadcast;
 
 use super::views;
 use crate::auth::Caller;
-use crate::error::{ApiJson, ApiQuery, ApiPath};
+use crate::error::{ApiJson, ApiPath, ApiQuery};
 use crate::storage::{RunFilter, RunRow};
 use crate::{ApiError, AppState};
 use utoipa_axum::router::OpenApiRouter;

@@ -40,6 +40,7 @@ struct CreateBody {
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<CreateBody>,
 ) -> Result<(StatusCode, Json<ApiTokenCreated>), ApiError> {
     let name = body.name.trim();
@@ -56,16 +57,34 @@ async fn create(
             json!({"path": "expires_in_days"}),
         ));
     }
+    let expires = chrono::Utc::now() + chrono::Duration::days(days);
+    // An API token never makes a token that outlives it (a session, which
+    // a person renews by signing in, may make any).
+    if let Some(own) = crate::auth::bearer(&headers) {
+        let own = state.db().token_kind_and_expiry(&hash_token(own)).await?;
+        if let Some(limit) = own
+            .filter(|(kind, _)| kind == "api")
+            .and_then(|(_, expires)| expires)
+            .and_then(|l| chrono::DateTime::parse_from_rfc3339(&l).ok())
+        {
+            if expires > limit {
+                return Err(ApiError::unprocessable(
+                    format!(
+                        "a token cannot outlive the token that creates it (yours expires at {}); ask for fewer days",
+                        limit.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    ),
+                    json!({"path": "expires_in_days"}),
+                ));
+            }
+        }
+    }
     let token = new_token();
     let row = ApiTokenRow {
         id: new_id(),
         name: name.to_string(),
         user_id: caller.user_id.clone(),
         created_at: now(),
-        expires_at: Some(
-            (chrono::Utc::now() + chrono::Duration::days(days))
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        ),
+        expires_at: Some(expires.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
     };
     state
         .db()

@@ -102,6 +102,11 @@ pub fn load_cipher(
         .map_err(|e| Failure::config(format!("GLASSBOX_SECRET_KEY / secret key file: {e}")))
 }
 
+/// The approval key file, or a message naming it.
+pub fn load_approval_key(config: &Config) -> Result<[u8; 32], Failure> {
+    crate::secrets::load_approval_key(&config.data_dir).map_err(|e| Failure::config(e.to_string()))
+}
+
 pub fn parse_inputs(
     pairs: &[String],
 ) -> Result<serde_json::Map<String, serde_json::Value>, Failure> {

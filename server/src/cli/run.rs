@@ -56,6 +56,7 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
         db.clone(),
         crate::config::RunsConfig::from_config(&config),
         load_cipher(&config)?,
+        super::load_approval_key(&config)?,
     );
     let row = runs
         .run_to_end(crate::auth::DEFAULT_WORKSPACE, workflow, inputs, "cli")
@@ -127,6 +128,7 @@ pub async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
         db.clone(),
         crate::config::RunsConfig::from_config(&config),
         load_cipher(&config)?,
+        super::load_approval_key(&config)?,
     );
     let outcome = runs
         .replay_record(crate::auth::DEFAULT_WORKSPACE, &record, Some(&args.run_id))

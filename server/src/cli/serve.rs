@@ -62,7 +62,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
         .map_err(Failure::runtime)?;
     load_examples(&db, &args.examples_dir, &config.data_dir).await;
     let state = AppState::new(db.clone(), config)
-        .map_err(|e| Failure::config(format!("GLASSBOX_SECRET_KEY / secret key file: {e}")))?;
+        .map_err(|e| Failure::config(format!("secret or approval key: {e}")))?;
     match state.runs().recover().await {
         Ok(0) => {}
         Ok(n) => println!("Resumed {n} interrupted run(s)."),

@@ -161,25 +161,6 @@ pub struct Runs {
 #[cfg(feature = "test-hooks")]
 pub const CRASH_POINTS: [&str; 3] = ["after_intent", "after_response", "before_result"];
 
-/// The approval key: a random key kept in the data dir, so tokens stay
-/// valid across restarts and cannot be forged without the file.
-fn approval_key(data_dir: &std::path::Path) -> [u8; 32] {
-    let path = data_dir.join("approval.key");
-    if let Ok(bytes) = std::fs::read(&path) {
-        if let Ok(key) = <[u8; 32]>::try_from(bytes.as_slice()) {
-            return key;
-        }
-    }
-    let mut key = [0u8; 32];
-    key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-    key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-    let _ = std::fs::create_dir_all(data_dir);
-    if let Err(e) = std::fs::write(&path, key) {
-        tracing::warn!(error = %e, "cannot keep the approval key; approvals will not survive a restart");
-    }
-    key
-}
-
 /// The tools every run can call: the built-ins and, in test builds
 /// (feature `test-hooks`) with GLASSBOX_TEST_TOOLS=1, the leak-test tools.
 pub fn tool_registry(config: &crate::config::RunsConfig) -> ToolRegistry {
@@ -201,10 +182,12 @@ pub fn tool_registry(config: &crate::config::RunsConfig) -> ToolRegistry {
 }
 
 impl Runs {
+    /// `approval_key`: [`crate::secrets::load_approval_key`].
     pub fn new(
         store: Store,
         config: crate::config::RunsConfig,
         cipher: Arc<crate::secrets::SecretCipher>,
+        approval_key: [u8; 32],
     ) -> Arc<Self> {
         let registry = tool_registry(&config);
         let crate::config::RunsConfig {
@@ -235,7 +218,7 @@ impl Runs {
         ));
         let agents = Arc::new(AgentRuntime {
             registry: registry.clone(),
-            approval_key: approval_key(&data_dir),
+            approval_key,
         });
         Arc::new(Self {
             writer: GroupWriter::start(store.clone()),

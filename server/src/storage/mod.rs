@@ -112,6 +112,23 @@ pub struct Store {
     backend: Backend,
 }
 
+/// Creates an empty file with mode 0600 when there is none (an existing
+/// file keeps its mode; SQLite fills an empty file on first open).
+fn create_private(path: &std::path::Path) {
+    if path.as_os_str().is_empty() || path.to_str() == Some(":memory:") || path.exists() {
+        return;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+    }
+}
+
 impl Store {
     /// Opens (creating a SQLite file when missing) and migrates.
     pub async fn open(url: &str) -> Result<Self, OpenError> {
@@ -125,8 +142,11 @@ impl Store {
             source,
         };
         let backend = if url.starts_with("sqlite:") {
-            let options = SqliteConnectOptions::from_str(url)
-                .map_err(connect_err)?
+            let options = SqliteConnectOptions::from_str(url).map_err(connect_err)?;
+            // A new database file is readable by its owner only (SQLite
+            // gives its -wal and -shm files the same mode).
+            create_private(options.get_filename());
+            let options = options
                 .create_if_missing(true)
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Full)

@@ -165,6 +165,20 @@ impl Store {
         Ok(Some((user, memberships)))
     }
 
+    /// The kind (`session`, `api`, ...) of the token with this hash and
+    /// when it expires (None: never).
+    pub async fn token_kind_and_expiry(
+        &self,
+        token_hash: &str,
+    ) -> Result<Option<(String, Option<String>)>, StoreError> {
+        Ok(
+            sqlx::query_as("SELECT kind, expires_at FROM api_tokens WHERE token_hash = $1")
+                .bind(token_hash)
+                .fetch_optional(self.pool())
+                .await?,
+        )
+    }
+
     /// Stores a named, long-lived API token (by hash) for a user.
     pub async fn insert_api_token(
         &self,
