@@ -114,6 +114,8 @@ status_enum!(
         Approved => "approved",
         Denied => "denied",
         RevisionRequested => "revision_requested",
+        // The run ended (cancelled, failed) before anyone decided.
+        Closed => "closed",
     }
 );
 

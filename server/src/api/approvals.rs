@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::Json;
 use node_runtime::agent::approval::Decision;
-use node_runtime::wire::{ApprovalDecided, PendingApprovals};
+use node_runtime::wire::{ApprovalDecided, ApprovalStatus, PendingApprovals};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -57,7 +57,7 @@ async fn decide(
     decision: Decision,
     note: Option<String>,
 ) -> Result<Json<ApprovalDecided>, ApiError> {
-    let row = state
+    let decided = state
         .db()
         .decide_approval(
             &caller.workspace_id,
@@ -66,14 +66,23 @@ async fn decide(
             &caller.user_id,
             note.as_deref(),
         )
-        .await
-        .map_err(|e| match e {
-            StoreError::Conflict { .. } => ApiError::Conflict {
-                message: "this approval was already decided".into(),
-                details: json!({}),
-            },
-            other => other.into(),
-        })?;
+        .await;
+    let row = match decided {
+        Ok(row) => row,
+        Err(StoreError::Conflict { .. }) => {
+            let current = state.db().get_approval(&caller.workspace_id, token).await?;
+            let message = if current.status == ApprovalStatus::Closed.as_str() {
+                "the run of this approval has ended; nothing waits for a decision".to_string()
+            } else {
+                format!("this approval was already decided ({})", current.status)
+            };
+            return Err(ApiError::Conflict {
+                message,
+                details: json!({"status": current.status}),
+            });
+        }
+        Err(other) => return Err(other.into()),
+    };
     let delivered = state.runs().deliver(token, decision);
     Ok(Json(ApprovalDecided {
         approval: views::approval(row)?,

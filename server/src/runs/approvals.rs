@@ -106,6 +106,6 @@ pub fn stored_decision(row: &ApprovalRow) -> Option<Decision> {
         ApprovalStatus::Approved => Some(Decision::Approve),
         ApprovalStatus::Denied => Some(Decision::Deny { reason: note }),
         ApprovalStatus::RevisionRequested => Some(Decision::Revise { note }),
-        ApprovalStatus::Pending => None,
+        ApprovalStatus::Pending | ApprovalStatus::Closed => None,
     }
 }

@@ -439,6 +439,7 @@ async fn apply_all<'a>(
         (&BUNDLES, bundles),
         (&PINS, pins.into_values().collect()),
         (&RUN_END, finished),
+        (&CLOSE_APPROVALS, ended_rows()),
         (&SPANS, spans.into_values().collect()),
     ];
     if store.is_sqlite() {

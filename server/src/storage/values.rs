@@ -103,6 +103,12 @@ pub(super) const BLOBS: Values = Values {
     head: "INSERT INTO blobs (hash, workspace_id, content_type, bytes, created_at)",
     tail: "ON CONFLICT (hash, workspace_id) DO NOTHING",
 };
+/// A run that ended closes its pending approvals: nothing waits for them,
+/// and a decision on one is refused.
+pub(super) const CLOSE_APPROVALS: Values = Values {
+    head: "UPDATE approvals SET status = 'closed', decided_by = 'glassbox', note = 'the run ended before a decision' WHERE status = 'pending' AND run_id IN (",
+    tail: ")",
+};
 /// A run that ended needs no checkpoints: they only serve to resume it.
 pub(super) const CLEAR_CHECKPOINTS: Values = Values {
     head: "DELETE FROM run_checkpoints WHERE run_id IN (",
