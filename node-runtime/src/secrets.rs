@@ -70,6 +70,19 @@ pub trait SecretSource: Send + Sync {
 #[derive(Debug, Clone, Default)]
 pub struct ResolvedSecrets {
     values: BTreeMap<String, (SecretValue, SecretScope)>,
+    /// Every value's forms ([`encodings`]), longest first, computed on the
+    /// first redaction.
+    forms: Forms,
+}
+
+/// (name, form) pairs; never shown by Debug.
+#[derive(Clone, Default)]
+struct Forms(std::sync::OnceLock<Vec<(String, String)>>);
+
+impl std::fmt::Debug for Forms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[REDACTED]")
+    }
 }
 
 impl ResolvedSecrets {
@@ -85,22 +98,30 @@ impl ResolvedSecrets {
         self.values.is_empty()
     }
 
-    /// Replaces every occurrence of a resolved value in `text` with
-    /// `[REDACTED:<name>]`, longest values first so overlapping secrets
-    /// redact whole.
+    /// Replaces every occurrence of a resolved value in `text`, and of its
+    /// common encodings ([`encodings`]: base64 standard and URL-safe, hex,
+    /// URL-encoding, JSON escaping), with `[REDACTED:<name>]`, longest
+    /// first so overlapping secrets and forms redact whole.
     pub fn redact_str(&self, text: &str) -> Option<String> {
-        let mut entries: Vec<(&String, &SecretValue)> = self
-            .values
-            .iter()
-            .map(|(n, (v, _))| (n, v))
-            .filter(|(_, v)| !v.expose().is_empty())
-            .collect();
-        entries.sort_by_key(|(_, v)| std::cmp::Reverse(v.expose().len()));
+        let entries = self.forms.0.get_or_init(|| {
+            let mut entries: Vec<(String, String)> = self
+                .values
+                .iter()
+                .filter(|(_, (v, _))| !v.expose().is_empty())
+                .flat_map(|(n, (v, _))| {
+                    encodings(v.expose())
+                        .into_iter()
+                        .map(move |e| (n.clone(), e))
+                })
+                .collect();
+            entries.sort_by_key(|(_, form)| std::cmp::Reverse(form.len()));
+            entries
+        });
         let mut out: Option<String> = None;
-        for (name, value) in entries {
+        for (name, form) in entries {
             let current = out.as_deref().unwrap_or(text);
-            if current.contains(value.expose()) {
-                out = Some(current.replace(value.expose(), &format!("[REDACTED:{name}]")));
+            if current.contains(form.as_str()) {
+                out = Some(current.replace(form.as_str(), &format!("[REDACTED:{name}]")));
             }
         }
         out
@@ -166,6 +187,52 @@ pub async fn resolve(
         }
     }
     Ok(resolved)
+}
+
+/// The shortest secret value accepted: a shorter one would be redacted
+/// wherever its characters happen to occur.
+pub const MIN_SECRET_LEN: usize = 8;
+
+/// Whether a value may be stored as a secret: 8 characters to 64 KiB.
+pub fn check_value(value: &str) -> Result<(), String> {
+    if value.chars().count() < MIN_SECRET_LEN {
+        return Err(format!(
+            "a secret value is at least {MIN_SECRET_LEN} characters (a shorter one would be redacted wherever its characters occur)"
+        ));
+    }
+    if value.len() > 64 * 1024 {
+        return Err("a secret value is at most 64 KiB".into());
+    }
+    Ok(())
+}
+
+/// A value and the forms a tool may turn it into: base64 (standard and
+/// URL-safe, with and without padding), hex (lower and upper case),
+/// URL-encoded (`%20` and `+` for spaces) and JSON-escaped.
+pub fn encodings(value: &str) -> Vec<String> {
+    use base64::Engine as _;
+    let bytes = value.as_bytes();
+    let engines = [
+        &base64::engine::general_purpose::STANDARD,
+        &base64::engine::general_purpose::STANDARD_NO_PAD,
+        &base64::engine::general_purpose::URL_SAFE,
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ];
+    let mut forms = vec![value.to_string()];
+    forms.extend(engines.iter().map(|e| e.encode(bytes)));
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    forms.push(hex.to_uppercase());
+    forms.push(hex);
+    let form: String = url::form_urlencoded::byte_serialize(bytes).collect();
+    forms.push(form.replace('+', "%20"));
+    forms.push(form);
+    if let Ok(json) = serde_json::to_string(value) {
+        forms.push(json[1..json.len() - 1].to_string());
+    }
+    forms.sort();
+    forms.dedup();
+    forms.retain(|f| !f.is_empty());
+    forms
 }
 
 /// An in-memory secret source keyed by (scope, owner id, name).
@@ -254,5 +321,42 @@ mod tests {
         let text = v.to_string();
         assert!(!text.contains("abc123secret"), "{text}");
         assert!(text.contains("[REDACTED:TOKEN]"));
+    }
+
+    #[tokio::test]
+    async fn redaction_covers_the_common_encodings() {
+        use base64::Engine as _;
+        let secret = "p@ss w/rd+\"q\"?&=1";
+        let mut s = MemorySecrets::new();
+        s.set(SecretScope::Workspace, "w1", "TOKEN", secret);
+        let r = resolve(&s, &owner(), &["TOKEN".into()])
+            .await
+            .expect("found");
+        let b = secret.as_bytes();
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        for form in [
+            secret.to_string(),
+            base64::engine::general_purpose::STANDARD.encode(b),
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b),
+            hex.clone(),
+            hex.to_uppercase(),
+            url::form_urlencoded::byte_serialize(b).collect::<String>(),
+            serde_json::to_string(secret).expect("json"),
+        ] {
+            let text = format!("before {form} after");
+            let out = r.redact_str(&text).unwrap_or(text.clone());
+            assert!(
+                out.contains("[REDACTED:TOKEN]") && !out.contains(&form),
+                "{form}: {out}"
+            );
+        }
+        assert!(!format!("{r:?}").contains(&hex), "Debug shows no form");
+    }
+
+    #[test]
+    fn short_values_are_refused() {
+        assert!(check_value("1234567").is_err());
+        assert!(check_value("12345678").is_ok());
+        assert!(check_value(&"x".repeat(64 * 1024 + 1)).is_err());
     }
 }

@@ -433,7 +433,7 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
             "PUT",
             &api("/secrets/user/API_KEY"),
             t,
-            Some(json!({"value": "v"})),
+            Some(json!({"value": "v-123456"})),
         )
         .await,
     );

@@ -159,7 +159,7 @@ async fn secrets_are_encrypted_listed_by_name_and_isolated() {
         "PUT",
         "/api/v1/secrets/org/X",
         common::BOB_TOKEN,
-        Some(json!({"value": "v"})),
+        Some(json!({"value": "v-123456"})),
     )
     .await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
@@ -202,7 +202,7 @@ async fn secrets_are_encrypted_listed_by_name_and_isolated() {
             "PUT",
             &format!("/api/v1/secrets/{scope}/K"),
             "carol-token",
-            Some(json!({"value": "v"})),
+            Some(json!({"value": "v-123456"})),
         )
         .await;
         assert_eq!(s, StatusCode::FORBIDDEN, "{scope}: {body}");
@@ -216,22 +216,33 @@ async fn secrets_are_encrypted_listed_by_name_and_isolated() {
         "PUT",
         "/api/v1/secrets/user/K",
         "carol-token",
-        Some(json!({"value": "v"})),
+        Some(json!({"value": "v-123456"})),
     )
     .await;
     assert_eq!(s, StatusCode::NO_CONTENT, "a member sets their own secrets");
 
     // Bad input names the field.
     for (path, body, field) in [
-        ("/api/v1/secrets/team/X", json!({"value": "v"}), "scope"),
+        (
+            "/api/v1/secrets/team/X",
+            json!({"value": "v-123456"}),
+            "scope",
+        ),
         (
             "/api/v1/secrets/workspace/bad%20name",
-            json!({"value": "v"}),
+            json!({"value": "v-123456"}),
             "name",
         ),
         (
             "/api/v1/secrets/workspace/EMPTY",
             json!({"value": ""}),
+            "value",
+        ),
+        // Shorter than 8 characters: it would be redacted wherever its
+        // characters occur.
+        (
+            "/api/v1/secrets/workspace/SHORT",
+            json!({"value": "1234567"}),
             "value",
         ),
     ] {

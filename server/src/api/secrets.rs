@@ -104,11 +104,8 @@ async fn set(
 ) -> Result<StatusCode, ApiError> {
     let owner = owner(&caller, &scope)?;
     check_name(&name)?;
-    if body.value.is_empty() || body.value.len() > 64 * 1024 {
-        return Err(ApiError::unprocessable(
-            "a secret value is 1 byte to 64 KiB",
-            json!({"path": "value"}),
-        ));
+    if let Err(why) = node_runtime::secrets::check_value(&body.value) {
+        return Err(ApiError::unprocessable(why, json!({"path": "value"})));
     }
     let ciphertext = state.cipher().encrypt(&scope, &owner, &name, &body.value);
     state

@@ -77,10 +77,10 @@ pub async fn secret_command(cmd: SecretCommand) -> Result<(), Failure> {
                 Failure::config(format!("cannot read the value from standard input: {e}"))
             })?;
             let value = value.trim_end_matches(['\r', '\n']);
-            if value.is_empty() {
-                return Err(Failure::config(
-                    "the secret value (standard input) is empty",
-                ));
+            if let Err(why) = node_runtime::secrets::check_value(value) {
+                return Err(Failure::config(format!(
+                    "the secret value (standard input): {why}"
+                )));
             }
             let valid = !name.is_empty()
                 && name.len() <= 128
