@@ -87,6 +87,21 @@ pub fn create_writer(server: &Server, token: &str, port: u16, n: usize) -> Strin
     server.start_run(token, &wf)
 }
 
+/// A Tool node (no agent) that POSTs to the endpoint: a write, so it waits
+/// for approval. Returns the run id.
+pub fn create_tool_writer(server: &Server, token: &str, port: u16) -> String {
+    let workflow = json!({
+        "format_version": 1, "id": "tool-writer", "name": "tool writer", "revision": 0,
+        "nodes": [{"id": "post", "kind": "tool", "config": {"tool": "http_request@1.0.0", "inputs": {
+            "url": {"source": "fixed", "value": format!("http://127.0.0.1:{port}/write")},
+            "method": {"source": "fixed", "value": "POST"},
+            "body": {"source": "fixed", "value": {"n": 1}}}}}],
+        "edges": []
+    });
+    let wf = server.create_workflow(token, &workflow);
+    server.start_run(token, &wf)
+}
+
 pub fn pending_tokens(server: &Server, token: &str, want: usize) -> Vec<String> {
     for _ in 0..400 {
         let (_, body) = http(&server.url, "GET", "/api/v1/approvals", Some(token), None);

@@ -8,7 +8,9 @@
 use std::time::Duration;
 
 use glassbox_tests::harness::{http, Server};
-use glassbox_tests::writes::{create_writer, invocation_status, pending_tokens, Endpoint};
+use glassbox_tests::writes::{
+    create_tool_writer, create_writer, invocation_status, pending_tokens, Endpoint,
+};
 
 #[test]
 fn twenty_waiting_writes_survive_kill_9_and_run_exactly_once() {
@@ -54,6 +56,18 @@ fn twenty_waiting_writes_survive_kill_9_and_run_exactly_once() {
 /// One crash point: approve, crash there, restart; the write reached the
 /// endpoint at most once and the invocation says "outcome_unknown".
 fn crash_at(point: &str) {
+    crash_writer_at(point, false);
+}
+
+/// A Tool node's approved write, killed at `point` and restarted.
+#[test]
+fn a_tool_nodes_approved_write_never_runs_twice() {
+    for point in ["after_intent", "after_response", "before_result"] {
+        crash_writer_at(point, true);
+    }
+}
+
+fn crash_writer_at(point: &str, tool_node: bool) {
     let hang = point == "after_request";
     let endpoint = Endpoint::start(hang);
     let allow = format!("127.0.0.1:{}", endpoint.port);
@@ -64,7 +78,11 @@ fn crash_at(point: &str) {
     let dir = tempfile::tempdir().expect("tmp");
     let mut server = Server::start_in(dir, None, &env).expect("server starts");
     let token = server.sign_in();
-    let run = create_writer(&server, &token, endpoint.port, 1);
+    let run = if tool_node {
+        create_tool_writer(&server, &token, endpoint.port)
+    } else {
+        create_writer(&server, &token, endpoint.port, 1)
+    };
     let approval = pending_tokens(&server, &token, 1).remove(0);
     let (s, body) = http(
         &server.url,
@@ -90,10 +108,12 @@ fn crash_at(point: &str) {
     };
     let server = Server::start_in(dir, None, &env[..1]).expect("server restarts");
     let v = server.finished_run(&token, &run);
-    assert_eq!(
-        v["status"], "succeeded",
-        "{point}: the model is told and answers: {v}"
-    );
+    if !tool_node {
+        assert_eq!(
+            v["status"], "succeeded",
+            "{point}: the model is told and answers: {v}"
+        );
+    }
     assert_eq!(
         invocation_status(&server, &token, &run),
         "outcome_unknown",

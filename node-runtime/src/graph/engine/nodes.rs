@@ -14,7 +14,9 @@ use super::events::{AgentSink, WorkflowSink};
 use super::host::EngineServices;
 use crate::agent::approval::{ApprovalRequest, Decision};
 use crate::agent::replay::ReplayBundle;
-use crate::agent::{AgentEvent, AgentRun, EventSink, LiveTools, Step};
+use crate::agent::{
+    outcome_unknown_envelope, AgentEvent, AgentRun, EventSink, JournalEntry, LiveTools, Step,
+};
 use crate::agent_config::AgentConfig;
 use crate::call_id::CallIdAllocator;
 use crate::envelope::ToolEnvelope;
@@ -142,19 +144,44 @@ impl Runner<'_> {
                 input: input.clone(),
             }),
         });
-        let envelope = self
+        let call = ToolCall {
+            call_id,
+            tool,
+            input,
+        };
+        // An approved write goes through the write journal, as an Agent
+        // node's does: its intent is stored before it runs and its result
+        // after, so a restart never runs it twice (an intent without a
+        // result is `outcome_unknown`).
+        let journal = self
             .services
-            .executor
-            .execute(
-                scope,
-                ToolCall {
-                    call_id,
-                    tool,
-                    input,
-                },
-                Usage::default(),
-            )
-            .await;
+            .journal
+            .as_ref()
+            .filter(|_| scope.approved.contains(&call.call_id));
+        let envelope = match journal {
+            Some(journal) => {
+                let key = format!("{}/{}", self.run_id, node.id);
+                match journal.begin(&key, &call).await {
+                    JournalEntry::Fresh => {
+                        let envelope = self
+                            .services
+                            .executor
+                            .execute(scope, call, Usage::default())
+                            .await;
+                        journal.finish(&key, &envelope).await;
+                        envelope
+                    }
+                    JournalEntry::Done(envelope) => *envelope,
+                    JournalEntry::Unknown => outcome_unknown_envelope(&call),
+                }
+            }
+            None => {
+                self.services
+                    .executor
+                    .execute(scope, call, Usage::default())
+                    .await
+            }
+        };
         self.sink.emit(WorkflowEvent::Agent {
             node_id: node.id.clone(),
             event: Box::new(AgentEvent::ToolCallFinished {
