@@ -297,6 +297,15 @@ impl Server {
         data_dir
     }
 
+    /// Sends SIGTERM (a service manager's stop).
+    pub fn terminate(&mut self) {
+        let pid = self._process.child_mut().id() as libc::pid_t;
+        // SAFETY: kill(2) on our own child's pid; it touches no memory of ours.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+
     /// Waits until the server process exits on its own (e.g. an injected
     /// crash); false if it still runs after `timeout`.
     pub fn wait_for_exit(&mut self, timeout: Duration) -> bool {

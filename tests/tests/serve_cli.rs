@@ -460,3 +460,36 @@ fn key_and_database_files_are_private_and_a_damaged_approval_key_stops_the_start
         "the file is left as it was"
     );
 }
+
+#[test]
+fn sigterm_stops_the_server_within_seconds_while_an_event_stream_is_open() {
+    let endpoint = glassbox_tests::writes::Endpoint::start(false);
+    let allow = format!("127.0.0.1:{}", endpoint.port);
+    let mut server = Server::start_in(
+        tempfile::tempdir().expect("tmp"),
+        None,
+        &[("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str())],
+    )
+    .expect("server starts");
+    let token = server.sign_in();
+    // A run that waits for an approval, and a client following its events.
+    let run = glassbox_tests::writes::create_tool_writer(&server, &token, endpoint.port);
+    glassbox_tests::writes::pending_tokens(&server, &token, 1);
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    write!(
+        stream,
+        "GET /api/v1/runs/{run}/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .expect("request");
+    let mut head = [0u8; 64];
+    let n = stream.read(&mut head).expect("answer");
+    assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200"));
+    let stopped_at = std::time::Instant::now();
+    server.terminate();
+    assert!(
+        server.wait_for_exit(std::time::Duration::from_secs(8)),
+        "the server still runs 8 s after SIGTERM"
+    );
+    assert!(stopped_at.elapsed() < std::time::Duration::from_secs(8));
+}

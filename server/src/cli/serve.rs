@@ -2,6 +2,7 @@
 //! examples on first start, resume interrupted runs, print the ready line
 //! and the sign-in link, serve until Ctrl-C or SIGTERM.
 
+use std::future::IntoFuture;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -75,9 +76,28 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
     println!();
     let _ = std::io::stdout().flush();
     let mcp = state.runs().mcp().clone();
-    let served = axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await;
+    // On Ctrl-C or SIGTERM the server stops taking connections and waits
+    // for the open ones, at most SHUTDOWN_GRACE: an event stream or a slow
+    // client does not keep it alive.
+    let stopping = std::sync::Arc::new(tokio::sync::Notify::new());
+    let signal = {
+        let stopping = stopping.clone();
+        async move {
+            shutdown_signal().await;
+            stopping.notify_one();
+        }
+    };
+    let served = axum::serve(listener, app(state)).with_graceful_shutdown(signal);
+    let served = tokio::select! {
+        r = served.into_future() => r,
+        () = async {
+            stopping.notified().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            tracing::warn!("connections still open {} s after the stop signal; closing them", SHUTDOWN_GRACE.as_secs());
+            Ok(())
+        }
+    };
     // MCP servers started for runs stop with the server.
     mcp.shutdown().await;
     served.map_err(|err| Failure::runtime(format!("server error: {err}")))?;
@@ -162,6 +182,9 @@ async fn example_database(db: &Store, dir: &std::path::Path, data_dir: &std::pat
         tracing::warn!(error = %e, "cannot add the example connection `shop`");
     }
 }
+
+/// How long a stopping server waits for open connections.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// Resolves on Ctrl-C or SIGTERM.
 pub async fn shutdown_signal() {
