@@ -14,12 +14,33 @@ use crate::graph::{
     AgentNodeConfig, FieldSource, Node, NodeKind, ToolNodeConfig, Workflow, AGENT_OUTPUTS,
 };
 
-/// Renders a minijinja template over the inputs.
+/// The most steps one rendering may take (minijinja's fuel): enough for
+/// any prompt or report, and a runaway loop stops within milliseconds, so
+/// a cancel is not kept waiting behind it.
+pub const TEMPLATE_FUEL: u64 = 1_000_000;
+/// The largest text one rendering may produce.
+pub const TEMPLATE_MAX_OUTPUT: usize = 1024 * 1024;
+
+/// Renders a minijinja template over the inputs, within [`TEMPLATE_FUEL`]
+/// steps and [`TEMPLATE_MAX_OUTPUT`] bytes.
 pub fn render(template: &str, inputs: &BTreeMap<String, Value>) -> Result<String, String> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
-    env.render_str(template, inputs)
-        .map_err(|e| format!("template does not render: {e}"))
+    env.set_fuel(Some(TEMPLATE_FUEL));
+    let out = env.render_str(template, inputs).map_err(|e| {
+        if e.kind() == minijinja::ErrorKind::OutOfFuel {
+            format!("template stopped: it took more than {TEMPLATE_FUEL} steps")
+        } else {
+            format!("template does not render: {e}")
+        }
+    })?;
+    if out.len() > TEMPLATE_MAX_OUTPUT {
+        return Err(format!(
+            "template output is {} bytes, more than the {TEMPLATE_MAX_OUTPUT} allowed",
+            out.len()
+        ));
+    }
+    Ok(out)
 }
 
 /// Branch, Template, Output and Input: the nodes whose outputs are a pure
@@ -153,4 +174,22 @@ pub(super) fn collect_outputs(
         }
     }
     outputs
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::*;
+
+    #[test]
+    fn templates_are_bounded_in_steps_and_size() {
+        let none = BTreeMap::new();
+        let runaway =
+            "{% for i in range(10000) %}{% for j in range(10000) %}x{% endfor %}{% endfor %}";
+        let e = render(runaway, &none).expect_err("a runaway loop stops");
+        assert!(e.contains("steps"), "{e}");
+        let huge = "{{ 'x' * 2000000 }}";
+        let e = render(huge, &none).expect_err("a huge output is refused");
+        assert!(e.contains("more than the 1048576 allowed"), "{e}");
+        assert_eq!(render("{{ 'ab' * 3 }}", &none).as_deref(), Ok("ababab"));
+    }
 }
