@@ -67,6 +67,7 @@ pub struct RunsConfig {
     /// [`MCP_INHERITED_ENV`], so it can find its program and a home for its
     /// caches; never the server's own settings or keys.
     pub mcp_inherit_env: Vec<(String, String)>,
+    pub limits: Limits,
     /// Test builds only (feature `test-hooks`): the leak-test tools and
     /// crash injection. A release binary has neither.
     #[cfg(feature = "test-hooks")]
@@ -81,6 +82,45 @@ pub struct TestHooks {
     pub tools: bool,
     /// GLASSBOX_TEST_CRASH_AT: abort at that point of an approved write.
     pub crash_at: Option<String>,
+}
+
+/// Per-workspace caps, so one workspace cannot take the server:
+/// concurrent runs (GLASSBOX_MAX_RUNS_PER_WORKSPACE, default 100) and open
+/// event streams (GLASSBOX_MAX_STREAMS_PER_WORKSPACE, default 200). Past
+/// one, the API answers 429 with `Retry-After`.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub runs_per_workspace: usize,
+    pub streams_per_workspace: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            runs_per_workspace: 100,
+            streams_per_workspace: 200,
+        }
+    }
+}
+
+impl Limits {
+    fn from_env() -> Self {
+        let read = |var: &str, default: usize| {
+            std::env::var(var)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(default)
+        };
+        let d = Self::default();
+        Self {
+            runs_per_workspace: read("GLASSBOX_MAX_RUNS_PER_WORKSPACE", d.runs_per_workspace),
+            streams_per_workspace: read(
+                "GLASSBOX_MAX_STREAMS_PER_WORKSPACE",
+                d.streams_per_workspace,
+            ),
+        }
+    }
 }
 
 /// The variables a stdio MCP server inherits ([`RunsConfig::mcp_inherit_env`]).
@@ -106,6 +146,7 @@ impl RunsConfig {
     pub fn from_env() -> Self {
         Self {
             http_allow_hosts: parse_hosts(&std::env::var(HTTP_ALLOW_HOSTS_ENV).unwrap_or_default()),
+            limits: Limits::from_env(),
             mcp_inherit_env: MCP_INHERITED_ENV
                 .iter()
                 .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))

@@ -40,6 +40,9 @@ pub enum ApiError {
     /// The route exists, not with this method.
     #[error("{message}")]
     MethodNotAllowed { message: String },
+    /// A per-workspace cap is reached; try again after `retry_after_s`.
+    #[error("{message}")]
+    TooManyRequests { message: String, retry_after_s: u64 },
     #[error("internal error: {0}")]
     Internal(#[from] anyhow::Error),
 }
@@ -95,6 +98,7 @@ impl ApiError {
             Self::Forbidden { .. } => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             Self::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
             Self::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED"),
+            Self::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
         }
     }
@@ -122,12 +126,20 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
+        let retry_after = match &self {
+            Self::TooManyRequests { retry_after_s, .. } => Some(*retry_after_s),
+            _ => None,
+        };
         let (message, details) = match self {
             Self::NotFound { message }
             | Self::Unauthorized { message }
             | Self::Forbidden { message }
             | Self::PayloadTooLarge { message }
             | Self::MethodNotAllowed { message } => (message, Value::Null),
+            Self::TooManyRequests {
+                message,
+                retry_after_s,
+            } => (message, serde_json::json!({"retry_after_s": retry_after_s})),
             Self::BadRequest { message, details }
             | Self::Unprocessable { message, details }
             | Self::Conflict { message, details } => (message, details),
@@ -146,7 +158,14 @@ impl IntoResponse for ApiError {
                 details,
             },
         };
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if let Some(s) = retry_after {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(s),
+            );
+        }
+        response
     }
 }
 

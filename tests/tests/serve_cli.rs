@@ -493,3 +493,79 @@ fn sigterm_stops_the_server_within_seconds_while_an_event_stream_is_open() {
     );
     assert!(stopped_at.elapsed() < std::time::Duration::from_secs(8));
 }
+
+/// One raw request; the whole answer head and body as text.
+fn raw(addr: &str, request: &str) -> (TcpStream, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.write_all(request.as_bytes()).expect("request");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .expect("timeout");
+    let mut buf = vec![0u8; 8192];
+    let n = stream.read(&mut buf).expect("answer");
+    (stream, String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+#[test]
+fn a_workspace_at_its_run_or_stream_cap_gets_429_with_retry_after() {
+    let endpoint = glassbox_tests::writes::Endpoint::start(false);
+    let allow = format!("127.0.0.1:{}", endpoint.port);
+    let server = Server::start_in(
+        tempfile::tempdir().expect("tmp"),
+        None,
+        &[
+            ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
+            ("GLASSBOX_MAX_RUNS_PER_WORKSPACE", "1"),
+            ("GLASSBOX_MAX_STREAMS_PER_WORKSPACE", "1"),
+        ],
+    )
+    .expect("server starts");
+    let token = server.sign_in();
+    let run = glassbox_tests::writes::create_tool_writer(&server, &token, endpoint.port);
+    glassbox_tests::writes::pending_tokens(&server, &token, 1);
+    let addr = server.url.trim_start_matches("http://").to_string();
+
+    // A second run while the first waits: 429, Retry-After, the error shape.
+    let (_, body) = http(
+        &server.url,
+        "GET",
+        &format!("/api/v1/runs/{run}"),
+        Some(&token),
+        None,
+    );
+    let workflow_id = json(&body)["workflow_id"]
+        .as_str()
+        .expect("workflow")
+        .to_string();
+    let start = format!("{{\"workflow_id\":\"{workflow_id}\"}}");
+    let (_, answer) = raw(
+        &addr,
+        &format!(
+            "POST /api/v1/runs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{start}",
+            start.len()
+        ),
+    );
+    assert!(answer.starts_with("HTTP/1.1 429"), "{answer}");
+    assert!(answer.to_lowercase().contains("retry-after: 5"), "{answer}");
+    assert!(answer.contains("\"RATE_LIMIT\""), "{answer}");
+
+    // One event stream open: a second is refused until the first closes.
+    let stream_request = format!(
+        "GET /api/v1/runs/{run}/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+    );
+    let (first, answer) = raw(&addr, &stream_request);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let (_, answer) = raw(&addr, &stream_request);
+    assert!(answer.starts_with("HTTP/1.1 429"), "{answer}");
+    drop(first);
+    let mut reopened = false;
+    for _ in 0..100 {
+        let (_, answer) = raw(&addr, &stream_request);
+        if answer.starts_with("HTTP/1.1 200") {
+            reopened = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(reopened, "a closed stream frees its slot");
+}

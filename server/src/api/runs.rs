@@ -51,7 +51,7 @@ struct StartBody {
     inputs: Map<String, Value>,
 }
 
-#[utoipa::path(post, path = "/runs", tag = "runs", responses((status = 202, body = RunStarted, description = "the run id; the run proceeds in the background")))]
+#[utoipa::path(post, path = "/runs", tag = "runs", responses((status = 202, body = RunStarted, description = "the run id; the run proceeds in the background"), (status = 429, description = "the workspace has its maximum of runs in progress; `Retry-After` says when to try again")))]
 async fn start(
     State(state): State<AppState>,
     caller: Caller,
@@ -62,6 +62,14 @@ async fn start(
         .get_workflow(&caller.workspace_id, &body.workflow_id)
         .await?;
     let workflow = row.workflow()?;
+    if let Err(running) = state.runs().may_start(&caller.workspace_id) {
+        return Err(ApiError::TooManyRequests {
+            message: format!(
+                "this workspace has {running} runs in progress, its limit; start this one when one ends"
+            ),
+            retry_after_s: 5,
+        });
+    }
     let run_id = state
         .runs()
         .start(caller.secret_owner(), workflow, body.inputs, "api")
@@ -202,7 +210,7 @@ fn sse_event(seq: i64, text: &str) -> Event {
     Event::default().id(seq.to_string()).event(kind).data(text)
 }
 
-#[utoipa::path(get, path = "/runs/{id}/events", tag = "runs", params(("id" = String, Path, description = "run id"), ("after" = Option<i64>, Query)), responses((status = 200, body = node_runtime::graph::engine::WorkflowEvent, description = "Server-Sent Events, one run event (JSON) per `data`, the SSE `id` its sequence number; resume with Last-Event-ID", content_type = "text/event-stream")))]
+#[utoipa::path(get, path = "/runs/{id}/events", tag = "runs", params(("id" = String, Path, description = "run id"), ("after" = Option<i64>, Query)), responses((status = 200, body = node_runtime::graph::engine::WorkflowEvent, description = "Server-Sent Events, one run event (JSON) per `data`, the SSE `id` its sequence number; resume with Last-Event-ID", content_type = "text/event-stream"), (status = 429, description = "the workspace has its maximum of open event streams")))]
 async fn events(
     State(state): State<AppState>,
     caller: Caller,
@@ -216,6 +224,15 @@ async fn events(
         .and_then(|v| v.trim().parse::<i64>().ok())
         .or(q.after)
         .unwrap_or(0);
+    let slot = state
+        .runs()
+        .stream_slot(&caller.workspace_id)
+        .map_err(|open| ApiError::TooManyRequests {
+            message: format!(
+                "this workspace has {open} event streams open, its limit; close one or try again"
+            ),
+            retry_after_s: 5,
+        })?;
     // Subscribe before reading the stored events, so nothing falls between.
     let live = state.runs().subscribe(&id);
     let stored = state
@@ -246,7 +263,12 @@ async fn events(
         }
         None => stream::empty().boxed(),
     };
-    Ok(Sse::new(stored.chain(live)).keep_alive(KeepAlive::default()))
+    // The slot is held by the stream and freed when the client goes.
+    let events = stored.chain(live).map(move |e| {
+        let _held = &slot;
+        e
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
 fn replay_error(e: crate::runs::ReplayError) -> ApiError {

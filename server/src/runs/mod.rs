@@ -59,6 +59,7 @@ pub type LiveEvent = (i64, Arc<str>);
 
 /// A run in progress.
 struct LiveRun {
+    workspace_id: String,
     cancel: CancellationToken,
     events: broadcast::Sender<LiveEvent>,
     created: Created,
@@ -154,6 +155,25 @@ pub struct Runs {
     http_allow_hosts: Vec<String>,
     /// The workspaces' running MCP servers.
     mcp: Arc<crate::mcp::McpHub>,
+    /// Per-workspace caps (`RunsConfig`).
+    limits: crate::config::Limits,
+    /// Open event streams per workspace.
+    streams: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// One open event stream, counted against its workspace until dropped.
+pub struct StreamSlot {
+    streams: Arc<Mutex<HashMap<String, usize>>>,
+    workspace_id: String,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = streams.get_mut(&self.workspace_id) {
+            *n = n.saturating_sub(1);
+        }
+    }
 }
 
 /// Where the crash tests stop the process, around an approved write
@@ -196,6 +216,7 @@ impl Runs {
             max_output_bytes,
             http_allow_hosts,
             mcp_inherit_env,
+            limits,
             #[cfg(feature = "test-hooks")]
             test_hooks,
         } = config;
@@ -235,6 +256,40 @@ impl Runs {
             crash_at: test_hooks.crash_at,
             http_allow_hosts,
             mcp,
+            limits,
+            streams: Default::default(),
+        })
+    }
+
+    /// Whether the workspace may start another run now: `Err(running)`
+    /// when it has `limits.runs_per_workspace` runs in progress.
+    pub fn may_start(&self, workspace_id: &str) -> Result<(), usize> {
+        let running = self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|l| l.workspace_id == workspace_id)
+            .count();
+        if running >= self.limits.runs_per_workspace {
+            Err(running)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A slot for one more event stream of the workspace, or `Err(open)`
+    /// at `limits.streams_per_workspace`.
+    pub fn stream_slot(&self, workspace_id: &str) -> Result<StreamSlot, usize> {
+        let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        let open = streams.entry(workspace_id.to_string()).or_default();
+        if *open >= self.limits.streams_per_workspace {
+            return Err(*open);
+        }
+        *open += 1;
+        Ok(StreamSlot {
+            streams: self.streams.clone(),
+            workspace_id: workspace_id.to_string(),
         })
     }
 
@@ -337,6 +392,7 @@ impl Runs {
         } = from;
         let (events, _) = broadcast::channel(1024);
         let live = Arc::new(LiveRun {
+            workspace_id: owner.workspace_id.clone(),
             cancel: CancellationToken::new(),
             events,
             created,
