@@ -104,6 +104,22 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The variables, if set, are positive integers; the error names the
+    /// variable (checked at start-up, before anything is served).
+    pub fn check_env() -> Result<(), String> {
+        for var in [
+            "GLASSBOX_MAX_RUNS_PER_WORKSPACE",
+            "GLASSBOX_MAX_STREAMS_PER_WORKSPACE",
+        ] {
+            if let Ok(v) = std::env::var(var) {
+                if !v.trim().parse::<usize>().is_ok_and(|n| n > 0) {
+                    return Err(format!("{var} must be a positive whole number, not `{v}`"));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn from_env() -> Self {
         let read = |var: &str, default: usize| {
             std::env::var(var)

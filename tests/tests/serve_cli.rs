@@ -569,3 +569,20 @@ fn a_workspace_at_its_run_or_stream_cap_gets_429_with_retry_after() {
     }
     assert!(reopened, "a closed stream frees its slot");
 }
+
+#[test]
+fn a_bad_workspace_cap_stops_the_start_naming_the_variable() {
+    let data = tempfile::tempdir().expect("tmp");
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(data.path())
+        .env("GLASSBOX_MAX_RUNS_PER_WORKSPACE", "lots")
+        .output()
+        .expect("run glassbox");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("GLASSBOX_MAX_RUNS_PER_WORKSPACE"),
+        "{stderr}"
+    );
+}

@@ -35,6 +35,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
         .db
         .config(args.bind, args.port, Some(args.static_dir.clone()));
     config.validate().map_err(Failure::config)?;
+    crate::config::Limits::check_env().map_err(Failure::config)?;
     // Bind first: a taken port is the most common start-up failure and needs
     // no database to report.
     let addr = config.socket_addr();
