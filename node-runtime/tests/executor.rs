@@ -547,6 +547,9 @@ async fn file_tools_stay_inside_their_directory() {
     std::os::unix::fs::symlink(outside.path(), root.join("escape")).expect("symlink");
     std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("link.txt"))
         .expect("symlink");
+    // A link that stays inside is not followed either: a component that is
+    // a link could be swapped for one that leads out between check and use.
+    std::os::unix::fs::symlink(root.join("sub"), root.join("alias")).expect("symlink");
 
     let ok = f
         .run(&scope, "read_file", json!({"path": "sub/ok.txt"}))
@@ -561,6 +564,7 @@ async fn file_tools_stay_inside_their_directory() {
         "sub/../../x",
         "escape/secret.txt",
         "link.txt",
+        "alias/ok.txt",
     ] {
         let e = f.run(&scope, "read_file", json!({"path": path})).await;
         assert_eq!(code(&e), Some(ErrorCode::PolicyDenied), "{path}: {e:?}");
@@ -574,7 +578,7 @@ async fn file_tools_stay_inside_their_directory() {
     let e = f.run(&scope, "list_dir", json!({"path": "escape"})).await;
     assert_eq!(code(&e), Some(ErrorCode::PolicyDenied));
 
-    for path in ["escape/new.txt", "link.txt", "../new.txt"] {
+    for path in ["escape/new.txt", "link.txt", "../new.txt", "alias/new.txt"] {
         let e = f
             .run_approved("write_file", json!({"path": path, "content": "pwned"}))
             .await;
@@ -585,6 +589,18 @@ async fn file_tools_stay_inside_their_directory() {
         "outside"
     );
     assert!(!outside.path().join("new.txt").exists());
+    assert!(!root.join("sub/new.txt").exists());
+    let written = f
+        .run_approved(
+            "write_file",
+            json!({"path": "sub/new.txt", "content": "fine"}),
+        )
+        .await;
+    assert!(written.is_success(), "{written:?}");
+    let read = f
+        .run(&scope, "read_file", json!({"path": "sub/new.txt"}))
+        .await;
+    assert_eq!(read.output["content"], "fine");
 }
 
 #[tokio::test]

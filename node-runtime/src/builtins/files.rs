@@ -1,14 +1,18 @@
 //! `read_file`, `list_dir` (reads) and `write_file` (writes), confined to the
 //! workspace's files directory (`ToolEnv::files_root`).
 //!
-//! A path must be relative and free of `..`; after symlinks are resolved it
-//! must still lie inside the root, so a link that points outside is refused.
-//! `write_file` never follows a symlink at the target and never creates
-//! directories outside the root (parents must exist). The root is the
+//! A path must be relative and free of `..`. It is opened one component at
+//! a time below the root (`cap-std`: each step from the directory handle
+//! of the one before), and a symlink at any component is refused, so no
+//! link, placed before or during the call, leads anywhere else.
+//! `write_file` never creates directories (parents must exist). The root is the
 //! tools' sandbox: if it cannot be created or resolved the call fails with
 //! SANDBOX_ERROR.
 
 use std::path::{Component, Path, PathBuf};
+
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, OpenOptions};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -74,20 +78,40 @@ fn lexical(path: &str) -> Result<PathBuf, ToolError> {
     Ok(clean)
 }
 
-/// Resolves an existing path and checks it stays inside the root.
-fn resolve_existing(root: &Path, path: &str) -> Result<PathBuf, ToolError> {
-    let rel = lexical(path)?;
-    let full = root
-        .join(&rel)
-        .canonicalize()
-        .map_err(|e| io_error(path, e))?;
-    if !full.starts_with(root) {
-        return Err(refused(
-            path,
-            "it resolves outside the workspace files directory",
-        ));
+/// Opens the directories of `rel` below the root, one component at a
+/// time, refusing a symlink at any of them.
+fn open_dirs(root: &Path, rel: &Path, path: &str) -> Result<Dir, ToolError> {
+    let mut dir =
+        Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(|e| io_error(path, e))?;
+    for part in rel.components() {
+        let name = part.as_os_str();
+        no_symlink(&dir, name, path)?;
+        dir = dir.open_dir_nofollow(name).map_err(|e| io_error(path, e))?;
     }
-    Ok(full)
+    Ok(dir)
+}
+
+/// Refuses a symlink at `name` in `dir` (a missing entry is not refused).
+fn no_symlink(dir: &Dir, name: &std::ffi::OsStr, path: &str) -> Result<(), ToolError> {
+    match dir.symlink_metadata(name) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(refused(
+            path,
+            "a part of it is a symlink, which the file tools never follow",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The directory part and the final name of a path.
+fn split(rel: &Path, path: &str) -> Result<(PathBuf, std::ffi::OsString), ToolError> {
+    let name = rel
+        .file_name()
+        .ok_or_else(|| refused(path, "it names no file"))?
+        .to_os_string();
+    Ok((
+        rel.parent().map(Path::to_path_buf).unwrap_or_default(),
+        name,
+    ))
 }
 
 fn spec(
@@ -138,19 +162,28 @@ impl Tool for ReadFile {
 
     async fn execute(&self, input: PathInput, ctx: &ToolContext) -> Result<Value, ToolError> {
         let root = root(ctx)?;
-        let full = resolve_existing(&root, &input.path)?;
-        let meta = tokio::fs::metadata(&full)
-            .await
+        let rel = lexical(&input.path)?;
+        let (parent, name) = split(&rel, &input.path)?;
+        let dir = open_dirs(&root, &parent, &input.path)?;
+        no_symlink(&dir, &name, &input.path)?;
+        let mut options = OpenOptions::new();
+        options.read(true).follow(FollowSymlinks::No);
+        let file = dir
+            .open_with(&name, &options)
             .map_err(|e| io_error(&input.path, e))?;
+        let meta = file.metadata().map_err(|e| io_error(&input.path, e))?;
         if !meta.is_file() {
             return Err(
                 ToolError::validation(format!("`{}` is not a file", input.path))
                     .with_details(json!({ "path": "/path" })),
             );
         }
-        let bytes = tokio::fs::read(&full)
-            .await
-            .map_err(|e| io_error(&input.path, e))?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, MAX_READ_BYTES + 1),
+            &mut bytes,
+        )
+        .map_err(|e| io_error(&input.path, e))?;
         let truncated = bytes.len() as u64 > MAX_READ_BYTES;
         let kept = &bytes[..bytes.len().min(MAX_READ_BYTES as usize)];
         Ok(json!({
@@ -181,25 +214,17 @@ impl Tool for ListDir {
 
     async fn execute(&self, input: PathInput, ctx: &ToolContext) -> Result<Value, ToolError> {
         let root = root(ctx)?;
-        let full = resolve_existing(&root, &input.path)?;
-        let mut dir = tokio::fs::read_dir(&full)
-            .await
-            .map_err(|e| io_error(&input.path, e))?;
+        let rel = lexical(&input.path)?;
+        let dir = open_dirs(&root, &rel, &input.path)?;
         let mut entries = Vec::new();
         let mut truncated = false;
-        while let Some(entry) = dir
-            .next_entry()
-            .await
-            .map_err(|e| io_error(&input.path, e))?
-        {
+        for entry in dir.entries().map_err(|e| io_error(&input.path, e))? {
+            let entry = entry.map_err(|e| io_error(&input.path, e))?;
             if entries.len() == MAX_ENTRIES {
                 truncated = true;
                 break;
             }
-            let ft = entry
-                .file_type()
-                .await
-                .map_err(|e| io_error(&input.path, e))?;
+            let ft = entry.file_type().map_err(|e| io_error(&input.path, e))?;
             let kind = if ft.is_symlink() {
                 "symlink"
             } else if ft.is_dir() {
@@ -208,7 +233,7 @@ impl Tool for ListDir {
                 "file"
             };
             let bytes = if ft.is_file() {
-                entry.metadata().await.map(|m| m.len()).ok()
+                entry.metadata().map(|m| m.len()).ok()
             } else {
                 None
             };
@@ -250,49 +275,28 @@ impl Tool for WriteFile {
     async fn execute(&self, input: WriteInput, ctx: &ToolContext) -> Result<Value, ToolError> {
         let root = root(ctx)?;
         let rel = lexical(&input.path)?;
-        let name = rel
-            .file_name()
-            .ok_or_else(|| refused(&input.path, "it names no file"))?;
-        let parent_rel = rel.parent().map(Path::to_path_buf).unwrap_or_default();
-        let parent = root
-            .join(&parent_rel)
-            .canonicalize()
-            .map_err(|e| io_error(&input.path, e))?;
-        if !parent.starts_with(&root) {
-            return Err(refused(
-                &input.path,
-                "its directory resolves outside the workspace files directory",
-            ));
+        let (parent, name) = split(&rel, &input.path)?;
+        let dir = open_dirs(&root, &parent, &input.path)?;
+        no_symlink(&dir, &name, &input.path)?;
+        if dir.symlink_metadata(&name).is_ok_and(|m| m.is_dir()) {
+            return Err(
+                ToolError::validation(format!("`{}` is a directory", input.path))
+                    .with_details(json!({ "path": "/path" })),
+            );
         }
-        let target = parent.join(name);
-        if let Ok(meta) = tokio::fs::symlink_metadata(&target).await {
-            if meta.file_type().is_symlink() {
-                return Err(refused(&input.path, "it is a symlink"));
-            }
-            if meta.is_dir() {
-                return Err(
-                    ToolError::validation(format!("`{}` is a directory", input.path))
-                        .with_details(json!({ "path": "/path" })),
-                );
-            }
-        }
-        let mut options = tokio::fs::OpenOptions::new();
-        options.create(true);
+        let mut options = OpenOptions::new();
+        options.create(true).follow(FollowSymlinks::No);
         if input.append {
             options.append(true);
         } else {
             options.write(true).truncate(true);
         }
-        let mut file = options
-            .open(&target)
-            .await
+        let mut file = dir
+            .open_with(&name, &options)
             .map_err(|e| io_error(&input.path, e))?;
-        tokio::io::AsyncWriteExt::write_all(&mut file, input.content.as_bytes())
-            .await
+        std::io::Write::write_all(&mut file, input.content.as_bytes())
             .map_err(|e| io_error(&input.path, e))?;
-        tokio::io::AsyncWriteExt::flush(&mut file)
-            .await
-            .map_err(|e| io_error(&input.path, e))?;
+        std::io::Write::flush(&mut file).map_err(|e| io_error(&input.path, e))?;
         Ok(json!({ "path": input.path, "bytes_written": input.content.len() }))
     }
 }
