@@ -106,6 +106,15 @@ pub async fn exchange(token: &str) -> Result<Session, ApiError> {
     post_json("/auth/exchange", &serde_json::json!({ "token": token })).await
 }
 
+/// `POST /api/v1/auth/logout`: the session's token stops working.
+pub async fn logout() -> Result<(), ApiError> {
+    let response = request(gloo_net::http::Method::POST, "/auth/logout")
+        .send()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    expect_empty(response).await
+}
+
 /// `GET /api/v1/workflows`.
 pub async fn list_workflows() -> Result<Vec<WorkflowItem>, ApiError> {
     get_json::<node_runtime::wire::WorkflowList>("/workflows")

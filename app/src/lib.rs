@@ -79,6 +79,16 @@ pub fn App() -> impl IntoView {
                     <A href="/runs">"Runs"</A>
                     <A href="/tools">"Tools"</A>
                     <A href="/settings">"Settings"</A>
+                    <button type="button" class="link" data-testid="signout" on:click=move |_| {
+                        leptos::task::spawn_local(async {
+                            // Ended on the server first; the page forgets it either way.
+                            let _ = api::logout().await;
+                            session::clear();
+                            if let Some(w) = web_sys::window() {
+                                let _ = w.location().set_href("/");
+                            }
+                        });
+                    }>"Sign out"</button>
                 </nav>
             </header>
             <main class="page">

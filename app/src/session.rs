@@ -14,3 +14,10 @@ pub fn save(token: &str) -> bool {
 pub fn load() -> Option<String> {
     storage()?.get_item(KEY).ok()?
 }
+
+/// Forgets the session (after signing out).
+pub fn clear() {
+    if let Some(s) = storage() {
+        let _ = s.remove_item(KEY);
+    }
+}

@@ -14,6 +14,7 @@ use tower::ServiceExt;
 const EXPECTED: &[(&str, &str)] = &[
     ("get", "/health"),
     ("post", "/auth/exchange"),
+    ("post", "/auth/logout"),
     ("get", "/workflows"),
     ("post", "/workflows"),
     ("post", "/workflows/validate"),

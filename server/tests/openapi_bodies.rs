@@ -612,6 +612,15 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         &request(&state, "DELETE", &api(&format!("/workflows/{wf}")), t, None).await,
     );
 
+    // Last: signing out ends the session this test used.
+    c.check(
+        "post",
+        "/auth/logout",
+        &request(&state, "POST", &api("/auth/logout"), t, None).await,
+    );
+    let after = request(&state, "GET", &api("/workflows"), t, None).await;
+    assert_eq!(after.0, 401, "a signed-out session no longer works");
+
     let unchecked: Vec<&Operation> = documented
         .iter()
         .map(|(op, _)| op)

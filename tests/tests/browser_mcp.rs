@@ -3,7 +3,8 @@
 //! in Settings (its server's name, protocol and tool count appear in its
 //! row), see its tools with the MCP badge and the server's name in the
 //! Agent node's tool selector of the "Call an MCP server" example, enable
-//! two, save, run, and read the receipts in the timeline.
+//! two, save, run, and read the receipts in the timeline; then Sign out
+//! ends the session.
 
 use std::time::Duration;
 
@@ -98,6 +99,18 @@ async fn an_mcp_server_is_added_in_settings_and_its_tools_run_from_the_editor() 
         let timeline = wait_for_text(&c, "[data-testid=timeline]", Duration::from_secs(10)).await?;
         let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
         browser.screenshot("editor-mcp-run").await?;
+        // Read the run while signed in, then sign out: the session ends.
+        let run = server.finished_run(&token, &run_id);
+        click(&c, "[data-testid=signout]").await?;
+        wait_until("the sign-out", || async {
+            let kept = c
+                .execute("return localStorage.getItem('glassbox.session')", vec![])
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(kept.is_null())
+        })
+        .await?;
+        let (signed_out, _) = http(&server.url, "GET", "/api/v1/workflows", Some(&token), None);
         Ok::<_, String>((
             server_line,
             badge,
@@ -105,13 +118,13 @@ async fn an_mcp_server_is_added_in_settings_and_its_tools_run_from_the_editor() 
             effect,
             mcp_rows,
             timeline,
-            run_id,
-            token,
+            run,
+            signed_out,
         ))
     }
     .await;
     let errors = browser.close_after_console_errors().await;
-    let (server_line, badge, server_name, effect, mcp_rows, timeline, run_id, token) =
+    let (server_line, badge, server_name, effect, mcp_rows, timeline, run, signed_out) =
         outcome.expect("the MCP connection works from the browser");
     assert!(errors.is_empty(), "console errors: {errors:?}");
     assert!(
@@ -123,7 +136,7 @@ async fn an_mcp_server_is_added_in_settings_and_its_tools_run_from_the_editor() 
     assert_eq!(effect, "reads");
     assert!(mcp_rows > 5, "the server's tools are listed: {mcp_rows}");
     assert!(timeline.contains("mcp.everything.echo"), "{timeline}");
-    let run = server.finished_run(&token, &run_id);
     assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(signed_out, 401, "Sign out ended the session on the server");
     assert_eq!(run["outputs"]["sum"], "The sum of 2 and 40 is 42.", "{run}");
 }

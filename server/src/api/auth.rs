@@ -1,4 +1,5 @@
-//! `POST /api/v1/auth/exchange`: a one-time sign-in token for a session token.
+//! `POST /api/v1/auth/exchange`: a one-time sign-in token for a session
+//! token; `POST /api/v1/auth/logout`: the session ends.
 
 use axum::extract::State;
 use axum::Json;
@@ -11,7 +12,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(exchange))
+    OpenApiRouter::new()
+        .routes(routes!(exchange))
+        .routes(routes!(logout))
 }
 
 #[derive(Deserialize)]
@@ -38,4 +41,19 @@ async fn exchange(
         user_id: user,
         workspaces,
     }))
+}
+
+#[utoipa::path(post, path = "/auth/logout", tag = "auth", responses((status = 204, description = "the session's token no longer works"), (status = 401, description = "no valid token")))]
+async fn logout(
+    State(state): State<AppState>,
+    _caller: crate::auth::Caller,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::http::StatusCode, ApiError> {
+    if let Some(token) = crate::auth::bearer(&headers) {
+        state
+            .db()
+            .delete_session(&crate::auth::hash_token(token))
+            .await?;
+    }
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }

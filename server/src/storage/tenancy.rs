@@ -206,6 +206,17 @@ impl Store {
     }
 
     /// Revokes one of the user's API tokens.
+    /// Revokes the session whose token has this hash (sign-out).
+    pub async fn delete_session(&self, token_hash: &str) -> Result<u64, StoreError> {
+        Ok(
+            sqlx::query("DELETE FROM api_tokens WHERE token_hash = $1 AND kind = 'session'")
+                .bind(token_hash)
+                .execute(self.writer())
+                .await?
+                .rows_affected(),
+        )
+    }
+
     pub async fn delete_api_token(&self, user_id: &str, id: &str) -> Result<(), StoreError> {
         let done =
             sqlx::query("DELETE FROM api_tokens WHERE user_id = $1 AND id = $2 AND kind = 'api'")
