@@ -110,6 +110,8 @@ impl Limits {
         for var in [
             "GLASSBOX_MAX_RUNS_PER_WORKSPACE",
             "GLASSBOX_MAX_STREAMS_PER_WORKSPACE",
+            "GLASSBOX_MAX_CONNECTIONS",
+            "GLASSBOX_IDLE_TIMEOUT_S",
         ] {
             if let Ok(v) = std::env::var(var) {
                 if !v.trim().parse::<usize>().is_ok_and(|n| n > 0) {
@@ -135,6 +137,33 @@ impl Limits {
                 "GLASSBOX_MAX_STREAMS_PER_WORKSPACE",
                 d.streams_per_workspace,
             ),
+        }
+    }
+}
+
+/// The HTTP server's own limits: open connections
+/// (GLASSBOX_MAX_CONNECTIONS, default 1024; more wait until one closes) and
+/// how long a connection may do nothing before it is closed
+/// (GLASSBOX_IDLE_TIMEOUT_S, default 120; an event stream's keep-alive
+/// counts as activity).
+#[derive(Debug, Clone)]
+pub struct ConnectionLimits {
+    pub max_connections: usize,
+    pub idle: std::time::Duration,
+}
+
+impl ConnectionLimits {
+    pub fn from_env() -> Self {
+        let read = |var: &str, default: usize| {
+            std::env::var(var)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(default)
+        };
+        Self {
+            max_connections: read("GLASSBOX_MAX_CONNECTIONS", 1024),
+            idle: std::time::Duration::from_secs(read("GLASSBOX_IDLE_TIMEOUT_S", 120) as u64),
         }
     }
 }

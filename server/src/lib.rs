@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod connections;
 pub mod error;
+pub mod listener;
 pub mod mcp;
 pub mod runs;
 pub mod secrets;

@@ -586,3 +586,59 @@ fn a_bad_workspace_cap_stops_the_start_naming_the_variable() {
         "{stderr}"
     );
 }
+
+#[test]
+fn half_sent_requests_are_closed_when_idle_and_connections_are_capped() {
+    let server = Server::start_in(
+        tempfile::tempdir().expect("tmp"),
+        None,
+        &[
+            ("GLASSBOX_IDLE_TIMEOUT_S", "1"),
+            ("GLASSBOX_MAX_CONNECTIONS", "2"),
+        ],
+    )
+    .expect("server starts");
+    let addr = server.url.trim_start_matches("http://").to_string();
+    // Half a request head, then nothing: the server closes it.
+    let mut half = TcpStream::connect(&addr).expect("connect");
+    half.write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+        .expect("half a head");
+    half.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 256];
+    let n = half.read(&mut buf).unwrap_or(0);
+    assert_eq!(
+        n,
+        0,
+        "closed without an answer: {}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "closed by the idle timeout, not the test's"
+    );
+
+    // Two connections held open: a third is answered only when one closes.
+    let first = TcpStream::connect(&addr).expect("connect");
+    let second = TcpStream::connect(&addr).expect("connect");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mut third = TcpStream::connect(&addr).expect("the kernel accepts it");
+    third
+        .write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("request");
+    third
+        .set_read_timeout(Some(std::time::Duration::from_millis(300)))
+        .expect("timeout");
+    assert!(
+        third.read(&mut buf).is_err(),
+        "no answer while two connections hold the slots"
+    );
+    drop(first);
+    drop(second);
+    third
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let n = third.read(&mut buf).expect("answered once a slot frees");
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+}

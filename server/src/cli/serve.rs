@@ -88,6 +88,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
             stopping.notify_one();
         }
     };
+    let limits = crate::config::ConnectionLimits::from_env();
+    let listener = crate::listener::Limited::new(listener, limits.max_connections, limits.idle);
     let served = axum::serve(listener, app(state)).with_graceful_shutdown(signal);
     let served = tokio::select! {
         r = served.into_future() => r,

@@ -1,0 +1,159 @@
+//! The server's listener: at most `max_connections` open connections (the
+//! next waits in the kernel's backlog until one closes), and a connection
+//! on which nothing is read or written for `idle` is closed, so a client
+//! that sends half a request head, or nothing, cannot hold it. A live event
+//! stream is not idle: its keep-alive comments are writes.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
+
+/// A TCP listener with a connection cap and an idle timeout.
+pub struct Limited {
+    inner: TcpListener,
+    permits: Arc<Semaphore>,
+    idle: Duration,
+}
+
+impl Limited {
+    pub fn new(inner: TcpListener, max_connections: usize, idle: Duration) -> Self {
+        Self {
+            inner,
+            permits: Arc::new(Semaphore::new(max_connections.max(1))),
+            idle,
+        }
+    }
+}
+
+impl axum::serve::Listener for Limited {
+    type Io = Guarded;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        // The semaphore is never closed, so a permit always comes.
+        let permit = match self.permits.clone().acquire_owned().await {
+            Ok(p) => p,
+            Err(_) => std::future::pending().await,
+        };
+        let (io, addr) = axum::serve::Listener::accept(&mut self.inner).await;
+        (
+            Guarded {
+                io,
+                idle: self.idle,
+                deadline: Box::pin(tokio::time::sleep(self.idle)),
+                _permit: permit,
+            },
+            addr,
+        )
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// One accepted connection: its slot, and its idle deadline.
+pub struct Guarded {
+    io: TcpStream,
+    idle: Duration,
+    deadline: Pin<Box<Sleep>>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Guarded {
+    fn touched(&mut self) {
+        self.deadline.as_mut().reset(Instant::now() + self.idle);
+    }
+
+    /// When nothing happens: an error once the deadline has passed.
+    fn expired(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the connection was idle for too long",
+            )),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for Guarded {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match Pin::new(&mut this.io).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    this.touched();
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => this.expired(cx).map(Err),
+        }
+    }
+}
+
+impl AsyncWrite for Guarded {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.io).poll_write(cx, data) {
+            Poll::Ready(Ok(n)) => {
+                if n > 0 {
+                    this.touched();
+                }
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            // A client that does not read what it is sent is idle too.
+            Poll::Pending => this.expired(cx).map(Err),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.io).poll_write_vectored(cx, bufs) {
+            Poll::Ready(Ok(n)) => {
+                if n > 0 {
+                    this.touched();
+                }
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => this.expired(cx).map(Err),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
