@@ -137,6 +137,16 @@ pub enum McpTransport {
     },
 }
 
+impl McpTransport {
+    /// The secrets this transport names.
+    pub fn secrets(&self) -> Vec<&str> {
+        match self {
+            Self::Stdio { env, .. } => env.values().map(String::as_str).collect(),
+            Self::Http { auth, .. } => auth.iter().map(HttpAuth::secret).collect(),
+        }
+    }
+}
+
 /// A Model Context Protocol server: the fields of
 /// [`ConnectionConfig::Mcp`] as one value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,10 +263,7 @@ impl ConnectionConfig {
             Self::Http(h) => h.auth.iter().map(HttpAuth::secret).collect(),
             Self::Postgres { url_secret } => vec![url_secret],
             Self::Sqlite { .. } => Vec::new(),
-            Self::Mcp { transport, .. } => match transport {
-                McpTransport::Stdio { env, .. } => env.values().map(String::as_str).collect(),
-                McpTransport::Http { auth, .. } => auth.iter().map(HttpAuth::secret).collect(),
-            },
+            Self::Mcp { transport, .. } => transport.secrets(),
         }
     }
 
@@ -420,17 +427,20 @@ fn validate_mcp(m: &McpConnection) -> Result<(), ConfigError> {
     }
 }
 
+/// The `host` or `host:port` of an http(s) URL, as allow-lists hold it.
+pub fn url_authority(url: &str) -> Option<String> {
+    url_host(url).map(|(host, port)| match port {
+        Some(p) => format!("{host}:{p}"),
+        None => host,
+    })
+}
+
 impl HttpConnection {
     /// The hosts this connection may reach: its base URL's and the listed
     /// ones.
     pub fn hosts(&self) -> Vec<String> {
         let mut hosts = self.allowed_hosts.clone();
-        if let Some((host, port)) = url_host(&self.base_url) {
-            hosts.push(match port {
-                Some(p) => format!("{host}:{p}"),
-                None => host,
-            });
-        }
+        hosts.extend(url_authority(&self.base_url));
         hosts
     }
 }

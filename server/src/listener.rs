@@ -74,6 +74,25 @@ impl Guarded {
         self.deadline.as_mut().reset(Instant::now() + self.idle);
     }
 
+    /// A write's outcome: bytes written count as activity; a write that
+    /// cannot proceed (a client that does not read) is idle too.
+    fn wrote(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        match r {
+            Poll::Ready(Ok(n)) => {
+                if n > 0 {
+                    self.touched();
+                }
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => self.expired(cx).map(Err),
+        }
+    }
+
     /// When nothing happens: an error once the deadline has passed.
     fn expired(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
         match self.deadline.as_mut().poll(cx) {
@@ -114,17 +133,8 @@ impl AsyncWrite for Guarded {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.io).poll_write(cx, data) {
-            Poll::Ready(Ok(n)) => {
-                if n > 0 {
-                    this.touched();
-                }
-                Poll::Ready(Ok(n))
-            }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            // A client that does not read what it is sent is idle too.
-            Poll::Pending => this.expired(cx).map(Err),
-        }
+        let r = Pin::new(&mut this.io).poll_write(cx, data);
+        this.wrote(cx, r)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -141,16 +151,8 @@ impl AsyncWrite for Guarded {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.io).poll_write_vectored(cx, bufs) {
-            Poll::Ready(Ok(n)) => {
-                if n > 0 {
-                    this.touched();
-                }
-                Poll::Ready(Ok(n))
-            }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => this.expired(cx).map(Err),
-        }
+        let r = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.wrote(cx, r)
     }
 
     fn is_write_vectored(&self) -> bool {

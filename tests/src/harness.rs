@@ -253,6 +253,30 @@ impl Server {
         json(&body)["id"].as_str().expect("workflow id").to_string()
     }
 
+    /// `POST /connections` of `config` named `name` (it must be created).
+    pub fn add_connection(&self, token: &str, name: &str, config: serde_json::Value) {
+        let (s, body) = http(
+            &self.url,
+            "POST",
+            "/api/v1/connections",
+            Some(token),
+            Some(&serde_json::json!({"name": name, "config": config})),
+        );
+        assert_eq!(s, 201, "{body}");
+    }
+
+    /// `POST /approvals/{token}/approve` (it must be accepted).
+    pub fn approve(&self, token: &str, approval: &str) {
+        let (s, body) = http(
+            &self.url,
+            "POST",
+            &format!("/api/v1/approvals/{approval}/approve"),
+            Some(token),
+            None,
+        );
+        assert_eq!(s, 200, "{body}");
+    }
+
     /// `POST /runs` of a saved workflow; returns the run id.
     pub fn start_run(&self, token: &str, workflow_id: &str) -> String {
         let (s, body) = http(

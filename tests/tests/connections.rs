@@ -52,17 +52,6 @@ fn api(elsewhere: Option<String>) -> (u16, Arc<Mutex<Vec<String>>>) {
     (port, seen)
 }
 
-fn add_connection(server: &Server, token: &str, name: &str, config: Value) {
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        "/api/v1/connections",
-        Some(token),
-        Some(&json!({"name": name, "config": config})),
-    );
-    assert_eq!(s, 201, "{body}");
-}
-
 /// An Agent whose scripted model makes `calls` (tool, arguments) in one
 /// turn, then answers.
 fn agent_workflow(tools: &[&str], calls: Value) -> Value {
@@ -103,8 +92,7 @@ fn an_http_connection_adds_its_credential_where_only_the_api_sees_it() {
         .expect("server starts");
     let token = server.sign_in();
     server.set_secret(&token, "workspace", "API_TOKEN", TOKEN);
-    add_connection(
-        &server,
+    server.add_connection(
         &token,
         "api",
         json!({"kind": "http", "base_url": format!("http://127.0.0.1:{port}/v1"),
@@ -234,12 +222,7 @@ fn a_sqlite_connection_answers_and_a_runaway_query_is_interrupted() {
     });
     let server = Server::start_in(data, None, &[]).expect("server starts");
     let token = server.sign_in();
-    add_connection(
-        &server,
-        &token,
-        "shop",
-        json!({"kind": "sqlite", "path": "shop.db"}),
-    );
+    server.add_connection(&token, "shop", json!({"kind": "sqlite", "path": "shop.db"}));
     let (_, body) = http(
         &server.url,
         "POST",
@@ -326,8 +309,7 @@ fn a_postgres_connection_reads_rows_and_refuses_writes_and_file_reads() {
     let server = Server::start(None).expect("server starts");
     let token = server.sign_in();
     server.set_secret(&token, "workspace", "SHOP_PG_URL", &url);
-    add_connection(
-        &server,
+    server.add_connection(
         &token,
         "pg",
         json!({"kind": "postgres", "url_secret": "SHOP_PG_URL"}),
@@ -402,12 +384,7 @@ fn members_see_names_and_kinds_and_bad_configs_name_their_field() {
         Some(&json!({"name": "x", "config": {"kind": "ftp"}})),
     );
     assert_eq!(s, 422, "{body}");
-    add_connection(
-        &server,
-        &token,
-        "files",
-        json!({"kind": "sqlite", "path": "a.db"}),
-    );
+    server.add_connection(&token, "files", json!({"kind": "sqlite", "path": "a.db"}));
     let (s, _) = http(
         &server.url,
         "POST",

@@ -18,17 +18,6 @@ use serde_json::{json, Value};
 const SECRET: &str = "mcp-secret-cnry-5f1d";
 const SERVER_ENV: &str = "server-env-cnry-90ab";
 
-fn add_connection(server: &Server, token: &str, name: &str, config: Value) {
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        "/api/v1/connections",
-        Some(token),
-        Some(&json!({"name": name, "config": config})),
-    );
-    assert_eq!(s, 201, "{body}");
-}
-
 fn refresh(server: &Server, token: &str, name: &str) -> Value {
     let (s, body) = http(
         &server.url,
@@ -82,6 +71,26 @@ fn envelopes(run: &Value) -> Vec<Value> {
         .collect()
 }
 
+/// Runs `tool` (a write) from a scripted Agent: the run waits for an
+/// approval, which is given; the finished run.
+fn approved_write(server: &Server, token: &str, tool: &Value) -> Value {
+    let name = tool["name"].as_str().expect("name");
+    let wf = agent(
+        &[tool],
+        json!([
+            {"tool_calls": [{"name": name, "arguments": {}}]},
+            {"text": "done"}
+        ]),
+    );
+    let id = server.create_workflow(token, &wf);
+    let run_id = server.start_run(token, &id);
+    let approval = wait_for_approval(server, token, &run_id);
+    server.approve(token, &approval);
+    let run = server.finished_run(token, &run_id);
+    assert_eq!(run["status"], "succeeded", "{run}");
+    run
+}
+
 fn wait_for_approval(server: &Server, token: &str, run_id: &str) -> String {
     for _ in 0..600 {
         let (_, body) = http(&server.url, "GET", "/api/v1/approvals", Some(token), None);
@@ -109,8 +118,7 @@ fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
     .expect("server starts");
     let token = server.sign_in();
     server.set_secret(&token, "workspace", "EVERYTHING_TOKEN", SECRET);
-    add_connection(
-        &server,
+    server.add_connection(
         &token,
         "everything",
         json!({"kind": "mcp", "transport": {"type": "stdio", "command": "node",
@@ -227,27 +235,10 @@ fn stdio_tools_run_with_receipts_approvals_and_a_replay_without_any_server() {
     assert!(!body.contains(SECRET));
 
     // A tool without the read-only hint waits for a human.
-    let wf = agent(
-        &[toggle],
-        json!([
-            {"tool_calls": [{"name": "mcp.everything.toggle-simulated-logging", "arguments": {}}]},
-            {"text": "toggled"}
-        ]),
-    );
-    let write_wf = server.create_workflow(&token, &wf);
-    let write_run = server.start_run(&token, &write_wf);
-    let approval = wait_for_approval(&server, &token, &write_run);
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        &format!("/api/v1/approvals/{approval}/approve"),
-        Some(&token),
-        None,
-    );
-    assert_eq!(s, 200, "{body}");
-    let run = server.finished_run(&token, &write_run);
-    assert_eq!(run["status"], "succeeded", "{run}");
+    let run = approved_write(&server, &token, toggle);
     assert!(envelopes(&run)[0]["error"].is_null(), "{run}");
+    let write_run = run["id"].as_str().expect("run id").to_string();
+    let write_wf = run["workflow_id"].as_str().expect("workflow").to_string();
 
     // An admin's override makes it a read, recorded with who and when.
     let (s, body) = http(
@@ -300,8 +291,7 @@ fn a_server_killed_mid_call_gives_a_transient_error_and_the_next_call_starts_it_
     let marker = "glassbox-test-kill";
     let server = Server::start(None).expect("server starts");
     let token = server.sign_in();
-    add_connection(
-        &server,
+    server.add_connection(
         &token,
         "slow",
         json!({"kind": "mcp", "timeout_ms": 20000,
@@ -368,8 +358,7 @@ fn streamable_http_tools_run_through_the_connection() {
     let (_peer, url) = everything_http();
     let server = Server::start(None).expect("server starts");
     let token = server.sign_in();
-    add_connection(
-        &server,
+    server.add_connection(
         &token,
         "remote",
         json!({"kind": "mcp", "transport": {"type": "http", "url": url}}),
@@ -408,26 +397,7 @@ fn streamable_http_tools_run_through_the_connection() {
     // A tool without the read-only hint waits for a human here too.
     let toggle = &tools["mcp.remote.toggle-simulated-logging"];
     assert_eq!(toggle["side_effects"], "writes");
-    let wf = agent(
-        &[toggle],
-        json!([
-            {"tool_calls": [{"name": "mcp.remote.toggle-simulated-logging", "arguments": {}}]},
-            {"text": "toggled"}
-        ]),
-    );
-    let id = server.create_workflow(&token, &wf);
-    let write_run = server.start_run(&token, &id);
-    let approval = wait_for_approval(&server, &token, &write_run);
-    let (s, body) = http(
-        &server.url,
-        "POST",
-        &format!("/api/v1/approvals/{approval}/approve"),
-        Some(&token),
-        None,
-    );
-    assert_eq!(s, 200, "{body}");
-    let run = server.finished_run(&token, &write_run);
-    assert_eq!(run["status"], "succeeded", "{run}");
+    approved_write(&server, &token, toggle);
 
     // A call past the connection's deadline ends with TIMEOUT at the
     // deadline (and the server is told to stop it).

@@ -85,12 +85,7 @@ async fn list(
             effect_description: m.effect_description.clone(),
             mcp: sources.get(&t.spec.key()).map(|s| McpToolSource {
                 connection: s.connection.clone(),
-                tool: t
-                    .spec
-                    .name
-                    .strip_prefix(&format!("mcp.{}.", s.connection))
-                    .unwrap_or(&t.spec.name)
-                    .to_string(),
+                tool: s.tool.clone(),
                 server_name: s.server.as_ref().map(|v| v.server_name.clone()),
                 server_version: s.server.as_ref().map(|v| v.server_version.clone()),
                 protocol_version: s.server.as_ref().map(|v| v.protocol_version.clone()),

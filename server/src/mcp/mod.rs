@@ -74,22 +74,15 @@ impl McpLaunch {
                 .unwrap_or_default()
                 .as_bytes(),
         );
-        for name in secrets_of(&self.config) {
+        for name in self.config.transport.secrets() {
             h.update(name.as_bytes());
             h.update(&[0]);
-            if let Some(v) = self.secrets.get(&name) {
+            if let Some(v) = self.secrets.get(name) {
                 h.update(v.expose().as_bytes());
             }
             h.update(&[0]);
         }
         h.finalize()
-    }
-}
-
-fn secrets_of(config: &McpConnection) -> Vec<String> {
-    match &config.transport {
-        McpTransport::Stdio { env, .. } => env.values().cloned().collect(),
-        McpTransport::Http { auth, .. } => auth.iter().map(|a| a.secret().to_string()).collect(),
     }
 }
 
@@ -388,12 +381,7 @@ impl McpHub {
     /// internal, as for an `http` connection; no redirects, no proxy.
     async fn http_client(&self, url: &str) -> Result<reqwest::Client, String> {
         let mut allow = self.http_allow_hosts.clone();
-        if let Some((host, port)) = node_runtime::connections::url_host(url) {
-            allow.push(match port {
-                Some(p) => format!("{host}:{p}"),
-                None => host,
-            });
-        }
+        allow.extend(node_runtime::connections::url_authority(url));
         let egress = node_runtime::model::Egress {
             allow_hosts: allow,
             // The transport keeps a server-sent-event stream open; a call's
@@ -574,6 +562,8 @@ pub async fn discover(
 #[derive(Debug, Clone)]
 pub struct McpSource {
     pub connection: String,
+    /// The server's own name for the tool.
+    pub tool: String,
     pub server: Option<McpServerRow>,
     pub annotations: Value,
     pub override_row: Option<McpOverrideRow>,
@@ -642,6 +632,7 @@ pub async fn registry_for(
                     key,
                     McpSource {
                         connection: row.connection.clone(),
+                        tool: row.tool.clone(),
                         server: servers
                             .iter()
                             .find(|s| s.connection == row.connection)
