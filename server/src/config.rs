@@ -112,6 +112,7 @@ impl Limits {
             "GLASSBOX_MAX_STREAMS_PER_WORKSPACE",
             "GLASSBOX_MAX_CONNECTIONS",
             "GLASSBOX_IDLE_TIMEOUT_S",
+            "GLASSBOX_HEADER_TIMEOUT_S",
         ] {
             if let Ok(v) = std::env::var(var) {
                 if !v.trim().parse::<usize>().is_ok_and(|n| n > 0) {
@@ -123,17 +124,13 @@ impl Limits {
     }
 
     fn from_env() -> Self {
-        let read = |var: &str, default: usize| {
-            std::env::var(var)
-                .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .filter(|n| *n > 0)
-                .unwrap_or(default)
-        };
         let d = Self::default();
         Self {
-            runs_per_workspace: read("GLASSBOX_MAX_RUNS_PER_WORKSPACE", d.runs_per_workspace),
-            streams_per_workspace: read(
+            runs_per_workspace: positive_env(
+                "GLASSBOX_MAX_RUNS_PER_WORKSPACE",
+                d.runs_per_workspace,
+            ),
+            streams_per_workspace: positive_env(
                 "GLASSBOX_MAX_STREAMS_PER_WORKSPACE",
                 d.streams_per_workspace,
             ),
@@ -145,27 +142,38 @@ impl Limits {
 /// (GLASSBOX_MAX_CONNECTIONS, default 1024; more wait until one closes) and
 /// how long a connection may do nothing before it is closed
 /// (GLASSBOX_IDLE_TIMEOUT_S, default 120; an event stream's keep-alive
-/// counts as activity).
+/// counts as activity), and how long a request's head may take to arrive
+/// once it has begun (GLASSBOX_HEADER_TIMEOUT_S, default 10), so a client
+/// that trickles a head byte by byte is closed too.
 #[derive(Debug, Clone)]
 pub struct ConnectionLimits {
     pub max_connections: usize,
     pub idle: std::time::Duration,
+    pub header: std::time::Duration,
 }
 
 impl ConnectionLimits {
     pub fn from_env() -> Self {
-        let read = |var: &str, default: usize| {
-            std::env::var(var)
-                .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .filter(|n| *n > 0)
-                .unwrap_or(default)
-        };
         Self {
-            max_connections: read("GLASSBOX_MAX_CONNECTIONS", 1024),
-            idle: std::time::Duration::from_secs(read("GLASSBOX_IDLE_TIMEOUT_S", 120) as u64),
+            max_connections: positive_env("GLASSBOX_MAX_CONNECTIONS", 1024),
+            idle: std::time::Duration::from_secs(
+                positive_env("GLASSBOX_IDLE_TIMEOUT_S", 120) as u64
+            ),
+            header: std::time::Duration::from_secs(
+                positive_env("GLASSBOX_HEADER_TIMEOUT_S", 10) as u64
+            ),
         }
     }
+}
+
+/// A positive whole number from the environment, else `default` (a bad
+/// value stopped the start in [`Limits::check_env`]).
+fn positive_env(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(default)
 }
 
 /// The variables a stdio MCP server inherits ([`RunsConfig::mcp_inherit_env`]).

@@ -1,8 +1,11 @@
-//! The server's listener: at most `max_connections` open connections (the
-//! next waits in the kernel's backlog until one closes), and a connection
-//! on which nothing is read or written for `idle` is closed, so a client
-//! that sends half a request head, or nothing, cannot hold it. A live event
-//! stream is not idle: its keep-alive comments are writes.
+//! The server's listener and its accept loop: at most `max_connections`
+//! open connections (the next waits in the kernel's backlog until one
+//! closes); a connection on which nothing is read or written for `idle` is
+//! closed, so a client that sends nothing cannot hold it (a live event
+//! stream is not idle: its keep-alive comments are writes); and a request
+//! head must arrive whole within `header` of its start (hyper's header-read
+//! timeout, which `axum::serve` leaves off for want of a timer), so a
+//! client trickling a head byte by byte cannot hold it either.
 
 use std::future::Future;
 use std::io;
@@ -12,10 +15,57 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::extract::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
+use tower::ServiceExt as _;
+
+/// Serves `app` on `listener` until `signal` completes; then takes no new
+/// connection, asks the open ones to finish their requests, and returns when
+/// they have closed (the caller bounds that wait).
+pub async fn serve(
+    mut listener: Limited,
+    app: axum::Router,
+    header: Duration,
+    signal: impl Future<Output = ()>,
+) {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header);
+    let graceful = GracefulShutdown::new();
+    let mut signal = std::pin::pin!(signal);
+    loop {
+        let io = tokio::select! {
+            (io, _) = axum::serve::Listener::accept(&mut listener) => io,
+            () = &mut signal => break,
+        };
+        let service = TowerToHyperService::new(
+            app.clone()
+                .map_request(|req: Request<Incoming>| req.map(Body::new)),
+        );
+        let conn = builder
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(err) = conn.await {
+                tracing::trace!(error = %err, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
 
 /// A TCP listener with a connection cap and an idle timeout.
 pub struct Limited {

@@ -642,3 +642,50 @@ fn half_sent_requests_are_closed_when_idle_and_connections_are_capped() {
     let n = third.read(&mut buf).expect("answered once a slot frees");
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
 }
+
+#[test]
+fn a_request_head_trickled_byte_by_byte_is_closed_at_the_header_timeout() {
+    let server = Server::start_in(
+        tempfile::tempdir().expect("tmp"),
+        None,
+        &[
+            ("GLASSBOX_HEADER_TIMEOUT_S", "1"),
+            ("GLASSBOX_IDLE_TIMEOUT_S", "60"),
+        ],
+    )
+    .expect("server starts");
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let mut slow = TcpStream::connect(&addr).expect("connect");
+    slow.write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+        .expect("the head begins");
+    // A header line every 200 ms: never idle, never done.
+    let mut writer = slow.try_clone().expect("clone");
+    let trickle = std::thread::spawn(move || {
+        for _ in 0..50 {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            if writer.write_all(b"X-Slow: 1\r\n").is_err() {
+                return true;
+            }
+        }
+        false
+    });
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(8)))
+        .expect("timeout");
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let _ = slow.read_to_end(&mut answer);
+    let elapsed = started.elapsed();
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "closed, or told 408, never served: {answer}"
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(5),
+        "closed by the 1 s header timeout while the idle timeout is 60 s: {elapsed:?}"
+    );
+    assert!(
+        trickle.join().expect("writer"),
+        "the server stopped reading"
+    );
+}

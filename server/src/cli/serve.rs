@@ -2,7 +2,6 @@
 //! examples on first start, resume interrupted runs, print the ready line
 //! and the sign-in link, serve until Ctrl-C or SIGTERM.
 
-use std::future::IntoFuture;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -90,20 +89,18 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
     };
     let limits = crate::config::ConnectionLimits::from_env();
     let listener = crate::listener::Limited::new(listener, limits.max_connections, limits.idle);
-    let served = axum::serve(listener, app(state)).with_graceful_shutdown(signal);
-    let served = tokio::select! {
-        r = served.into_future() => r,
+    let served = crate::listener::serve(listener, app(state), limits.header, signal);
+    tokio::select! {
+        () = served => {}
         () = async {
             stopping.notified().await;
             tokio::time::sleep(SHUTDOWN_GRACE).await;
         } => {
             tracing::warn!("connections still open {} s after the stop signal; closing them", SHUTDOWN_GRACE.as_secs());
-            Ok(())
         }
-    };
+    }
     // MCP servers started for runs stop with the server.
     mcp.shutdown().await;
-    served.map_err(|err| Failure::runtime(format!("server error: {err}")))?;
     db.close().await;
     println!("Glassbox stopped.");
     Ok(())
