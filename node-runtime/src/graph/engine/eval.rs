@@ -43,9 +43,34 @@ pub fn render(template: &str, inputs: &BTreeMap<String, Value>) -> Result<String
     Ok(out)
 }
 
+/// Runs `work` (a template rendering: bounded, but up to its fuel of CPU)
+/// on tokio's blocking pool, off the async worker threads. A caller that
+/// stops waiting (a cancelled run drops the node's future) is not held up:
+/// the rendering ends there within its bounds and its result is dropped.
+pub(super) async fn off_thread<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| format!("template rendering stopped: {e}"))?
+}
+
+/// [`compute_pure`], with a Template node rendered [`off_thread`].
+pub(super) async fn compute(
+    node: &Node,
+    inputs: &BTreeMap<String, Value>,
+    workflow_inputs: &Map<String, Value>,
+) -> Result<BTreeMap<String, Value>, String> {
+    if !matches!(node.kind, NodeKind::Template(_)) {
+        return compute_pure(node, inputs, workflow_inputs);
+    }
+    let (node, inputs, workflow_inputs) = (node.clone(), inputs.clone(), workflow_inputs.clone());
+    off_thread(move || compute_pure(&node, &inputs, &workflow_inputs)).await
+}
+
 /// Branch, Template, Output and Input: the nodes whose outputs are a pure
 /// function of their inputs (and the workflow inputs).
-pub(super) fn compute_pure(
+fn compute_pure(
     node: &Node,
     inputs: &BTreeMap<String, Value>,
     workflow_inputs: &Map<String, Value>,

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::eval::{agent_handles, compute_pure, render, tool_input, tool_outputs, AgentHandles};
+use super::eval::{
+    agent_handles, compute, off_thread, render, tool_input, tool_outputs, AgentHandles,
+};
 use super::events::{AgentSink, WorkflowSink};
 use super::host::EngineServices;
 use crate::agent::approval::{ApprovalRequest, Decision};
@@ -67,7 +69,9 @@ impl Runner<'_> {
         match &node.kind {
             NodeKind::Tool(c) => self.run_tool_node(node, c, inputs).await,
             NodeKind::Agent(c) => self.run_agent_node(node, c, inputs).await,
-            _ => compute_pure(node, inputs, workflow_inputs).map(NodeResult::outputs),
+            _ => compute(node, inputs, workflow_inputs)
+                .await
+                .map(NodeResult::outputs),
         }
     }
 
@@ -204,7 +208,10 @@ impl Runner<'_> {
     ) -> Result<NodeResult, String> {
         let agent_config = AgentConfig {
             system_prompt: config.system_prompt.clone(),
-            user_prompt: render(&config.prompt, inputs)?,
+            user_prompt: {
+                let (prompt, inputs) = (config.prompt.clone(), inputs.clone());
+                off_thread(move || render(&prompt, &inputs)).await?
+            },
             tools: config.enabled_tools(),
             policy: config.policy.clone(),
             provider: config.provider.clone(),

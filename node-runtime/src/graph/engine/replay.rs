@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::eval::{agent_handles, collect_outputs, compute_pure, tool_input, tool_outputs};
+use super::eval::{agent_handles, collect_outputs, compute, tool_input, tool_outputs};
 use super::events::{AgentSink, WorkflowSink};
 use super::schedule::{gate, incoming, EngineError, Gate};
 use crate::agent::replay::replay;
@@ -87,7 +87,8 @@ pub async fn replay_workflow(
                         None => original.outputs.clone(),
                     },
                     NodeKind::Input(_) => original.outputs.clone(),
-                    _ => compute_pure(node, &inputs, &Map::new())
+                    _ => compute(node, &inputs, &Map::new())
+                        .await
                         .unwrap_or_else(|_| original.outputs.clone()),
                 };
                 if original.status == NodeStatus::Done && outputs != original.outputs {
