@@ -136,3 +136,94 @@ async fn api_tokens_are_shown_once_work_and_can_be_revoked() {
     .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn sessions_are_listed_and_any_of_them_can_be_ended() {
+    let env = common::TwoWorkspaces::new(glassbox_server::config::DEFAULT_MAX_OUTPUT_BYTES).await;
+    let (state, admin) = (&env.state, env.admin_token.as_str());
+    // A second sign-in of the same user (another browser).
+    let signin = glassbox_server::auth::bootstrap(&env.db)
+        .await
+        .expect("link");
+    let (laptop, _) = glassbox_server::auth::exchange(&env.db, &signin)
+        .await
+        .expect("session");
+
+    let (s, _, body) = request(state, "GET", "/api/v1/auth/sessions", admin, None).await;
+    assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let sessions = parse(&body)["sessions"].as_array().cloned().expect("list");
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert_eq!(
+        sessions.iter().filter(|s| s["current"] == true).count(),
+        1,
+        "exactly the asking session is current: {sessions:?}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&body).contains(&laptop),
+        "a session token is never shown again"
+    );
+    let other = sessions
+        .iter()
+        .find(|s| s["current"] == false)
+        .and_then(|s| s["id"].as_str())
+        .expect("other id")
+        .to_string();
+
+    // Another user cannot see or end it.
+    let (s, _, body) = request(
+        state,
+        "GET",
+        "/api/v1/auth/sessions",
+        common::BOB_TOKEN,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(parse(&body)["sessions"].as_array().map(Vec::len), Some(1));
+    let (s, _, body) = request(
+        state,
+        "DELETE",
+        &format!("/api/v1/auth/sessions/{other}"),
+        common::BOB_TOKEN,
+        None,
+    )
+    .await;
+    assert_eq!(
+        s,
+        StatusCode::NOT_FOUND,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    assert_eq!(parse(&body)["error"]["code"], "NOT_FOUND");
+
+    // The owner ends it: that token stops working at once, theirs does not.
+    let (s, _, _) = request(state, "GET", "/api/v1/workflows", &laptop, None).await;
+    assert_eq!(s, StatusCode::OK);
+    let (s, _, body) = request(
+        state,
+        "DELETE",
+        &format!("/api/v1/auth/sessions/{other}"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(
+        s,
+        StatusCode::NO_CONTENT,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let (s, _, _) = request(state, "GET", "/api/v1/workflows", &laptop, None).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _, _) = request(state, "GET", "/api/v1/workflows", admin, None).await;
+    assert_eq!(s, StatusCode::OK);
+    let (s, _, _) = request(
+        state,
+        "DELETE",
+        &format!("/api/v1/auth/sessions/{other}"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "an ended session is gone");
+}

@@ -46,6 +46,9 @@ async fn an_mcp_server_is_added_in_settings_and_its_tools_run_from_the_editor() 
         )
         .await?;
         browser.screenshot("settings-mcp-connection").await?;
+        // The same page lists where this user is signed in.
+        let sessions =
+            wait_for_text(&c, "[data-testid=session-list]", Duration::from_secs(10)).await?;
 
         // The example, opened in the editor: the Agent's tool selector
         // lists the server's tools with their badges.
@@ -112,6 +115,7 @@ async fn an_mcp_server_is_added_in_settings_and_its_tools_run_from_the_editor() 
         .await?;
         let (signed_out, _) = http(&server.url, "GET", "/api/v1/workflows", Some(&token), None);
         Ok::<_, String>((
+            sessions,
             server_line,
             badge,
             server_name,
@@ -124,9 +128,10 @@ async fn an_mcp_server_is_added_in_settings_and_its_tools_run_from_the_editor() 
     }
     .await;
     let errors = browser.close_after_console_errors().await;
-    let (server_line, badge, server_name, effect, mcp_rows, timeline, run, signed_out) =
+    let (sessions, server_line, badge, server_name, effect, mcp_rows, timeline, run, signed_out) =
         outcome.expect("the MCP connection works from the browser");
     assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert!(sessions.contains("(this one)"), "{sessions}");
     assert!(
         server_line.contains("mcp-servers/everything 2.0.0") && server_line.contains("MCP 20"),
         "{server_line}"

@@ -1,5 +1,5 @@
-//! `/settings`: secrets by scope (user, workspace, org) and the workspace's
-//! connections (`connections.rs`). Names and scopes only ever come back; a
+//! `/settings`: secrets by scope (user, workspace, org), the workspace's
+//! connections (`connections.rs`) and the user's signed-in sessions. Names and scopes only ever come back; a
 //! value goes in once and is never shown again.
 
 use leptos::prelude::*;
@@ -87,6 +87,55 @@ pub fn Settings() -> impl IntoView {
                 })}
             </Suspense>
             <super::connections::Connections />
+            <Sessions />
         </section>
+    }
+}
+
+/// Where this user is signed in; any other session can be ended here (this
+/// one ends with "Sign out").
+#[component]
+fn Sessions() -> impl IntoView {
+    let sessions = LocalResource::new(api::list_sessions);
+    let status = RwSignal::new(None::<(bool, String)>);
+    view! {
+        <h2>"Sessions"</h2>
+        <p class="muted">"Each browser or client you signed in with. End one you no longer use or do not recognise."</p>
+        {move || status.get().map(|(ok, m)| view! {
+            <p class=if ok { "notice" } else { "error" } role="status" data-testid="session-status">{m}</p>
+        })}
+        <Suspense fallback=|| view! { <p class="muted">"Loading sessions…"</p> }>
+            {move || sessions.get().map(|r| match r {
+                Ok(list) => view! {
+                    <table class="secrets" data-testid="session-list">
+                        <thead><tr><th>"Session"</th><th>"Signed in"</th><th>"Expires"</th><th></th></tr></thead>
+                        <tbody>
+                            {list.into_iter().map(|s| {
+                                let id = s.id.clone();
+                                view! {
+                                    <tr data-session=s.id.clone()>
+                                        <td><code>{s.id.clone()}</code>{s.current.then_some(" (this one)")}</td>
+                                        <td class="muted">{crate::runs_view::short_time(&s.created_at)}</td>
+                                        <td class="muted">{s.expires_at.as_deref().map(crate::runs_view::short_time).unwrap_or_default()}</td>
+                                        <td>{(!s.current).then(|| view! {
+                                            <button type="button" data-testid="session-end" on:click=move |_| {
+                                                let id = id.clone();
+                                                leptos::task::spawn_local(async move {
+                                                    match api::revoke_session(&id).await {
+                                                        Ok(()) => { status.set(Some((true, format!("Ended session {id}."))));  sessions.refetch(); }
+                                                        Err(e) => status.set(Some((false, e.to_string()))),
+                                                    }
+                                                });
+                                            }>"End session"</button>
+                                        })}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+            })}
+        </Suspense>
     }
 }

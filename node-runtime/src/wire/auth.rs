@@ -1,4 +1,5 @@
-//! Sign-in as the API shows it: the answer of the one-time token exchange.
+//! Sign-in as the API shows it: the answer of the one-time token exchange,
+//! and the caller's signed-in sessions (to see and end them).
 
 use serde::{Deserialize, Serialize};
 
@@ -22,4 +23,24 @@ pub struct Membership {
     /// `admin` or `member`.
     pub role: String,
     pub org_id: Option<String>,
+}
+
+/// One of the caller's sessions (a signed-in browser or client). The
+/// session token itself is never shown again; `id` names it for
+/// `DELETE /api/v1/auth/sessions/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SessionInfo {
+    pub id: String,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    /// True for the session that asked.
+    pub current: bool,
+}
+
+/// Body of `GET /api/v1/auth/sessions`: the caller's sessions, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SessionList {
+    pub sessions: Vec<SessionInfo>,
 }

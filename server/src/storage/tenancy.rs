@@ -205,7 +205,38 @@ impl Store {
             .await?)
     }
 
-    /// Revokes one of the user's API tokens.
+    /// The user's sessions that have not expired, newest first: the id
+    /// each is listed by (see [`session_id`]), created and expiry times.
+    pub async fn list_sessions(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, String, Option<String>)>, StoreError> {
+        let rows: Vec<(String, String, Option<String>)> = sqlx::query_as("SELECT token_hash, created_at, expires_at FROM api_tokens WHERE user_id = $1 AND kind = 'session' AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, token_hash")
+            .bind(user_id)
+            .bind(now())
+            .fetch_all(self.pool())
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(hash, created, expires)| (session_id(&hash), created, expires))
+            .collect())
+    }
+
+    /// Revokes one of the user's sessions by its listed id.
+    pub async fn revoke_session(&self, user_id: &str, id: &str) -> Result<(), StoreError> {
+        let hashes: Vec<(String,)> = sqlx::query_as(
+            "SELECT token_hash FROM api_tokens WHERE user_id = $1 AND kind = 'session'",
+        )
+        .bind(user_id)
+        .fetch_all(self.pool())
+        .await?;
+        let Some((hash,)) = hashes.into_iter().find(|(h,)| session_id(h) == id) else {
+            return Err(StoreError::NotFound(format!("session {id}")));
+        };
+        self.delete_session(&hash).await?;
+        Ok(())
+    }
+
     /// Revokes the session whose token has this hash (sign-out).
     pub async fn delete_session(&self, token_hash: &str) -> Result<u64, StoreError> {
         Ok(
@@ -217,6 +248,7 @@ impl Store {
         )
     }
 
+    /// Revokes one of the user's API tokens.
     pub async fn delete_api_token(&self, user_id: &str, id: &str) -> Result<(), StoreError> {
         let done =
             sqlx::query("DELETE FROM api_tokens WHERE user_id = $1 AND id = $2 AND kind = 'api'")
@@ -229,4 +261,11 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// The id a session is listed and revoked by: the first 16 hex digits of
+/// its token's hash (the token is 244 random bits; this names it without
+/// making it guessable, and needs no column of its own).
+pub fn session_id(token_hash: &str) -> String {
+    token_hash.chars().take(16).collect()
 }
