@@ -3,8 +3,8 @@
 //! show it in words.
 
 pub use node_runtime::wire::{
-    Approval, Invocation, ReplayOutcome, ReplayTimeline, RunCancelled, RunDetail, RunItem,
-    SecretName, Session, Trace, WorkflowItem, WorkflowView,
+    Approval, Invocation, InvocationSummary, ReplayOutcome, ReplayTimeline, RunCancelled,
+    RunDetail, RunItem, SecretName, Session, Trace, WorkflowItem, WorkflowView,
 };
 use node_runtime::wire::{ErrorBody, Health, API_PREFIX};
 use serde::de::DeserializeOwned;
@@ -112,6 +112,25 @@ pub async fn logout() -> Result<(), ApiError> {
         .send()
         .await
         .map_err(|err| ApiError::Network(err.to_string()))?;
+    expect_empty(response).await
+}
+
+/// `GET /api/v1/auth/sessions`: where the caller is signed in.
+pub async fn list_sessions() -> Result<Vec<node_runtime::wire::SessionInfo>, ApiError> {
+    get_json::<node_runtime::wire::SessionList>("/auth/sessions")
+        .await
+        .map(|l| l.sessions)
+}
+
+/// `DELETE /api/v1/auth/sessions/{id}`: that session's token stops working.
+pub async fn revoke_session(id: &str) -> Result<(), ApiError> {
+    let response = request(
+        gloo_net::http::Method::DELETE,
+        &format!("/auth/sessions/{id}"),
+    )
+    .send()
+    .await
+    .map_err(|err| ApiError::Network(err.to_string()))?;
     expect_empty(response).await
 }
 
@@ -302,13 +321,16 @@ pub async fn run_trace(run_id: &str) -> Result<Trace, ApiError> {
 
 /// `GET /api/v1/runs`: the newest runs, filtered by status and workflow
 /// (empty strings for no filter).
-pub async fn list_runs(status: &str, workflow_id: &str) -> Result<Vec<RunItem>, ApiError> {
-    get_json::<node_runtime::wire::RunList>(&format!(
+pub async fn list_runs(
+    status: &str,
+    workflow_id: &str,
+    cursor: Option<&str>,
+) -> Result<node_runtime::wire::RunList, ApiError> {
+    get_json(&format!(
         "/runs{}",
-        crate::runs_view::list_query(status, workflow_id)
+        crate::runs_view::list_query(status, workflow_id, cursor)
     ))
     .await
-    .map(|l| l.runs)
 }
 
 /// `GET /api/v1/runs/{id}`.
@@ -419,20 +441,28 @@ pub async fn run_bundle(id: &str) -> Result<String, ApiError> {
 }
 
 /// `GET /api/v1/invocations` with the filters that are set (`status`,
-/// `tool`, `since`, `run_id`; an empty value is left out), newest first.
+/// `tool`, `since`, `run_id`, `call_id`, `cursor`; an empty value is left
+/// out): a page of records without their payloads, newest first.
 pub async fn list_invocations(
     filters: &[(&str, &str)],
     limit: u32,
-) -> Result<Vec<Invocation>, ApiError> {
+) -> Result<node_runtime::wire::InvocationList, ApiError> {
     let mut query = vec![format!("limit={limit}")];
     for (k, v) in filters {
         if !v.trim().is_empty() {
             query.push(format!("{k}={}", js_sys::encode_uri_component(v.trim())));
         }
     }
-    get_json::<node_runtime::wire::InvocationList>(&format!("/invocations?{}", query.join("&")))
-        .await
-        .map(|l| l.invocations)
+    get_json(&format!("/invocations?{}", query.join("&"))).await
+}
+
+/// `GET /api/v1/invocations/{id}`: one record with its input and output.
+pub async fn get_invocation(id: &str) -> Result<Invocation, ApiError> {
+    get_json(&format!(
+        "/invocations/{}",
+        js_sys::encode_uri_component(id)
+    ))
+    .await
 }
 
 /// `GET /api/v1/blobs/{hash}`: a stored payload (a truncated output whole).

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::api::Invocation;
+use crate::api::{Invocation, InvocationSummary};
 use node_runtime::envelope::ToolEnvelope;
 
 /// Everything the drawer shows about one call.
@@ -58,8 +58,9 @@ impl CallFacts {
     }
 
     /// From an invocation record (seed 001's fields).
-    pub fn from_invocation(i: &Invocation) -> Self {
-        let output = parse(&i.output);
+    pub fn from_invocation(whole: &Invocation) -> Self {
+        let i = &whole.record;
+        let output = parse(&whole.output);
         let error = Some(parse(&i.error)).filter(|e| !e.is_null());
         let latency_ms = match (&i.started_at, &i.completed_at) {
             (Some(a), Some(b)) => crate::live::latency_ms(a, b),
@@ -73,7 +74,7 @@ impl CallFacts {
             cost: Some(i.cost),
             reason: i.reason.clone(),
             run: Some((i.run_id.clone(), i.node_id.clone())),
-            input: parse(&Some(i.input.clone())),
+            input: parse(&Some(whole.input.clone())),
             truncated: truncated_blob(&output).is_some(),
             output,
             error,
@@ -84,7 +85,7 @@ impl CallFacts {
 
     /// The record's facts laid over the live ones: its lifecycle status,
     /// approval, cost and reason are the durable truth.
-    pub fn with_record(mut self, i: &Invocation) -> Self {
+    pub fn with_record(mut self, i: &InvocationSummary) -> Self {
         self.status = i.status.to_string();
         self.approval_status = i.approval_status.map(|a| a.to_string());
         self.cost = Some(i.cost);
@@ -173,7 +174,7 @@ mod tests {
         .expect("envelope");
         let live = CallFacts::from_envelope(&e, "done");
         assert_eq!((live.status.as_str(), live.cached), ("done", true));
-        let merged = live.with_record(&invocation());
+        let merged = live.with_record(&invocation().record);
         assert_eq!(merged.status, "completed");
         assert_eq!(merged.approval_status.as_deref(), Some("approved"));
         assert_eq!(

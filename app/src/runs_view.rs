@@ -95,13 +95,16 @@ pub fn node_results(nodes: Option<&BTreeMap<String, NodeRun>>) -> Vec<NodeResult
 }
 
 /// The query string of the runs list for a status and workflow filter.
-pub fn list_query(status: &str, workflow_id: &str) -> String {
+pub fn list_query(status: &str, workflow_id: &str, cursor: Option<&str>) -> String {
     let mut parts = vec!["limit=200".to_string()];
     if !status.is_empty() {
         parts.push(format!("status={status}"));
     }
     if !workflow_id.is_empty() {
         parts.push(format!("workflow_id={workflow_id}"));
+    }
+    if let Some(c) = cursor {
+        parts.push(format!("cursor={c}"));
     }
     format!("?{}", parts.join("&"))
 }
@@ -230,10 +233,10 @@ mod tests {
 
     #[test]
     fn list_query_carries_only_set_filters() {
-        assert_eq!(list_query("", ""), "?limit=200");
+        assert_eq!(list_query("", "", None), "?limit=200");
         assert_eq!(
-            list_query("failed", "w1"),
-            "?limit=200&status=failed&workflow_id=w1"
+            list_query("failed", "w1", Some("abc")),
+            "?limit=200&status=failed&workflow_id=w1&cursor=abc"
         );
     }
 

@@ -195,18 +195,19 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
     let signin = glassbox_server::auth::bootstrap(&env.db)
         .await
         .expect("link");
-    c.check(
-        "post",
-        "/auth/exchange",
-        &request(
-            &state,
-            "POST",
-            &api("/auth/exchange"),
-            "",
-            Some(json!({"token": signin})),
-        )
-        .await,
-    );
+    let exchanged = request(
+        &state,
+        "POST",
+        &api("/auth/exchange"),
+        "",
+        Some(json!({"token": signin})),
+    )
+    .await;
+    c.check("post", "/auth/exchange", &exchanged);
+    let second_session = json_of(&exchanged)["session_token"]
+        .as_str()
+        .expect("session token")
+        .to_string();
 
     // Workflows.
     let created = request(
@@ -398,13 +399,30 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         "/runs/{id}/cancel",
         &request(&state, "POST", &run_path("/cancel"), t, None).await,
     );
+    let listed = request(
+        &state,
+        "GET",
+        &api(&format!("/invocations?run_id={run_id}")),
+        t,
+        None,
+    )
+    .await;
+    c.check("get", "/invocations", &listed);
+    let invocation_id = json_of(&listed)["invocations"][0]["id"]
+        .as_str()
+        .expect("an invocation")
+        .to_string();
     c.check(
         "get",
-        "/invocations",
+        "/invocations/{id}",
         &request(
             &state,
             "GET",
-            &api(&format!("/invocations?run_id={run_id}")),
+            // Ids hold `/`: sent percent-encoded, as a path segment.
+            &api(&format!(
+                "/invocations/{}",
+                invocation_id.replace('/', "%2F")
+            )),
             t,
             None,
         )
@@ -611,6 +629,32 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         "/workflows/{id}",
         &request(&state, "DELETE", &api(&format!("/workflows/{wf}")), t, None).await,
     );
+
+    // Sessions: listed, and another one ended.
+    let listed = request(&state, "GET", &api("/auth/sessions"), t, None).await;
+    c.check("get", "/auth/sessions", &listed);
+    let other = json_of(&listed)["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .find(|s| s["current"] == false)
+        .and_then(|s| s["id"].as_str())
+        .expect("the second session is listed")
+        .to_string();
+    c.check(
+        "delete",
+        "/auth/sessions/{id}",
+        &request(
+            &state,
+            "DELETE",
+            &api(&format!("/auth/sessions/{other}")),
+            t,
+            None,
+        )
+        .await,
+    );
+    let ended = request(&state, "GET", &api("/workflows"), &second_session, None).await;
+    assert_eq!(ended.0, 401, "an ended session no longer works");
 
     // Last: signing out ends the session this test used.
     c.check(

@@ -312,6 +312,31 @@ impl Server {
         panic!("run {run_id} did not finish");
     }
 
+    /// Every invocation record of `run_id` with its payloads, as (route,
+    /// body) pairs: the list (which has none) and each record's item route.
+    pub fn invocation_records(&self, token: &str, run_id: &str) -> Vec<(String, String)> {
+        let list = format!("/api/v1/invocations?run_id={run_id}&limit=200");
+        let (s, body) = http(&self.url, "GET", &list, Some(token), None);
+        assert_eq!(s, 200, "{body}");
+        let ids: Vec<String> = json(&body)["invocations"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|i| i["id"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut out = vec![(list, body)];
+        for id in ids {
+            // Ids hold `/`: sent percent-encoded, as one path segment.
+            let path = format!("/api/v1/invocations/{}", id.replace('/', "%2F"));
+            let (s, body) = http(&self.url, "GET", &path, Some(token), None);
+            assert_eq!(s, 200, "{body}");
+            out.push((path, body));
+        }
+        out
+    }
+
     /// `kill -9` and wait; the data dir survives for a restart.
     pub fn kill9(self) -> tempfile::TempDir {
         let Self {

@@ -180,10 +180,12 @@ fn an_http_connection_adds_its_credential_where_only_the_api_sees_it() {
         format!("/api/v1/runs/{run_id}/events"),
         format!("/api/v1/runs/{run_id}/bundle"),
         format!("/api/v1/runs/{run_id}/trace"),
-        format!("/api/v1/invocations?run_id={run_id}"),
         "/api/v1/connections".to_string(),
     ] {
         let (_, body) = http(&server.url, "GET", &path, Some(&token), None);
+        found.extend(find_leaks(&path, body.as_bytes(), &secrets));
+    }
+    for (path, body) in server.invocation_records(&token, &run_id) {
         found.extend(find_leaks(&path, body.as_bytes(), &secrets));
     }
     let data = server.kill9();
@@ -268,44 +270,18 @@ fn a_sqlite_connection_answers_and_a_runaway_query_is_interrupted() {
 
 #[test]
 fn a_postgres_connection_reads_rows_and_refuses_writes_and_file_reads() {
-    let Ok(admin_url) = std::env::var("GLASSBOX_TEST_POSTGRES_URL") else {
-        eprintln!("GLASSBOX_TEST_POSTGRES_URL is not set: Postgres connection test not run");
+    // The shop's own database, which the connection reads.
+    let Some(shop) = glassbox_tests::db::TestDb::postgres("conn") else {
         return;
     };
-    let name = format!(
-        "conn_{}_{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
+    let nowhere = std::path::Path::new("");
+    shop.execute(nowhere, "CREATE TABLE items (id int, name text)", &[]);
+    shop.execute(
+        nowhere,
+        "INSERT INTO items VALUES (1, 'pen'), (2, 'ink')",
+        &[],
     );
-    let base = admin_url
-        .rsplit_once('/')
-        .map(|(b, _)| b.to_string())
-        .expect("db path");
-    let url = format!("{base}/{name}");
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    rt.block_on(async {
-        use sqlx::Connection;
-        let mut admin = sqlx::PgConnection::connect(&admin_url)
-            .await
-            .expect("admin");
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut admin)
-            .await
-            .expect("create db");
-        let mut conn = sqlx::PgConnection::connect(&url).await.expect("db");
-        sqlx::query("CREATE TABLE items (id int, name text)")
-            .execute(&mut conn)
-            .await
-            .expect("table");
-        sqlx::query("INSERT INTO items VALUES (1, 'pen'), (2, 'ink')")
-            .execute(&mut conn)
-            .await
-            .expect("rows");
-        conn.close().await.expect("close");
-    });
+    let url = shop.url(nowhere);
     let server = Server::start(None).expect("server starts");
     let token = server.sign_in();
     server.set_secret(&token, "workspace", "SHOP_PG_URL", &url);
@@ -339,24 +315,8 @@ fn a_postgres_connection_reads_rows_and_refuses_writes_and_file_reads() {
         None,
     );
     assert!(!body.contains(&url), "the URL secret is not in the run");
-    let count: i64 = rt.block_on(async {
-        use sqlx::Connection;
-        let mut conn = sqlx::PgConnection::connect(&url).await.expect("db");
-        let n = sqlx::query_scalar("SELECT count(*) FROM items")
-            .fetch_one(&mut conn)
-            .await
-            .expect("count");
-        conn.close().await.expect("close");
-        let mut admin = sqlx::PgConnection::connect(&admin_url)
-            .await
-            .expect("admin");
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .execute(&mut admin)
-            .await
-            .expect("drop");
-        n
-    });
-    assert_eq!(count, 2, "nothing was written");
+    let count = shop.fetch_text(nowhere, "SELECT count(*)::text FROM items", &[]);
+    assert_eq!(count, ["2"], "nothing was written");
 }
 
 #[test]

@@ -132,11 +132,11 @@ fn openai_azure_and_anthropic_run_with_a_workspace_secret_and_it_leaks_nowhere()
             format!("/api/v1/runs/{run}/events"),
             format!("/api/v1/runs/{run}/bundle"),
             format!("/api/v1/runs/{run}/trace"),
-            format!("/api/v1/invocations?run_id={run}"),
         ] {
             let (_, body) = http(&server.url, "GET", &path, Some(&token), None);
             seen.push((path, body));
         }
+        seen.extend(server.invocation_records(&token, &run));
         let (s, body) = http(
             &server.url,
             "POST",

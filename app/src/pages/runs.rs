@@ -12,7 +12,7 @@ use crate::api;
 use crate::pages::run_graph::RunGraph;
 use crate::runs_view::{self, format_duration, node_results, short_time, STATUSES};
 use crate::widgets::refresh_while;
-use node_runtime::wire::{RunDetail, RunKind};
+use node_runtime::wire::{RunDetail, RunItem, RunKind};
 
 /// A status as a badge whose class names the status.
 fn status_badge(status: String) -> impl IntoView {
@@ -178,14 +178,39 @@ pub fn Runs() -> impl IntoView {
     let workflows = LocalResource::new(api::list_workflows);
     let runs = LocalResource::new(move || {
         let (s, w) = (status.get(), workflow.get());
-        async move { api::list_runs(&s, &w).await }
+        async move { api::list_runs(&s, &w, None).await }
     });
+    // Older pages, loaded on request below the first; a new first page
+    // (a filter, a refresh) starts over.
+    let older = RwSignal::new(Vec::<RunItem>::new());
+    let older_next = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        let next = runs.with(|r| {
+            r.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .and_then(|l| l.next_cursor.clone())
+        });
+        older.set(Vec::new());
+        older_next.set(next);
+    });
+    let load_older = move |_| {
+        let Some(cursor) = older_next.get_untracked() else {
+            return;
+        };
+        let (s, w) = (status.get_untracked(), workflow.get_untracked());
+        leptos::task::spawn_local(async move {
+            if let Ok(page) = api::list_runs(&s, &w, Some(&cursor)).await {
+                older.update(|o| o.extend(page.runs));
+                older_next.set(page.next_cursor);
+            }
+        });
+    };
     refresh_while(
         move || {
             runs.with(|r| {
                 r.as_ref()
                     .and_then(|r| r.as_ref().ok())
-                    .is_some_and(|l| l.iter().any(|r| runs_view::is_active(r.status)))
+                    .is_some_and(|l| l.runs.iter().any(|r| runs_view::is_active(r.status)))
             })
         },
         move || runs.refetch(),
@@ -218,7 +243,7 @@ pub fn Runs() -> impl IntoView {
                 <OpenBundle />
             </div>
             <Transition fallback=|| view! { <p class="muted">"Loading runs…"</p> }>
-                {move || runs.get().map(|r| match r {
+                {move || runs.get().map(|r| match r.map(|l| l.runs) {
                     Ok(list) if list.is_empty() => view! {
                         <p class="muted" data-testid="runs-empty">"No runs match. Start one from a workflow's editor, the API or `glassbox run`."</p>
                     }.into_any(),
@@ -228,7 +253,7 @@ pub fn Runs() -> impl IntoView {
                             <table class="runs" data-testid="run-list">
                                 <thead><tr><th>"Run"</th><th>"Workflow"</th><th>"Status"</th><th>"Trigger"</th><th>"Started"</th><th>"Duration"</th></tr></thead>
                                 <tbody>
-                                    {list.into_iter().map(|r| {
+                                    {list.into_iter().chain(older.get()).map(|r| {
                                         let workflow_id = r.workflow_id.clone().unwrap_or_default();
                                         let wf = names.get(&workflow_id).cloned().unwrap_or(workflow_id);
                                         let short = runs_view::short_id(&r.id).to_string();
@@ -246,6 +271,9 @@ pub fn Runs() -> impl IntoView {
                                     }).collect_view()}
                                 </tbody>
                             </table>
+                            {move || older_next.get().is_some().then(|| view! {
+                                <button type="button" data-testid="runs-older" on:click=load_older>"Show older runs"</button>
+                            })}
                         }.into_any()
                     }
                     Err(e) => view! { <p class="error" role="alert" data-testid="runs-error">{e.to_string()}</p> }.into_any(),

@@ -114,8 +114,10 @@ fn open_drawer(row: ToolRow, run_id: String, tools: Registry, open: RwSignal<Opt
     open.set(Some(facts.clone()));
     let call_id = row.call_id;
     leptos::task::spawn_local(async move {
-        if let Ok(records) = api::list_invocations(&[("run_id", &run_id)], 1000).await {
-            if let Some(record) = records.iter().find(|i| i.call_id == call_id) {
+        if let Ok(page) =
+            api::list_invocations(&[("run_id", &run_id), ("call_id", &call_id)], 1).await
+        {
+            if let Some(record) = page.invocations.first() {
                 open.update(|o| {
                     if let Some(f) = o.as_mut().filter(|f| f.call_id == call_id) {
                         *f = f.clone().with_record(record);

@@ -124,8 +124,56 @@ fn InvocationsTab() -> impl IntoView {
         let (s, t, d) = (status.get(), tool.get(), since.get());
         async move { api::list_invocations(&[("status", &s), ("tool", &t), ("since", &d)], 200).await }
     });
+    // Older pages, loaded on request below the first.
+    let older = RwSignal::new(Vec::<api::InvocationSummary>::new());
+    let older_next = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        let next = list.with(|r| {
+            r.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .and_then(|l| l.next_cursor.clone())
+        });
+        older.set(Vec::new());
+        older_next.set(next);
+    });
+    let load_older = move |_| {
+        let Some(cursor) = older_next.get_untracked() else {
+            return;
+        };
+        let (s, t, d) = (
+            status.get_untracked(),
+            tool.get_untracked(),
+            since.get_untracked(),
+        );
+        leptos::task::spawn_local(async move {
+            if let Ok(page) = api::list_invocations(
+                &[
+                    ("status", &s),
+                    ("tool", &t),
+                    ("since", &d),
+                    ("cursor", &cursor),
+                ],
+                200,
+            )
+            .await
+            {
+                older.update(|o| o.extend(page.invocations));
+                older_next.set(page.next_cursor);
+            }
+        });
+    };
     let registry = LocalResource::new(api::list_tools);
+    // The record opened in the drawer, with its payloads (the list has none).
     let open = RwSignal::new(None::<api::Invocation>);
+    let problem = RwSignal::new(None::<String>);
+    let open_record = move |id: String| {
+        leptos::task::spawn_local(async move {
+            match api::get_invocation(&id).await {
+                Ok(i) => open.set(Some(i)),
+                Err(e) => problem.set(Some(e.to_string())),
+            }
+        });
+    };
     let drawer = move || {
         open.get().map(|i| {
             // Drawn again once the registry has loaded.
@@ -149,18 +197,19 @@ fn InvocationsTab() -> impl IntoView {
                 on:change=move |ev| since.set(event_target_value(&ev)) /></label>
         </div>
         {drawer}
+        {move || problem.get().map(|p| view! { <p class="error" role="alert">{p}</p> })}
         <Transition fallback=|| view! { <p class="muted">"Loading invocations…"</p> }>
-            {move || list.get().map(|r| match r {
+            {move || list.get().map(|r| match r.map(|l| l.invocations) {
                 Ok(rows) if rows.is_empty() => view! { <p class="muted" data-testid="invocations-empty">"No tool call matches."</p> }.into_any(),
                 Ok(rows) => view! {
                     <table class="runs" data-testid="invocations">
                         <thead><tr><th>"Tool"</th><th>"Status"</th><th>"Approval"</th><th>"Started"</th><th>"Run"</th></tr></thead>
                         <tbody>
-                            {rows.into_iter().map(|i| {
-                                let row = i.clone();
+                            {rows.into_iter().chain(older.get()).map(|i| {
+                                let id = i.id.clone();
                                 view! {
                                     <tr data-invocation=i.call_id.clone() class="timeline-row" tabindex="0"
-                                        on:click=move |_| open.set(Some(row.clone()))>
+                                        on:click=move |_| open_record(id.clone())>
                                         <td><code>{format!("{}@{}", i.tool_name, i.tool_version)}</code></td>
                                         <td><span class=format!("badge run-status status-{}", i.status)>{i.status.as_str()}</span></td>
                                         <td>{i.approval_status.map(|a| a.as_str()).unwrap_or_default()}</td>
@@ -171,6 +220,9 @@ fn InvocationsTab() -> impl IntoView {
                             }).collect_view()}
                         </tbody>
                     </table>
+                    {move || older_next.get().is_some().then(|| view! {
+                        <button type="button" data-testid="invocations-older" on:click=load_older>"Show older calls"</button>
+                    })}
                 }.into_any(),
                 Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
             })}

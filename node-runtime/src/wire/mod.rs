@@ -22,12 +22,12 @@ mod traces;
 mod workflows;
 
 pub use approvals::{Approval, ApprovalDecided, PendingApprovals};
-pub use auth::{Membership, Session};
+pub use auth::{Membership, Session, SessionInfo, SessionList};
 pub use connections::{
     ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, McpServerStatus,
     McpToolClass, McpToolClassSet, NewConnection,
 };
-pub use invocations::{Invocation, InvocationList};
+pub use invocations::{Invocation, InvocationList, InvocationSummary};
 pub use providers::{ProviderTest, ProviderTestResult};
 pub use runs::{
     NodeRun, NodeRunStatus, ReplayOutcome, ReplayTimeline, RunCancelled, RunDetail, RunItem,

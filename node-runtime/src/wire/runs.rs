@@ -17,11 +17,14 @@ pub struct RunStarted {
     pub status: RunStatus,
 }
 
-/// Body of `GET /api/v1/runs`: runs, newest first.
+/// Body of `GET /api/v1/runs`: one page of runs, newest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RunList {
     pub runs: Vec<RunItem>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
 }
 
 /// One row of [`RunList`].

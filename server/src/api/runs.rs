@@ -100,27 +100,36 @@ struct ListQuery {
     status: Option<String>,
     #[serde(default)]
     limit: i64,
+    cursor: Option<String>,
 }
 
-#[utoipa::path(get, path = "/runs", tag = "runs", params(("workflow_id" = Option<String>, Query), ("status" = Option<String>, Query), ("limit" = Option<i64>, Query)), responses((status = 200, body = RunList, description = "runs, newest first")))]
+#[utoipa::path(get, path = "/runs", tag = "runs", params(("workflow_id" = Option<String>, Query), ("status" = Option<String>, Query), ("limit" = Option<i64>, Query, description = "page size: 50 unless asked, at most 200"), ("cursor" = Option<String>, Query, description = "a previous page's `next_cursor`")), responses((status = 200, body = RunList, description = "a page of runs, newest first"), (status = 400, description = "a cursor this server did not give")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<RunList>, ApiError> {
-    let rows = state
+    let page = state
         .db()
         .list_runs(
             &caller.workspace_id,
             &RunFilter {
+                cursor: views::cursor(q.cursor.as_deref())?,
                 workflow_id: q.workflow_id,
                 status: q.status,
                 limit: q.limit,
             },
         )
         .await?;
-    let runs = rows.iter().map(views::run_item).collect::<Result<_, _>>()?;
-    Ok(Json(RunList { runs }))
+    let runs = page
+        .items
+        .iter()
+        .map(views::run_item)
+        .collect::<Result<_, _>>()?;
+    Ok(Json(RunList {
+        runs,
+        next_cursor: page.next.map(|c| c.encode()),
+    }))
 }
 
 #[utoipa::path(post, path = "/runs/{id}/cancel", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = RunCancelled, description = "cancellation requested")))]

@@ -5,12 +5,14 @@ use axum::extract::State;
 use axum::Json;
 use node_runtime::tool::registry::ListFilter;
 use node_runtime::tool_spec::ToolCategory;
-use node_runtime::wire::{InvocationList, McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView};
+use node_runtime::wire::{
+    Invocation, InvocationList, McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView,
+};
 use serde::Deserialize;
 
 use super::views;
 use crate::auth::Caller;
-use crate::error::ApiQuery;
+use crate::error::{ApiPath, ApiQuery};
 use crate::storage::InvocationFilter;
 use crate::{ApiError, AppState};
 use utoipa_axum::router::OpenApiRouter;
@@ -20,6 +22,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(invocations))
+        .routes(routes!(invocation))
 }
 
 #[derive(Deserialize)]
@@ -103,33 +106,53 @@ struct InvocationQuery {
     status: Option<String>,
     tool: Option<String>,
     run_id: Option<String>,
+    node_id: Option<String>,
+    call_id: Option<String>,
     since: Option<String>,
     until: Option<String>,
     #[serde(default)]
     limit: i64,
+    cursor: Option<String>,
 }
 
-#[utoipa::path(get, path = "/invocations", tag = "tools", params(("status" = Option<String>, Query), ("tool" = Option<String>, Query), ("run_id" = Option<String>, Query), ("since" = Option<String>, Query), ("until" = Option<String>, Query), ("limit" = Option<i64>, Query)), responses((status = 200, body = InvocationList, description = "invocation records")))]
+#[utoipa::path(get, path = "/invocations", tag = "tools", params(("status" = Option<String>, Query), ("tool" = Option<String>, Query), ("run_id" = Option<String>, Query), ("node_id" = Option<String>, Query), ("call_id" = Option<String>, Query), ("since" = Option<String>, Query), ("until" = Option<String>, Query), ("limit" = Option<i64>, Query, description = "page size: 50 unless asked, at most 200"), ("cursor" = Option<String>, Query, description = "a previous page's `next_cursor`")), responses((status = 200, body = InvocationList, description = "a page of invocation records without their payloads, newest first"), (status = 400, description = "a cursor this server did not give")))]
 async fn invocations(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(q): ApiQuery<InvocationQuery>,
 ) -> Result<Json<InvocationList>, ApiError> {
     let filter = InvocationFilter {
+        cursor: views::cursor(q.cursor.as_deref())?,
         status: q.status,
         tool: q.tool,
         run_id: q.run_id,
+        node_id: q.node_id,
+        call_id: q.call_id,
         since: q.since,
         until: q.until,
         limit: q.limit,
     };
-    let rows = state
+    let page = state
         .db()
         .list_invocations(&caller.workspace_id, &filter)
         .await?;
-    let invocations = rows
+    let invocations = page
+        .items
         .into_iter()
-        .map(views::invocation)
+        .map(views::invocation_summary)
         .collect::<Result<_, _>>()?;
-    Ok(Json(InvocationList { invocations }))
+    Ok(Json(InvocationList {
+        invocations,
+        next_cursor: page.next.map(|c| c.encode()),
+    }))
+}
+
+#[utoipa::path(get, path = "/invocations/{id}", tag = "tools", params(("id" = String, Path, description = "an invocation record's id")), responses((status = 200, body = Invocation, description = "the record with its input and output"), (status = 404, description = "no such record in this workspace")))]
+async fn invocation(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Invocation>, ApiError> {
+    let row = state.db().get_invocation(&caller.workspace_id, &id).await?;
+    Ok(Json(views::invocation(row)?))
 }

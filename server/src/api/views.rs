@@ -6,11 +6,14 @@ use std::collections::BTreeMap;
 
 use node_runtime::chat::ModelUsage;
 use node_runtime::wire::{
-    ApiToken, Approval, Invocation, NodeRun, RunDetail, RunItem, Span, WorkflowItem, WorkflowView,
+    ApiToken, Approval, Invocation, InvocationSummary, NodeRun, RunDetail, RunItem, Span,
+    WorkflowItem, WorkflowView,
 };
 use serde_json::{Map, Value};
 
-use crate::storage::{ApiTokenRow, ApprovalRow, InvocationRow, RunRow, SpanRow, WorkflowRow};
+use crate::storage::{
+    ApiTokenRow, ApprovalRow, Cursor, InvocationRow, RunRow, SpanRow, WorkflowRow,
+};
 use crate::ApiError;
 
 /// Milliseconds from a run's creation to its end; null while it runs.
@@ -122,7 +125,17 @@ pub fn approval(row: ApprovalRow) -> Result<Approval, ApiError> {
 }
 
 pub fn invocation(row: InvocationRow) -> Result<Invocation, ApiError> {
+    let (input, output) = (row.input.clone(), row.output.clone());
     Ok(Invocation {
+        record: invocation_summary(row)?,
+        input,
+        output,
+    })
+}
+
+/// One row of the invocations list: the record without its payloads.
+pub fn invocation_summary(row: InvocationRow) -> Result<InvocationSummary, ApiError> {
+    Ok(InvocationSummary {
         status: row.status.parse()?,
         approval_status: row.approval_status.as_deref().map(str::parse).transpose()?,
         id: row.id,
@@ -135,8 +148,6 @@ pub fn invocation(row: InvocationRow) -> Result<Invocation, ApiError> {
         approval_required: row.approval_required,
         decided_by: row.decided_by,
         reason: row.reason,
-        input: row.input,
-        output: row.output,
         error: row.error,
         cost: row.cost,
         created_at: row.created_at,
@@ -144,6 +155,20 @@ pub fn invocation(row: InvocationRow) -> Result<Invocation, ApiError> {
         completed_at: row.completed_at,
         trace_id: row.trace_id,
     })
+}
+
+/// A list's `cursor` parameter: one this server gave, else a 400 naming it.
+pub fn cursor(text: Option<&str>) -> Result<Option<Cursor>, ApiError> {
+    text.filter(|t| !t.is_empty())
+        .map(|t| {
+            Cursor::decode(t).ok_or_else(|| {
+                ApiError::bad_request(
+                    "cursor is not one this server gave; pass a list's `next_cursor` as it came",
+                    serde_json::json!({"path": "cursor"}),
+                )
+            })
+        })
+        .transpose()
 }
 
 pub fn api_token(row: ApiTokenRow) -> ApiToken {

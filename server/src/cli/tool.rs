@@ -109,14 +109,14 @@ pub async fn tool_command(cmd: ToolCommand) -> Result<(), Failure> {
                 status,
                 tool,
                 run_id: run,
-                since: None,
-                until: None,
                 limit,
+                ..Default::default()
             };
             let rows = store
                 .list_invocations(ws, &filter)
                 .await
-                .map_err(Failure::runtime)?;
+                .map_err(Failure::runtime)?
+                .items;
             for r in &rows {
                 println!(
                     "{}  {:<10} {}@{}  approval={}  run={}",

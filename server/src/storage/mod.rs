@@ -45,6 +45,7 @@ use sqlx::AnyPool;
 
 pub use group::{BlobRef, GroupWriter, RunEnd, RunWrite};
 pub use rows::*;
+pub use tenancy::session_id;
 
 // What the table modules share (they `use super::*`).
 use node_runtime::graph::Workflow;
@@ -55,12 +56,66 @@ use values::*;
 
 type Q<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
 
-/// A list's page size: 100 by default, at most 1,000.
+/// A list's page size when none is asked for.
+pub const PAGE_DEFAULT: i64 = 50;
+/// The largest page a list answers.
+pub const PAGE_MAX: i64 = 200;
+
+/// A list's page size: [`PAGE_DEFAULT`] unless asked, at most [`PAGE_MAX`].
 fn limit(l: i64) -> i64 {
     if l <= 0 {
-        100
+        PAGE_DEFAULT
     } else {
-        l.min(1000)
+        l.min(PAGE_MAX)
+    }
+}
+
+/// Where a page of a newest-first list begins: after the row with this
+/// creation time and id (the last row of the page before).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub created_at: String,
+    pub id: String,
+}
+
+impl Cursor {
+    /// The opaque text a client passes back as `cursor`.
+    pub fn encode(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(format!("{}\n{}", self.created_at, self.id))
+    }
+
+    /// `None` for text this server did not give.
+    pub fn decode(text: &str) -> Option<Self> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .ok()?;
+        let (created_at, id) = std::str::from_utf8(&bytes).ok()?.split_once('\n')?;
+        Some(Self {
+            created_at: created_at.to_string(),
+            id: id.to_string(),
+        })
+    }
+}
+
+/// One page of a list, and where the next begins (`None`: the last page).
+#[derive(Debug)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<Cursor>,
+}
+
+impl<T> Page<T> {
+    /// `rows` fetched with one more than `size` asked for: that one says
+    /// there is a next page.
+    fn of(mut rows: Vec<T>, size: i64, key: impl Fn(&T) -> Cursor) -> Self {
+        let size = usize::try_from(size).unwrap_or(0);
+        let more = rows.len() > size;
+        rows.truncate(size);
+        let next = if more { rows.last().map(key) } else { None };
+        Self { items: rows, next }
     }
 }
 
@@ -110,6 +165,19 @@ pub struct Store {
     /// (up to 100 ms a try). On Postgres the same pool as reads.
     writer: AnyPool,
     backend: Backend,
+    /// Where it was opened; never shown (it may hold a password). Postgres
+    /// uses it for the approvals listener's own connection.
+    url: Unshown,
+}
+
+/// A database URL kept for reconnecting, shown by `Debug` only redacted.
+#[derive(Clone)]
+struct Unshown(std::sync::Arc<str>);
+
+impl std::fmt::Debug for Unshown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&redact_url(&self.0))
+    }
 }
 
 /// Creates an empty file with mode 0600 when there is none (an existing
@@ -228,6 +296,7 @@ impl Store {
             pool,
             writer,
             backend,
+            url: Unshown(url.into()),
         })
     }
 

@@ -120,6 +120,7 @@ pub struct RunFilter {
     pub workflow_id: Option<String>,
     pub status: Option<String>,
     pub limit: i64,
+    pub cursor: Option<super::Cursor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
@@ -240,5 +241,8 @@ pub struct InvocationFilter {
     pub run_id: Option<String>,
     pub since: Option<String>,
     pub until: Option<String>,
+    pub node_id: Option<String>,
+    pub call_id: Option<String>,
     pub limit: i64,
+    pub cursor: Option<super::Cursor>,
 }

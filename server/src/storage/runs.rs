@@ -35,20 +35,35 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound(format!("run {id}")))
     }
 
+    /// A page of the workspace's runs, newest first, without their
+    /// payloads (inputs, outputs and record are left empty; the item route
+    /// has them).
     pub async fn list_runs(
         &self,
         workspace_id: &str,
         filter: &RunFilter,
-    ) -> Result<Vec<RunRow>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT * FROM runs WHERE workspace_id = $1 AND ($2 IS NULL OR workflow_id = $2) AND ($3 IS NULL OR status = $3) ORDER BY created_at DESC, id DESC LIMIT $4",
+    ) -> Result<Page<RunRow>, StoreError> {
+        let size = limit(filter.limit);
+        let (at, id) = filter
+            .cursor
+            .as_ref()
+            .map(|c| (Some(c.created_at.as_str()), Some(c.id.as_str())))
+            .unwrap_or_default();
+        let rows = sqlx::query_as(
+            "SELECT id, workspace_id, workflow_id, workflow_revision, kind, replay_of, status, trigger_kind, '{}' AS inputs, NULL AS outputs, error, NULL AS record, created_at, finished_at, trace_id, started_by FROM runs WHERE workspace_id = $1 AND ($2 IS NULL OR workflow_id = $2) AND ($3 IS NULL OR status = $3) AND ($4 IS NULL OR created_at < $4 OR (created_at = $4 AND id < $5)) ORDER BY created_at DESC, id DESC LIMIT $6",
         )
         .bind(workspace_id)
         .bind(&filter.workflow_id)
         .bind(&filter.status)
-        .bind(limit(filter.limit))
+        .bind(at)
+        .bind(id)
+        .bind(size + 1)
         .fetch_all(self.pool())
-        .await?)
+        .await?;
+        Ok(Page::of(rows, size, |r: &RunRow| Cursor {
+            created_at: r.created_at.clone(),
+            id: r.id.clone(),
+        }))
     }
 
     pub async fn append_event(
