@@ -5,6 +5,7 @@
 //! process lives in a guard whose `Drop` kills its whole process group, so a
 //! failing or panicking test leaves nothing running.
 
+pub mod db;
 pub mod harness;
 pub mod leaks;
 pub mod mcp_peer;

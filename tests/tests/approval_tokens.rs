@@ -1,10 +1,12 @@
 //! Approval tokens against the real binary: a second use, a forged token,
 //! tampered arguments and another run's token are all refused, and nothing
 //! is executed for them (a loopback endpoint counts every write request).
+//! Each suite runs on SQLite and again on Postgres.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use glassbox_tests::db::TestDb;
 use glassbox_tests::harness::{http, json, Server};
 use glassbox_tests::writes::{create_writer, Endpoint};
 use serde_json::Value;
@@ -47,42 +49,46 @@ fn run_status(server: &Server, token: &str, run_id: &str) -> Value {
 
 /// Rewrites the stored state of `run_id`'s suspended agent (the server is
 /// stopped): what an attacker with write access to the database could do.
-fn tamper_checkpoint(db: &std::path::Path, run_id: &str, edit: impl FnOnce(&mut Value)) {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("rt")
-        .block_on(async {
-            use sqlx::Connection;
-            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
-                .await
-                .expect("open the stopped server's database");
-            let (state,): (String,) = sqlx::query_as(
-                "SELECT state FROM run_checkpoints WHERE run_id = $1 AND kind = 'agent'",
-            )
-            .bind(run_id)
-            .fetch_one(&mut conn)
-            .await
-            .expect("the suspended agent's checkpoint");
-            let mut state: Value = serde_json::from_str(&state).expect("json");
-            edit(&mut state);
-            sqlx::query(
-                "UPDATE run_checkpoints SET state = $1 WHERE run_id = $2 AND kind = 'agent'",
-            )
-            .bind(state.to_string())
-            .bind(run_id)
-            .execute(&mut conn)
-            .await
-            .expect("tamper");
-            conn.close().await.expect("close");
-        });
+fn tamper_checkpoint(
+    db: &TestDb,
+    dir: &std::path::Path,
+    run_id: &str,
+    edit: impl FnOnce(&mut Value),
+) {
+    let state = db.fetch_text(
+        dir,
+        "SELECT state FROM run_checkpoints WHERE run_id = $1 AND kind = 'agent'",
+        &[run_id],
+    );
+    let mut state: Value =
+        serde_json::from_str(state.first().expect("the suspended agent's checkpoint"))
+            .expect("json");
+    edit(&mut state);
+    let changed = db.execute(
+        dir,
+        "UPDATE run_checkpoints SET state = $1 WHERE run_id = $2 AND kind = 'agent'",
+        &[&state.to_string(), run_id],
+    );
+    assert_eq!(changed, 1, "tampered");
 }
 
 #[test]
 fn reused_forged_tampered_and_foreign_tokens_are_refused_and_run_nothing() {
+    refused_tokens(&TestDb::sqlite());
+}
+
+#[test]
+fn reused_forged_tampered_and_foreign_tokens_are_refused_and_run_nothing_on_postgres() {
+    if let Some(db) = TestDb::postgres("approval_tokens") {
+        refused_tokens(&db);
+    }
+}
+
+fn refused_tokens(db: &TestDb) {
     let endpoint = Endpoint::start(false);
     let allow = format!("127.0.0.1:{}", endpoint.port);
-    let env = [("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str())];
+    let mut env = db.env();
+    env.push(("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()));
     let server =
         Server::start_in(tempfile::tempdir().expect("tmp"), None, &env).expect("server starts");
     let token = server.sign_in();
@@ -124,12 +130,11 @@ fn reused_forged_tampered_and_foreign_tokens_are_refused_and_run_nothing() {
     // The database is edited while the server is down: B's pending call now
     // posts other arguments; C's pending call carries B's token.
     let dir = server.kill9();
-    let db = dir.path().join("glassbox.db");
-    tamper_checkpoint(&db, b, |state| {
+    tamper_checkpoint(db, dir.path(), b, |state| {
         state["pending"][0]["provider_call"]["arguments"]["body"]["n"] = Value::from(999);
     });
     let token_b = tokens[b].clone();
-    tamper_checkpoint(&db, c, |state| {
+    tamper_checkpoint(db, dir.path(), c, |state| {
         state["pending"][0]["approval"]["token"] = Value::from(token_b.clone());
     });
     let server = Server::start_in(dir, None, &env).expect("server restarts");
@@ -159,9 +164,21 @@ fn reused_forged_tampered_and_foreign_tokens_are_refused_and_run_nothing() {
 
 #[test]
 fn after_a_restart_a_waiting_write_can_be_denied_or_sent_back_for_revision() {
+    denied_or_revised(&TestDb::sqlite());
+}
+
+#[test]
+fn after_a_restart_a_waiting_write_can_be_denied_or_sent_back_for_revision_on_postgres() {
+    if let Some(db) = TestDb::postgres("approval_decisions") {
+        denied_or_revised(&db);
+    }
+}
+
+fn denied_or_revised(db: &TestDb) {
     let endpoint = Endpoint::start(false);
     let allow = format!("127.0.0.1:{}", endpoint.port);
-    let env = [("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str())];
+    let mut env = db.env();
+    env.push(("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()));
     let server =
         Server::start_in(tempfile::tempdir().expect("tmp"), None, &env).expect("server starts");
     let token = server.sign_in();
@@ -218,4 +235,48 @@ fn after_a_restart_a_waiting_write_can_be_denied_or_sent_back_for_revision() {
         "neither write ran: {:?}",
         endpoint.counts()
     );
+}
+
+/// A decision stored by another process (the CLI, on the same database)
+/// reaches the run waiting in the server: on Postgres by `NOTIFY` alone
+/// (the server does not poll there), on SQLite by the server's sweep.
+#[test]
+fn a_decision_stored_by_another_process_reaches_the_waiting_run() {
+    decided_elsewhere(&TestDb::sqlite());
+}
+
+#[test]
+fn a_decision_stored_by_another_process_reaches_the_waiting_run_on_postgres() {
+    if let Some(db) = TestDb::postgres("approval_elsewhere") {
+        decided_elsewhere(&db);
+    }
+}
+
+fn decided_elsewhere(db: &TestDb) {
+    let endpoint = Endpoint::start(false);
+    let allow = format!("127.0.0.1:{}", endpoint.port);
+    let mut env = db.env();
+    env.push(("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()));
+    let server =
+        Server::start_in(tempfile::tempdir().expect("tmp"), None, &env).expect("server starts");
+    let token = server.sign_in();
+    let run = create_writer(&server, &token, endpoint.port, 1);
+    let approval = pending_by_run(&server, &token, 1)
+        .remove(&run)
+        .expect("pending");
+    let mut cli =
+        std::process::Command::new(glassbox_tests::harness::glassbox_bin().expect("binary"));
+    cli.args(["tool", "approve", &approval, "--data-dir"])
+        .arg(server.data_dir.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .envs(db.env());
+    let out = cli.output().expect("the CLI runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = server.finished_run(&token, &run);
+    assert_eq!(v["status"], "succeeded", "{v}");
+    assert_eq!(endpoint.counts().values().sum::<usize>(), 1);
 }

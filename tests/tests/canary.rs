@@ -2,10 +2,12 @@
 //! puts the secrets in its output, its error and a panic message. Afterwards
 //! a scan of the database files, the whole data dir, the server log, SSE
 //! streams, bundles and every read endpoint finds no canary in raw, base64,
-//! hex, URL-encoded or JSON-escaped form.
+//! hex, URL-encoded or JSON-escaped form. On SQLite and again on Postgres
+//! (whose every table is read back as text for the scan).
 
 use std::process::Stdio;
 
+use glassbox_tests::db::TestDb;
 use glassbox_tests::harness::{http, Server};
 use glassbox_tests::leaks::{contains, files, find_leaks};
 use serde_json::json;
@@ -24,10 +26,22 @@ fn leaks(place: &str, bytes: &[u8]) -> Vec<String> {
 
 #[test]
 fn no_canary_secret_leaks_anywhere() {
+    canary_scan(&TestDb::sqlite());
+}
+
+#[test]
+fn no_canary_secret_leaks_anywhere_on_postgres() {
+    if let Some(db) = TestDb::postgres("canary") {
+        canary_scan(&db);
+    }
+}
+
+fn canary_scan(db: &TestDb) {
     let data = tempfile::tempdir().expect("tmp");
     let log_path = data.path().with_extension("log");
     let log = std::fs::File::create(&log_path).expect("log file");
-    let env = [("GLASSBOX_TEST_TOOLS", "1"), ("RUST_LOG", "debug")];
+    let mut env = db.env();
+    env.extend([("GLASSBOX_TEST_TOOLS", "1"), ("RUST_LOG", "debug")]);
     let server =
         Server::start_with_stderr(data, None, &env, Stdio::from(log)).expect("server starts");
     let token = server.sign_in();
@@ -63,11 +77,11 @@ fn no_canary_secret_leaks_anywhere() {
             format!("/api/v1/runs/{run}/events"),
             format!("/api/v1/runs/{run}/bundle"),
             format!("/api/v1/runs/{run}/trace"),
-            format!("/api/v1/invocations?run_id={run}"),
         ] {
             let (_, body) = http(&server.url, "GET", &path, Some(&token), None);
             seen.push((path, body));
         }
+        seen.extend(server.invocation_records(&token, &run));
         let (_, body) = http(
             &server.url,
             "POST",
@@ -89,9 +103,10 @@ fn no_canary_secret_leaks_anywhere() {
     // The probe really held the secrets: redaction markers, not nothing.
     let invocations = &seen
         .iter()
-        .find(|(p, _)| p.starts_with("/api/v1/invocations"))
-        .expect("invocations")
-        .1;
+        .filter(|(p, _)| p.starts_with("/api/v1/invocations/"))
+        .map(|(_, body)| body.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(
         invocations.contains("[REDACTED:CANARY_WORKSPACE]"),
         "{invocations}"
@@ -110,10 +125,23 @@ fn no_canary_secret_leaks_anywhere() {
     }
     let mut all = Vec::new();
     files(data.path(), &mut all);
-    assert!(all.iter().any(|p| p.ends_with("glassbox.db")), "{all:?}");
     for path in &all {
         let bytes = std::fs::read(path).expect("read");
         found.extend(leaks(&path.display().to_string(), &bytes));
+    }
+    if db.is_postgres() {
+        let tables = db.postgres_tables();
+        assert!(
+            tables
+                .iter()
+                .any(|(t, rows)| t == "table secret_entries" && !rows.is_empty()),
+            "the secrets are stored (encrypted) in Postgres"
+        );
+        for (table, rows) in &tables {
+            found.extend(leaks(table, rows));
+        }
+    } else {
+        assert!(all.iter().any(|p| p.ends_with("glassbox.db")), "{all:?}");
     }
     let log = std::fs::read(&log_path).expect("log");
     assert!(

@@ -3,10 +3,12 @@
 //! reaches a loopback endpoint (which counts requests per
 //! `Idempotency-Key`) exactly once; a crash between a write's intent and
 //! its result leaves the invocation "outcome_unknown", never retried; a
-//! run killed mid-way is resumed, or failed with the reason.
+//! run killed mid-way is resumed, or failed with the reason. Each suite
+//! runs on SQLite and again on Postgres.
 
 use std::time::Duration;
 
+use glassbox_tests::db::TestDb;
 use glassbox_tests::harness::{http, Server};
 use glassbox_tests::writes::{
     create_tool_writer, create_writer, invocation_status, pending_tokens, Endpoint,
@@ -14,9 +16,21 @@ use glassbox_tests::writes::{
 
 #[test]
 fn twenty_waiting_writes_survive_kill_9_and_run_exactly_once() {
+    twenty_waiting_writes(&TestDb::sqlite());
+}
+
+#[test]
+fn twenty_waiting_writes_survive_kill_9_and_run_exactly_once_on_postgres() {
+    if let Some(db) = TestDb::postgres("durable_twenty") {
+        twenty_waiting_writes(&db);
+    }
+}
+
+fn twenty_waiting_writes(db: &TestDb) {
     let endpoint = Endpoint::start(false);
     let allow = format!("127.0.0.1:{}", endpoint.port);
-    let env = [("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str())];
+    let mut env = db.env();
+    env.push(("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()));
     let dir = tempfile::tempdir().expect("tmp");
     let server = Server::start_in(dir, None, &env).expect("server starts");
     let token = server.sign_in();
@@ -53,25 +67,33 @@ fn twenty_waiting_writes_survive_kill_9_and_run_exactly_once() {
     );
 }
 
-/// One crash point: approve, crash there, restart; the write reached the
-/// endpoint at most once and the invocation says "outcome_unknown".
-fn crash_at(point: &str) {
-    crash_writer_at(point, false);
-}
-
 /// A Tool node's approved write, killed at `point` and restarted.
 #[test]
 fn a_tool_nodes_approved_write_never_runs_twice() {
     for point in ["after_intent", "after_response", "before_result"] {
-        crash_writer_at(point, true);
+        crash_writer_at(&TestDb::sqlite(), point, true);
     }
 }
 
-fn crash_writer_at(point: &str, tool_node: bool) {
+#[test]
+fn a_tool_nodes_approved_write_never_runs_twice_on_postgres() {
+    for point in ["after_intent", "after_response", "before_result"] {
+        if let Some(db) = TestDb::postgres("durable_tool_node") {
+            crash_writer_at(&db, point, true);
+        }
+    }
+}
+
+/// One crash point: approve, crash there, restart; the write reached the
+/// endpoint at most once and the invocation says "outcome_unknown".
+fn crash_writer_at(db: &TestDb, point: &str, tool_node: bool) {
     let hang = point == "after_request";
     let endpoint = Endpoint::start(hang);
     let allow = format!("127.0.0.1:{}", endpoint.port);
-    let mut env = vec![("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str())];
+    let mut env = db.env();
+    env.push(("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()));
+    // The restart runs without the crash point.
+    let restart_env = env.clone();
     if !hang {
         env.push(("GLASSBOX_TEST_CRASH_AT", point));
     }
@@ -106,7 +128,7 @@ fn crash_writer_at(point: &str, tool_node: bool) {
         );
         server.kill9()
     };
-    let server = Server::start_in(dir, None, &env[..1]).expect("server restarts");
+    let server = Server::start_in(dir, None, &restart_env).expect("server restarts");
     let v = server.finished_run(&token, &run);
     if !tool_node {
         assert_eq!(
@@ -128,15 +150,26 @@ fn crash_writer_at(point: &str, tool_node: bool) {
     );
 }
 
+const CRASH_POINTS: [&str; 4] = [
+    "after_intent",
+    "after_request",
+    "after_response",
+    "before_result",
+];
+
 #[test]
 fn crash_points_never_duplicate_a_write() {
-    for point in [
-        "after_intent",
-        "after_request",
-        "after_response",
-        "before_result",
-    ] {
-        crash_at(point);
+    for point in CRASH_POINTS {
+        crash_writer_at(&TestDb::sqlite(), point, false);
+    }
+}
+
+#[test]
+fn crash_points_never_duplicate_a_write_on_postgres() {
+    for point in CRASH_POINTS {
+        if let Some(db) = TestDb::postgres("durable_crash") {
+            crash_writer_at(&db, point, false);
+        }
     }
 }
 
@@ -161,8 +194,20 @@ fn create_slow_run(server: &Server, token: &str, n: usize, turn_ms: u64) -> (Str
 
 #[test]
 fn runs_killed_mid_way_are_resumed_or_failed_with_the_reason() {
+    killed_mid_way(&TestDb::sqlite());
+}
+
+#[test]
+fn runs_killed_mid_way_are_resumed_or_failed_with_the_reason_on_postgres() {
+    if let Some(db) = TestDb::postgres("durable_mid_way") {
+        killed_mid_way(&db);
+    }
+}
+
+fn killed_mid_way(db: &TestDb) {
+    let env = db.env();
     let dir = tempfile::tempdir().expect("tmp");
-    let server = Server::start_in(dir, None, &[]).expect("server starts");
+    let server = Server::start_in(dir, None, &env).expect("server starts");
     let token = server.sign_in();
     let (_, resumable) = create_slow_run(&server, &token, 1, 5_000);
     let (wf_gone, unresumable) = create_slow_run(&server, &token, 2, 5_000);
@@ -184,22 +229,12 @@ fn runs_killed_mid_way_are_resumed_or_failed_with_the_reason() {
     }
     let dir = server.kill9();
     // The second run's workflow revision disappears while the server is down.
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("rt")
-        .block_on(async {
-            use sqlx::Connection;
-            let url = format!("sqlite://{}", dir.path().join("glassbox.db").display());
-            let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open");
-            sqlx::query("DELETE FROM workflow_revisions WHERE workflow_id = $1")
-                .bind(&wf_gone)
-                .execute(&mut conn)
-                .await
-                .expect("delete");
-            conn.close().await.expect("close");
-        });
-    let server = Server::start_in(dir, None, &[]).expect("server restarts");
+    db.execute(
+        dir.path(),
+        "DELETE FROM workflow_revisions WHERE workflow_id = $1",
+        &[&wf_gone],
+    );
+    let server = Server::start_in(dir, None, &env).expect("server restarts");
 
     let v = server.finished_run(&token, &resumable);
     assert_eq!(v["status"], "succeeded", "resumed from its last step: {v}");

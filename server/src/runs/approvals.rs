@@ -1,5 +1,9 @@
 //! The approval gate a waiting run asks: pending writes stored, decisions
-//! delivered by the API directly or read back from the approvals table.
+//! delivered by notification, never by polling each approval: the API
+//! hands its decisions over in process, and the decisions watcher
+//! delivers those stored by another process (a `NOTIFY` on Postgres, from
+//! any server or the CLI; on SQLite a sweep for the CLI's, only while a
+//! run waits).
 
 use super::*;
 
@@ -34,7 +38,9 @@ impl ApprovalGate for StoreGate {
                     .waiters
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .insert(r.token.clone(), tx);
+                    .entry(r.token.clone())
+                    .or_default()
+                    .push(tx);
                 let row = ApprovalRow {
                     token: r.token.clone(),
                     workspace_id: self.workspace_id.clone(),
@@ -56,32 +62,28 @@ impl ApprovalGate for StoreGate {
                 pending.push((r.token, rx));
             }
             let mut decisions = Vec::new();
-            for (token, mut rx) in pending {
-                // The API hands decisions over directly; a decision stored by
-                // someone else (the CLI, another server) is picked up by
-                // watching the approval row.
-                let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
-                let mut handed_over = true;
-                let decision = loop {
-                    tokio::select! {
-                        // A dropped sender (the server stopping, or another
-                        // waiter registered under the same token) is no
-                        // decision: the run keeps watching the approval row,
-                        // and a restarted server resumes it. A finished
-                        // receiver is never polled again.
-                        r = &mut rx, if handed_over => match r {
-                            Ok(d) => break d,
-                            Err(_) => handed_over = false,
-                        },
-                        _ = tick.tick() => {
-                            if let Ok(row) = self.runs.store.get_approval(&self.workspace_id, &token).await {
-                                if let Some(d) = stored_decision(&row) {
-                                    self.runs.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
-                                    break d;
-                                }
-                            }
-                        }
+            for (token, rx) in pending {
+                // Decided already (before a restart, say): no need to wait.
+                let stored = self
+                    .runs
+                    .store
+                    .get_approval(&self.workspace_id, &token)
+                    .await
+                    .ok()
+                    .and_then(|row| stored_decision(&row));
+                let decision = match stored {
+                    Some(d) => {
+                        drop(rx);
+                        self.runs.forget_closed_waiters(&token);
+                        d
                     }
+                    // Handed over by the API, or by the decisions watcher
+                    // for a decision stored elsewhere. The sender goes only
+                    // with the server, which stops this run too.
+                    None => match rx.await {
+                        Ok(d) => d,
+                        Err(_) => std::future::pending().await,
+                    },
                 };
                 decisions.push((token, decision));
             }
@@ -108,4 +110,104 @@ pub fn stored_decision(row: &ApprovalRow) -> Option<Decision> {
         ApprovalStatus::RevisionRequested => Some(Decision::Revise { note }),
         ApprovalStatus::Pending | ApprovalStatus::Closed => None,
     }
+}
+
+/// How often a SQLite server looks for decisions another process (the
+/// CLI) stored, while some run waits for one. One query for all waiting
+/// approvals; the API's own decisions never wait for it.
+const SWEEP: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl Runs {
+    /// Drops the waiters under `token` that no longer wait (a run that
+    /// found its decision stored); another run waiting under the same
+    /// token keeps its place.
+    fn forget_closed_waiters(&self, token: &str) {
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(list) = waiters.get_mut(token) {
+            list.retain(|tx| !tx.is_closed());
+            if list.is_empty() {
+                waiters.remove(token);
+            }
+        }
+    }
+
+    fn has_waiters(&self) -> bool {
+        !self
+            .waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// Delivers each stored decision in `rows` to the runs waiting here.
+    fn deliver_rows(&self, rows: impl IntoIterator<Item = ApprovalRow>) {
+        for row in rows {
+            if let Some(d) = stored_decision(&row) {
+                self.deliver(&row.token, d);
+            }
+        }
+    }
+}
+
+/// Delivers decisions stored by other processes to this server's waiting
+/// runs, until the server (the last `Runs`) goes: on Postgres each
+/// announced token, and after a lost connection every decision since
+/// shortly before it was lost; on SQLite a sweep every [`SWEEP`] while a
+/// run waits.
+pub(super) async fn watch_decisions(runs: std::sync::Weak<Runs>, store: Store) {
+    let mut listener = match store.decisions_listener().await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for approval decisions; looking for them every {} s instead", SWEEP.as_secs());
+            None
+        }
+    };
+    // Decisions are looked for from a little before the last look, so a
+    // clock step or a slow commit does not hide one; delivering one twice
+    // is harmless (the first delivery removes its waiters).
+    let mut since = now();
+    loop {
+        let sweep = match listener.as_mut() {
+            Some(l) => match l.try_recv().await {
+                Ok(Some(n)) => {
+                    let Some(runs) = runs.upgrade() else { return };
+                    if let Ok(Some(row)) = store.approval_by_token(n.payload()).await {
+                        runs.deliver_rows([row]);
+                    }
+                    false
+                }
+                // The connection was lost and is back: look for what was
+                // announced meanwhile.
+                Ok(None) => true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the approval decisions listener failed; retrying");
+                    tokio::time::sleep(SWEEP).await;
+                    true
+                }
+            },
+            None => {
+                tokio::time::sleep(SWEEP).await;
+                true
+            }
+        };
+        let Some(runs) = runs.upgrade() else { return };
+        if sweep && runs.has_waiters() {
+            let from = earlier(&since, SWEEP * 2);
+            since = now();
+            if let Ok(rows) = store.decided_since(&from).await {
+                runs.deliver_rows(rows);
+            }
+        }
+    }
+}
+
+/// `at` (RFC 3339) moved back by `by`.
+fn earlier(at: &str, by: std::time::Duration) -> String {
+    chrono::DateTime::parse_from_rfc3339(at)
+        .map(|t| {
+            (t - chrono::Duration::from_std(by).unwrap_or_default())
+                .to_utc()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        })
+        .unwrap_or_else(|_| at.to_string())
 }

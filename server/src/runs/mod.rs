@@ -144,7 +144,8 @@ pub struct Runs {
     data_dir: PathBuf,
     traces_url: Option<String>,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
-    waiters: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
+    /// The runs waiting for each approval token's decision.
+    waiters: Mutex<HashMap<String, Vec<oneshot::Sender<Decision>>>>,
     /// Fault injection for the crash tests (`GLASSBOX_TEST_CRASH_AT`,
     /// feature `test-hooks`): the process aborts at that point of an
     /// approved write.
@@ -241,9 +242,9 @@ impl Runs {
             registry: registry.clone(),
             approval_key,
         });
-        Arc::new(Self {
+        let runs = Arc::new(Self {
             writer: GroupWriter::start(store.clone()),
-            store,
+            store: store.clone(),
             registry,
             executor,
             blobs,
@@ -258,7 +259,9 @@ impl Runs {
             mcp,
             limits,
             streams: Default::default(),
-        })
+        });
+        tokio::spawn(approvals::watch_decisions(Arc::downgrade(&runs), store));
+        runs
     }
 
     /// Whether the workspace may start another run now: `Err(running)`
@@ -710,17 +713,19 @@ impl Runs {
         }
     }
 
-    /// Hands a recorded decision to the run waiting for it.
+    /// Hands a recorded decision to the runs waiting for it.
     pub fn deliver(&self, token: &str, decision: Decision) -> bool {
-        match self
+        let waiting = self
             .waiters
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(token)
-        {
-            Some(tx) => tx.send(decision).is_ok(),
-            None => false,
+            .unwrap_or_default();
+        let mut delivered = false;
+        for tx in waiting {
+            delivered |= tx.send(decision.clone()).is_ok();
         }
+        delivered
     }
 }
 

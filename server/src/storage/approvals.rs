@@ -1,6 +1,13 @@
-//! The approvals table: pending writes and their decisions.
+//! The approvals table: pending writes and their decisions, and how a
+//! decision is announced: on Postgres a `NOTIFY` on [`DECISIONS_CHANNEL`]
+//! with the token, whichever process decided; on SQLite (one server) the
+//! server hands its own decisions over in process, and
+//! [`Store::decided_since`] finds those another process (the CLI) stored.
 
 use super::*;
+
+/// The Postgres channel a decided approval's token is announced on.
+pub const DECISIONS_CHANNEL: &str = "glassbox_approval_decided";
 
 impl Store {
     pub async fn insert_approval(&self, a: &ApprovalRow) -> Result<(), StoreError> {
@@ -73,6 +80,13 @@ impl Store {
                 actual: 1,
             });
         }
+        if self.backend == Backend::Postgres {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(DECISIONS_CHANNEL)
+                .bind(token)
+                .execute(self.writer())
+                .await?;
+        }
         // The call's invocation record names who decided (the decision
         // event that follows carries no user and keeps it).
         sqlx::query("UPDATE tool_invocations SET decided_by = $1 WHERE workspace_id = $2 AND run_id = $3 AND node_id = $4 AND call_id = $5")
@@ -84,5 +98,37 @@ impl Store {
             .execute(self.writer())
             .await?;
         Ok(row)
+    }
+
+    /// An approval by its token alone (tokens are unique), for delivering
+    /// an announced decision to the run that waits for it.
+    pub async fn approval_by_token(&self, token: &str) -> Result<Option<ApprovalRow>, StoreError> {
+        Ok(sqlx::query_as("SELECT * FROM approvals WHERE token = $1")
+            .bind(token)
+            .fetch_optional(self.pool())
+            .await?)
+    }
+
+    /// Approvals decided at or after `since` (RFC 3339, as stored).
+    pub async fn decided_since(&self, since: &str) -> Result<Vec<ApprovalRow>, StoreError> {
+        Ok(sqlx::query_as("SELECT * FROM approvals WHERE decided_at >= $1 AND status <> 'pending' AND status <> 'closed'")
+            .bind(since)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// On Postgres, a connection listening on [`DECISIONS_CHANNEL`]
+    /// (it reconnects by itself; `try_recv` answers `None` after a lost
+    /// connection, when announcements may have been missed). `None` on
+    /// SQLite.
+    pub async fn decisions_listener(
+        &self,
+    ) -> Result<Option<sqlx::postgres::PgListener>, StoreError> {
+        if self.backend != Backend::Postgres {
+            return Ok(None);
+        }
+        let mut listener = sqlx::postgres::PgListener::connect(&self.url.0).await?;
+        listener.listen(DECISIONS_CHANNEL).await?;
+        Ok(Some(listener))
     }
 }
