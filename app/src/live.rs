@@ -131,6 +131,8 @@ pub struct LiveRun {
     pub models: BTreeMap<String, ModelProgress>,
     /// The run's outcome once it finished.
     pub finished: Option<String>,
+    /// Why it failed, once it did.
+    pub error: Option<String>,
     /// Once it finished: every node's record as `GET /runs/{id}` gives it
     /// (status, outputs with each pinned handle's value).
     pub results: Option<BTreeMap<String, node_runtime::wire::NodeRun>>,
@@ -214,6 +216,16 @@ fn row_for<'a>(rows: &'a mut Vec<ToolRow>, call_id: &str) -> &'a mut ToolRow {
 }
 
 impl LiveRun {
+    /// The tool calls that ended in an error (denied ones included) or
+    /// with an unknown outcome, over every Agent node.
+    pub fn failed_calls(&self) -> usize {
+        self.timeline
+            .values()
+            .flatten()
+            .filter(|r| matches!(r.state.as_str(), "failed" | "outcome unknown"))
+            .count()
+    }
+
     /// The call a pinned handle of `agent` selected, once the run finished
     /// (what "Materialize as node" on the pin ejects).
     pub fn pin_call(&self, agent: &str, pin: &PinnedHandle) -> Option<ToolEnvelope> {
@@ -256,8 +268,9 @@ impl LiveRun {
             } => {
                 self.nodes.insert(node_id, node_status(status).into());
             }
-            WorkflowEvent::RunFinished { outcome } => {
+            WorkflowEvent::RunFinished { outcome, error } => {
                 self.finished = Some(run_outcome(outcome).into());
+                self.error = error;
             }
             WorkflowEvent::Agent { node_id, event } => self.apply_agent(node_id, *event),
         }

@@ -29,6 +29,7 @@ pub mod graph;
 pub mod policy;
 pub mod pricing;
 pub mod replay_bundle;
+pub mod script;
 pub mod tool_spec;
 pub mod wire;
 

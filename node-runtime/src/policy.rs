@@ -29,6 +29,14 @@ pub struct Policy {
     /// The most a tool may do: a `reads` node refuses `writes` tools.
     #[serde(default)]
     pub side_effect_ceiling: SideEffects,
+    /// At most this many calls of one model turn run at once (1 to 64;
+    /// the executor's own cap, 64, is the most).
+    #[serde(default = "default_max_parallel_calls")]
+    pub max_parallel_calls: u32,
+}
+
+fn default_max_parallel_calls() -> u32 {
+    64
 }
 
 fn default_max_iterations() -> u32 {
@@ -47,6 +55,7 @@ impl Default for Policy {
             max_tool_calls: default_max_tool_calls(),
             max_budget: None,
             side_effect_ceiling: SideEffects::Writes,
+            max_parallel_calls: default_max_parallel_calls(),
         }
     }
 }

@@ -173,7 +173,8 @@ async fn nodes_run_in_dependency_order() {
     assert!(matches!(
         events.last(),
         Some(WorkflowEvent::RunFinished {
-            outcome: RunOutcome::Succeeded
+            outcome: RunOutcome::Succeeded,
+            error: None
         })
     ));
     // Bad input names the field.
@@ -774,5 +775,51 @@ async fn a_providers_api_key_is_resolved_at_run_start_and_reaches_only_the_provi
     assert!(
         !recorded.contains("sk-canary-7f3a9"),
         "the key leaked into the run's records"
+    );
+}
+
+/// A template that runs until its fuel is spent: the longest a rendering
+/// can take.
+const RUNAWAY: &str =
+    "{% for i in range(10000) %}{% for j in range(10000) %}x{% endfor %}{% endfor %}";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_during_a_long_template_render_takes_effect_without_waiting_for_it() {
+    let began = Instant::now();
+    let err = node_runtime::graph::engine::render(RUNAWAY, &Default::default())
+        .expect_err("stops at its fuel");
+    let render = began.elapsed();
+    assert!(err.contains("steps"), "{err}");
+
+    let (s, _b) = services(Arc::default());
+    let w = wf(
+        vec![
+            node("t", 0.0, template(RUNAWAY)),
+            node("out", 1.0, output(&["x"])),
+        ],
+        vec![edge("1", ("t", "text"), ("out", "x"))],
+    );
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    let cancelled_at = Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let at = cancelled_at.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        *at.lock().expect("lock") = Some(Instant::now());
+        c.cancel();
+    });
+    let r = run_workflow(&s, &w, "r", Map::new(), &VecWorkflowSink::default(), cancel)
+        .await
+        .expect("runs");
+    let latency = cancelled_at
+        .lock()
+        .expect("lock")
+        .map(|t| t.elapsed())
+        .expect("cancelled");
+    assert_eq!(r.outcome, RunOutcome::Cancelled);
+    eprintln!("a whole runaway render: {render:?}; the cancel took effect after {latency:?}");
+    assert!(
+        latency * 4 < render,
+        "the cancel ({latency:?}) did not wait for the render ({render:?})"
     );
 }

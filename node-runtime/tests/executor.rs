@@ -388,6 +388,29 @@ async fn parallel_batch_keeps_order_and_isolates_failures() {
     );
 }
 
+/// The node's policy lowers how many calls of a turn run at once: one at
+/// a time, three sleeps of 100 ms take at least their sum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_caps_how_many_calls_run_at_once() {
+    let mut f = fixture();
+    let mut scope = f.scope();
+    scope.policy.max_parallel_calls = 1;
+    let calls: Vec<_> = (0..3)
+        .map(|i| f.call("sleep", json!({"ms": 100 + i})))
+        .collect();
+    let start = Instant::now();
+    let envelopes = f
+        .executor
+        .execute_batch(Arc::new(scope), calls, Usage::default())
+        .await;
+    assert!(envelopes.iter().all(|e| e.is_success()));
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(300),
+        "one at a time: {took:?}"
+    );
+}
+
 #[tokio::test]
 async fn aborting_the_run_cancels_calls_in_flight() {
     let mut f = fixture();

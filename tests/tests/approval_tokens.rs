@@ -280,3 +280,58 @@ fn decided_elsewhere(db: &TestDb) {
     assert_eq!(v["status"], "succeeded", "{v}");
     assert_eq!(endpoint.counts().values().sum::<usize>(), 1);
 }
+
+/// Waiting runs cost no query per approval: decisions come by
+/// notification. The server's own query log (sqlx's, at debug) over 3 s of
+/// five runs waiting shows at most the SQLite sweep (every 2 s, one query
+/// for all of them) and nothing on Postgres, where polling each approval
+/// every 250 ms made sixty.
+#[test]
+fn waiting_approvals_are_not_polled() {
+    not_polled(&TestDb::sqlite(), 2);
+}
+
+#[test]
+fn waiting_approvals_are_not_polled_on_postgres() {
+    if let Some(db) = TestDb::postgres("approval_quiet") {
+        not_polled(&db, 0);
+    }
+}
+
+fn not_polled(db: &TestDb, sweeps: usize) {
+    let endpoint = Endpoint::start(false);
+    let allow = format!("127.0.0.1:{}", endpoint.port);
+    let mut env = db.env();
+    env.push(("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()));
+    env.push(("RUST_LOG", "warn,sqlx::query=debug"));
+    let data = tempfile::tempdir().expect("tmp");
+    let log_path = data.path().with_extension("log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let server = Server::start_with_stderr(data, None, &env, std::process::Stdio::from(log))
+        .expect("server starts");
+    let token = server.sign_in();
+    for n in 0..5 {
+        create_writer(&server, &token, endpoint.port, n);
+    }
+    pending_by_run(&server, &token, 5);
+    // Let the runs reach their wait, then count the queries of a quiet
+    // stretch with nothing asked of the server.
+    std::thread::sleep(Duration::from_millis(500));
+    let before = std::fs::read(&log_path).expect("log").len();
+    std::thread::sleep(Duration::from_secs(3));
+    let log = std::fs::read(&log_path).expect("log");
+    let quiet = String::from_utf8_lossy(&log[before..]);
+    let log = String::from_utf8_lossy(&log);
+    let queries = quiet
+        .lines()
+        .filter(|l| l.contains("FROM approvals"))
+        .count();
+    assert!(
+        queries <= sweeps,
+        "{queries} approval queries in 3 s of waiting (at most {sweeps}):\n{quiet}"
+    );
+    assert!(
+        log.contains("FROM approvals"),
+        "the query log is on (the approvals list was read)"
+    );
+}

@@ -95,7 +95,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         install::SERVER_PROFILE
     );
     println!(
-        "==> {server_phase} (alongside the steps below; about 20 minutes on a fresh machine with 2 cores, seconds later)"
+        "==> {server_phase} (alongside the steps below; about 10 to 20 minutes on a fresh machine with 2 cores, seconds later)"
     );
     let server = {
         let (root, name) = (root.clone(), server_phase.clone());

@@ -1,7 +1,7 @@
 //! The Agent panel's forms: provider and model, and the policy limits,
 //! edited as text and checked before they reach the document.
 
-use node_runtime::agent_config::ProviderConfig;
+use node_runtime::agent_config::{ModelParams, ProviderConfig};
 use node_runtime::policy::Policy;
 use node_runtime::tool_spec::SideEffects;
 use serde_json::json;
@@ -296,6 +296,13 @@ pub fn set_policy_field(policy: &mut Policy, field: &str, text: &str) -> Result<
     };
     match field {
         "max_iterations" => policy.max_iterations = count(field)?,
+        "max_parallel_calls" => {
+            policy.max_parallel_calls = text
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=64).contains(n))
+                .ok_or("max_parallel_calls: a whole number from 1 to 64")?
+        }
         "max_tool_calls" => policy.max_tool_calls = count(field)?,
         "max_budget" => {
             policy.max_budget = if text.is_empty() {
@@ -320,6 +327,52 @@ pub fn set_policy_field(policy: &mut Policy, field: &str, text: &str) -> Result<
         other => return Err(format!("{other}: not a policy setting")),
     }
     Ok(())
+}
+
+/// Sets a model parameter (`temperature`: empty for the provider's own,
+/// else 0 to 2; `max_tokens`: 1 to 1,000,000) from its text.
+pub fn set_param_field(params: &mut ModelParams, field: &str, text: &str) -> Result<(), String> {
+    let text = text.trim();
+    match field {
+        "temperature" => {
+            params.temperature = if text.is_empty() {
+                None
+            } else {
+                Some(
+                    text.parse::<f64>()
+                        .ok()
+                        .filter(|t| (0.0..=2.0).contains(t))
+                        .ok_or(
+                            "temperature: a number from 0 to 2 (empty: the provider's default)",
+                        )?,
+                )
+            }
+        }
+        "max_tokens" => {
+            params.max_tokens = text
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=1_000_000).contains(n))
+                .ok_or("max_tokens: a whole number from 1 to 1000000")?
+        }
+        other => return Err(format!("{other}: not a model parameter")),
+    }
+    Ok(())
+}
+
+/// The scripted provider's script from the turns editor's text: JSON, and
+/// a script the provider accepts; the error says what is wrong.
+pub fn set_script(provider: &mut ProviderConfig, text: &str) -> Result<(), String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("Script: not valid JSON ({e})"))?;
+    node_runtime::script::Script::parse(&value)?;
+    match provider {
+        ProviderConfig::Scripted { script } => {
+            *script = value;
+            Ok(())
+        }
+        _ => Err("Script: only the scripted provider plays a script".into()),
+    }
 }
 
 #[cfg(test)]
@@ -441,5 +494,36 @@ mod tests {
             assert!(err.starts_with(field), "{err}");
         }
         assert_eq!(p.max_iterations, 4, "a refused value changes nothing");
+    }
+}
+
+#[cfg(test)]
+mod param_tests {
+    use super::*;
+
+    #[test]
+    fn params_and_scripts_are_checked() {
+        let mut p = ModelParams::default();
+        set_param_field(&mut p, "temperature", "0.2").expect("temperature");
+        assert_eq!(p.temperature, Some(0.2));
+        set_param_field(&mut p, "temperature", "").expect("cleared");
+        assert_eq!(p.temperature, None);
+        assert!(set_param_field(&mut p, "temperature", "3").is_err());
+        set_param_field(&mut p, "max_tokens", "256").expect("max_tokens");
+        assert_eq!(p.max_tokens, 256);
+        assert!(set_param_field(&mut p, "max_tokens", "0").is_err());
+
+        let mut scripted =
+            switch_provider(&ProviderConfig::Scripted { script: json!({}) }, "scripted")
+                .expect("scripted");
+        set_script(&mut scripted, r#"{"turns": [{"text": "hi"}]}"#).expect("script");
+        assert!(set_script(&mut scripted, "{oops")
+            .expect_err("json")
+            .contains("not valid JSON"));
+        assert!(set_script(&mut scripted, r#"{"turns": [{"txt": "hi"}]}"#)
+            .expect_err("field")
+            .contains("txt"));
+        let mut openai = switch_provider(&scripted, "openai").expect("openai");
+        assert!(set_script(&mut openai, r#"{"turns": [{"text": "hi"}]}"#).is_err());
     }
 }

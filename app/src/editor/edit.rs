@@ -61,7 +61,8 @@ pub enum Edit {
         envelope: Box<ToolEnvelope>,
         secret_scope: Option<SecretScope>,
     },
-    /// Replaces a node's kind and config (the configuration panel).
+    /// Replaces a node's kind and config (the configuration panel);
+    /// wires at handles it no longer has go.
     SetKind {
         node: String,
         kind: Box<NodeKind>,
@@ -247,6 +248,14 @@ pub(super) fn apply_to(
                 .find(|n| n.id == *node)
                 .ok_or_else(|| EditError::UnknownNode(node.clone()))?;
             n.kind = (**kind).clone();
+            // Wires at handles the new config no longer has (a removed
+            // field, a template variable gone) go with them; undo brings
+            // both back.
+            let (inputs, outputs) = (n.inputs(), n.outputs());
+            doc.edges.retain(|e| {
+                (e.target.node != *node || inputs.contains(&e.target.handle))
+                    && (e.source.node != *node || outputs.contains(&e.source.handle))
+            });
             Ok(None)
         }
     }

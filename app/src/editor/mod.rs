@@ -7,4 +7,5 @@ pub mod agent;
 pub mod edit;
 pub mod geometry;
 pub mod model;
+pub mod nodes;
 pub mod tools;

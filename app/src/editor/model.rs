@@ -24,6 +24,8 @@ pub struct Editor {
     /// The revision the document was loaded or last saved at.
     pub saved_revision: u64,
     pub selection: BTreeSet<String>,
+    /// Selected wires (edge ids): a click on a wire selects it alone.
+    pub selected_edges: BTreeSet<String>,
     undo: Vec<Workflow>,
     redo: Vec<Workflow>,
     /// Snapshot taken at the start of a gesture (a drag), pushed once.
@@ -43,6 +45,7 @@ impl Editor {
             doc,
             saved_revision,
             selection: BTreeSet::new(),
+            selected_edges: BTreeSet::new(),
             undo: Vec::new(),
             redo: Vec::new(),
             gesture: None,
@@ -118,6 +121,9 @@ impl Editor {
                 self.selection.remove(n);
             }
         }
+        if !self.selected_edges.is_empty() {
+            self.retain_selection();
+        }
         match before {
             Some(before) => self.record(before),
             None => self.dirty = true,
@@ -173,6 +179,20 @@ impl Editor {
     fn retain_selection(&mut self) {
         let ids: BTreeSet<&str> = self.doc.nodes.iter().map(|n| n.id.as_str()).collect();
         self.selection.retain(|s| ids.contains(s.as_str()));
+        let edges: BTreeSet<&str> = self.doc.edges.iter().map(|e| e.id.as_str()).collect();
+        self.selected_edges.retain(|s| edges.contains(s.as_str()));
+    }
+
+    /// Selects one wire alone (a click on it).
+    pub fn select_edge(&mut self, id: &str) {
+        self.selection.clear();
+        self.selected_edges = BTreeSet::from([id.to_string()]);
+    }
+
+    /// Clears the selection of nodes and wires.
+    pub fn clear_selection(&mut self) {
+        self.selection.clear();
+        self.selected_edges.clear();
     }
 
     /// The selected nodes and the edges among them.
@@ -217,17 +237,17 @@ impl Editor {
         Ok(())
     }
 
-    /// Deletes the selected nodes (and their edges).
+    /// Deletes the selected nodes (and their edges) and the selected wires,
+    /// as one undoable edit.
     pub fn delete_selection(&mut self) -> Result<(), EditError> {
-        if self.selection.is_empty() {
+        if self.selection.is_empty() && self.selected_edges.is_empty() {
             return Ok(());
         }
         let nodes = self.selection.iter().cloned().collect();
-        self.apply(Edit::Delete {
-            nodes,
-            edges: Vec::new(),
-        })
-        .map(|_| ())
+        let edges = std::mem::take(&mut self.selected_edges)
+            .into_iter()
+            .collect();
+        self.apply(Edit::Delete { nodes, edges }).map(|_| ())
     }
 }
 
@@ -527,6 +547,24 @@ mod tests {
         })
         .unwrap();
         assert!(!ed.can_redo());
+    }
+
+    #[test]
+    fn a_selected_wire_is_deleted_alone_and_undo_brings_it_back() {
+        let mut ed = input_template_output();
+        connect(&mut ed, h("input1", "text"), h("template1", "value"));
+        connect(&mut ed, h("template1", "text"), h("output1", "result"));
+        let wired = ed.doc.clone();
+        let first = ed.doc.edges[0].id.clone();
+        ed.selection.insert("output1".into());
+        ed.select_edge(&first);
+        assert!(ed.selection.is_empty(), "a wire is selected alone");
+        ed.delete_selection().unwrap();
+        assert_eq!(ed.doc.edges.len(), 1);
+        assert_eq!(ed.doc.nodes.len(), wired.nodes.len(), "no node goes");
+        assert!(ed.selected_edges.is_empty());
+        assert!(ed.undo());
+        assert_eq!(ed.doc, wired);
     }
 
     #[test]

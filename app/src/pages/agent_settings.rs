@@ -10,6 +10,7 @@ use node_runtime::graph::AgentNodeConfig;
 use node_runtime::wire::ProviderTestResult;
 
 use super::inspector::{agent_of, edit_agent};
+use super::run_panel::Watched;
 use crate::editor::agent::{self, PRESETS, PROVIDERS};
 use crate::editor::model::Editor;
 
@@ -114,7 +115,7 @@ fn streams(provider: &ProviderConfig) -> Option<bool> {
 }
 
 /// The Agent node's provider, model and policy limits.
-pub fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
+pub fn agent_settings(editor: RwSignal<Editor>, watched: Watched, id: String) -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
     let tested = RwSignal::new(None::<Result<ProviderTestResult, String>>);
     let testing = RwSignal::new(false);
@@ -220,6 +221,41 @@ pub fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
                 </label>
             }
         });
+        let param_field = |label: &'static str, field: &'static str, value: String, id: String| {
+            view! {
+                <label class="field">{label}
+                    <input type="text" data-setting=field prop:value=value on:change=move |ev| {
+                        let text = event_target_value(&ev);
+                        change(id.clone(), Box::new(move |c| agent::set_param_field(&mut c.params, field, &text)));
+                    } />
+                </label>
+            }
+        };
+        let params = view! {
+            {param_field("Temperature (empty: the provider's default)", "temperature", config.params.temperature.map(|t| t.to_string()).unwrap_or_default(), id.clone())}
+            {param_field("Max tokens per answer", "max_tokens", config.params.max_tokens.to_string(), id.clone())}
+        };
+        let script = match &config.provider {
+            ProviderConfig::Scripted { script } => Some(script_editor(script, id.clone(), change)),
+            _ => None,
+        };
+        let from_run = recorded_script(watched, &id).map(|recorded| {
+            let use_id = id.clone();
+            let turns = recorded.turns.len();
+            view! {
+                <div class="row">
+                    <button type="button" data-testid="use-run-script" title="The model's answers in the run shown below become this node's script: the workflow then runs offline and gives the same answers"
+                        on:click=move |_| {
+                            let script = recorded.to_value();
+                            change(use_id.clone(), Box::new(move |c| {
+                                c.provider = ProviderConfig::Scripted { script };
+                                Ok(())
+                            }));
+                        }>"Use this run's answers as the script"</button>
+                    <span class="muted">{format!("{turns} answer(s) recorded")}</span>
+                </div>
+            }
+        });
         let ceiling_id = id.clone();
         let ceiling = format!("{:?}", config.policy.side_effect_ceiling).to_lowercase();
         Some(view! {
@@ -238,6 +274,9 @@ pub fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
             {preset}
             {connection}
             {stream}
+            {params}
+            {script}
+            {from_run}
             <div class="row">
                 <button type="button" data-testid="test-connection" disabled=move || testing.get() on:click=test.clone()>
                     {move || if testing.get() { "Testing…" } else { "Test connection" }}
@@ -247,6 +286,7 @@ pub fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
             <h3>"Policy"</h3>
             {text_field("Max iterations", "max_iterations", config.policy.max_iterations.to_string(), id.clone(), true)}
             {text_field("Max tool calls", "max_tool_calls", config.policy.max_tool_calls.to_string(), id.clone(), true)}
+            {text_field("Calls of one turn run at once (1-64)", "max_parallel_calls", config.policy.max_parallel_calls.to_string(), id.clone(), true)}
             {text_field("Budget (USD for real providers; empty: none)", "max_budget", config.policy.max_budget.map(|b| b.to_string()).unwrap_or_default(), id.clone(), true)}
             <label class="field">"Side-effect ceiling"
                 <select data-setting="side_effect_ceiling" on:change=move |ev| {
@@ -259,4 +299,44 @@ pub fn agent_settings(editor: RwSignal<Editor>, id: String) -> impl IntoView {
             {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="setting-error">{p}</p> })}
         })
     }
+}
+
+/// The turns editor of a scripted provider: the script as JSON, checked
+/// when it changes (a refused script is named and changes nothing), and an
+/// example to start from.
+fn script_editor(
+    script: &serde_json::Value,
+    id: String,
+    change: impl Fn(String, AgentChange) + Copy + 'static,
+) -> impl IntoView {
+    let text = serde_json::to_string_pretty(script).unwrap_or_default();
+    let (edit_id, example_id) = (id.clone(), id);
+    view! {
+        <label class="field">"Script: the model's answers, turn by turn (JSON: "
+            <code>"{\"turns\": [{\"tool_calls\": [...]}, {\"text\": ...}]}"</code>")"
+            <textarea data-testid="script-turns" rows="8" spellcheck="false" prop:value=text on:change=move |ev| {
+                let text = event_target_value(&ev);
+                change(edit_id.clone(), Box::new(move |c| agent::set_script(&mut c.provider, &text)));
+            }></textarea>
+        </label>
+        <button type="button" data-testid="script-example" on:click=move |_| {
+            change(example_id.clone(), Box::new(|c| {
+                c.provider = ProviderConfig::Scripted { script: node_runtime::script::Script::example() };
+                Ok(())
+            }));
+        }>"Start from an example"</button>
+    }
+}
+
+/// The script of node `id`'s model answers in the watched run, if it has
+/// finished and recorded them.
+fn recorded_script(watched: Watched, id: &str) -> Option<node_runtime::script::Script> {
+    let bundle = watched.with(|w| {
+        w.as_ref()
+            .and_then(|(_, l)| l.results.as_ref())
+            .and_then(|r| r.get(id))
+            .map(|n| n.bundle.clone())
+    })?;
+    let bundle: node_runtime::replay_bundle::ReplayBundle = serde_json::from_value(bundle).ok()?;
+    (!bundle.exchanges.is_empty()).then(|| node_runtime::script::Script::from_bundle(&bundle))
 }

@@ -128,6 +128,12 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         }
     });
     on_cleanup(move || unload.remove());
+    // Leaving through a link of the app asks first too (a capture listener,
+    // so it runs before the router's).
+    // Kept by the page's owner: dropped (and removed) when the page goes.
+    StoredValue::new_local(keys::confirm_leaving(move || {
+        editor.with_untracked(Editor::is_dirty)
+    }));
 
     let local = move |ev: &leptos::ev::MouseEvent| -> (f64, f64) {
         let (left, top) = host
@@ -198,7 +204,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             .expect("editor signal");
         match created {
             Ok(Some(id)) => editor.update(|e| {
-                e.selection.clear();
+                e.clear_selection();
                 e.selection.insert(id);
             }),
             Ok(None) => {}
@@ -212,7 +218,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             let w = cam.get_untracked().to_world(p.0, p.1);
             drag.set(Some(Drag::Select { from: w, to: w }));
         } else {
-            editor.update(|e| e.selection.clear());
+            editor.update(|e| e.clear_selection());
             drag.set(Some(Drag::Pan { last: p }));
         }
     };
@@ -265,10 +271,21 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         let factor = if ev.delta_y() < 0.0 { 1.1 } else { 1.0 / 1.1 };
         cam.update(|c| *c = c.zoom_at(factor, p.0, p.1));
     };
+    // The editor's shortcuts work wherever the focus is on the page (after
+    // a paste, an undo, a click in a panel); while a field is being typed
+    // in, only Ctrl+S (save) is the editor's.
     let save_key = save.clone();
-    let on_key = move |ev: leptos::ev::KeyboardEvent| {
+    let shortcuts = window_event_listener(leptos::ev::keydown, move |ev| {
+        if keys::typing_in_a_field(&ev) {
+            if (ev.ctrl_key() || ev.meta_key()) && ev.key() == "s" {
+                ev.prevent_default();
+                save_key();
+            }
+            return;
+        }
         keys::on_key(&ev, editor, clip, &save_key, &refuse, &apply)
-    };
+    });
+    on_cleanup(move || shortcuts.remove());
     let fit = move || {
         let (w, h) = canvas_size(host).unwrap_or((1200.0, 700.0));
         cam.set(editor.with_untracked(|e| geometry::fit(&e.doc, w, h)));
@@ -388,7 +405,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                         e.selection.insert(node_id.clone());
                     }
                 } else if !e.selection.contains(&node_id) {
-                    e.selection.clear();
+                    e.clear_selection();
                     e.selection.insert(node_id.clone());
                 }
                 e.begin_gesture();
@@ -410,7 +427,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                         e.selection.insert(key_id.clone());
                     }
                 } else {
-                    e.selection.clear();
+                    e.clear_selection();
                     e.selection.insert(key_id.clone());
                 }
             });
@@ -545,6 +562,9 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     };
+    // The selected wires as a memo: an edge's class is redrawn only when
+    // the wire selection changes, not on every move.
+    let selected_edges = Memo::new(move |_| editor.with(|e| e.selected_edges.clone()));
     // The edge comes with its key: finding it by id would scan the edges
     // once per edge drawn.
     let edge_view = move |(edge, _epoch): (Edge, u64)| {
@@ -578,9 +598,28 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 geometry::handle_at(to.get(), false, j),
             )
         };
-        view! { <path class="edge" d=d data-edge=edge.id.clone()
-        data-source=format!("{}.{}", edge.source.node, edge.source.handle)
-        data-target=format!("{}.{}", edge.target.node, edge.target.handle) /> }
+        // A click on the wire (a wider, invisible stroke under it) selects
+        // it; Delete then removes it.
+        let (pick_id, class_id) = (edge.id.clone(), edge.id.clone());
+        let pick = move |ev: leptos::ev::PointerEvent| {
+            ev.stop_propagation();
+            editor.update(|e| e.select_edge(&pick_id));
+        };
+        let class = move || {
+            if selected_edges.with(|s| s.contains(&class_id)) {
+                "edge selected"
+            } else {
+                "edge"
+            }
+        };
+        view! {
+            <g class="wire" on:pointerdown=pick>
+                <path class="edge-hit" d=d.clone() />
+                <path class=class d=d data-edge=edge.id.clone()
+                    data-source=format!("{}.{}", edge.source.node, edge.source.handle)
+                    data-target=format!("{}.{}", edge.target.node, edge.target.handle) />
+            </g>
+        }
         .into_any()
     };
     let overlay = move || {
@@ -641,7 +680,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                     data-drawn=move || shown.with(|s| s.len())
                     data-detail=move || if detailed.get() { "full" } else { "compact" }
                     on:pointerdown=on_down on:pointermove=on_move on:pointerup=on_up on:pointerleave=on_up
-                    on:wheel=on_wheel on:keydown=on_key>
+                    on:wheel=on_wheel>
                     <svg width="100%" height="100%">
                         <defs>
                             <pattern id="grid" width="20" height="20" patternUnits="userSpaceOnUse">
@@ -664,7 +703,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 </div>
                 <Inspector editor=editor tools=tools diagnostics=diagnostics.read_only() watched=watched />
             </div>
-            <RunPanel editor=editor workflow_id=workflow_id.clone() watched=watched tools=tools />
+            <RunPanel editor=editor workflow_id=workflow_id.clone() watched=watched tools=tools diagnostics=diagnostics.read_only() />
             <ul class="diagnostics" data-testid="diagnostics">
                 {move || diagnostics.get().into_iter().map(|d| {
                     let node = d.node.clone();
@@ -672,7 +711,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                     view! {
                         <li class=class data-code=d.code.clone()>
                             <button type="button" class="link" on:click=move |_| editor.update(|e| {
-                                e.selection.clear();
+                                e.clear_selection();
                                 e.selection.insert(node.clone());
                             })>{d.node.clone()}</button>
                             " " {d.code.clone()} ": " {d.message.clone()}

@@ -1,6 +1,8 @@
 //! The editor's configuration panel for the one selected node: its label,
-//! and for an Agent node the prompt, the tool selector (search, category,
-//! "show deprecated", badges, enable toggles, Pin) and its pinned handles.
+//! for an Agent node the prompts, model settings, tool selector (search,
+//! category, "show deprecated", badges, enable toggles, Pin) and pinned
+//! handles, for a Tool node its tool and fields, and the other kinds'
+//! panels (`node_panels`).
 
 use leptos::prelude::*;
 use node_runtime::graph::validate::{Diagnostic, Severity};
@@ -8,6 +10,7 @@ use node_runtime::graph::{AgentNodeConfig, HandleRef, NodeKind, ToolNodeConfig};
 
 use crate::editor::model::{connect_targets, Edit, Editor};
 use crate::editor::tools::{self, Control, ToolInfo};
+use crate::pages::node_panels;
 use crate::pages::run_panel::Watched;
 use crate::pages::timeline::AgentTimeline;
 use crate::widgets::{tool_badges, ToolFilters};
@@ -29,7 +32,7 @@ fn tool_of(e: &Editor, id: &str) -> Option<ToolNodeConfig> {
 }
 
 /// Replaces a node's kind and config as one edit.
-fn set_kind(editor: RwSignal<Editor>, node: &str, kind: NodeKind) {
+pub(super) fn set_kind(editor: RwSignal<Editor>, node: &str, kind: NodeKind) {
     editor.update(|e| {
         let _ = e.apply(Edit::SetKind {
             node: node.to_string(),
@@ -204,9 +207,22 @@ fn tool_panel(
             .unwrap_or_default();
         let rows = tools::field_rows(&schema, &config);
         let choose_id = id.clone();
+        let schemas: Vec<(String, serde_json::Value)> = list
+            .iter()
+            .map(|t| (t.reference.clone(), t.input_schema.clone()))
+            .collect();
+        // Another tool: only its own fields stay.
         let choose = move |ev: leptos::ev::Event| {
             let reference = event_target_value(&ev);
-            edit_tool(editor, &choose_id, |c| c.tool = reference);
+            let schema = schemas
+                .iter()
+                .find(|(r, _)| *r == reference)
+                .map(|(_, s)| s.clone())
+                .unwrap_or_default();
+            problem.set(None);
+            edit_tool(editor, &choose_id, |c| {
+                crate::editor::nodes::switch_tool(c, &reference, &schema)
+            });
         };
         let options = list
             .iter()
@@ -499,10 +515,18 @@ pub fn Inspector(
                     }.into_any()
                 };
                 let pins = pin_rows(editor, id.clone());
-                let settings = super::agent_settings::agent_settings(editor, id.clone());
+                let settings = super::agent_settings::agent_settings(editor, watched, id.clone());
+                let system_id = id.clone();
+                let set_system = move |ev: leptos::ev::Event| {
+                    let text = event_target_value(&ev);
+                    edit_agent(editor, &system_id, |c| c.system_prompt = text);
+                };
                 let timeline_agent = id.clone();
                 Some(view! {
                     <AgentTimeline agent=timeline_agent editor=editor watched=watched tools=tools />
+                    <label class="field">"System prompt"
+                        <textarea data-testid="agent-system-prompt" rows="3" prop:value=config.system_prompt.clone() on:change=set_system></textarea>
+                    </label>
                     <label class="field">"Prompt (its {{ variables }} are input handles)"
                         <textarea data-testid="agent-prompt" prop:value=config.prompt.clone() on:change=set_prompt></textarea>
                     </label>
@@ -517,7 +541,12 @@ pub fn Inspector(
             NodeKind::Tool(_) => {
                 Some(tool_panel(editor, tools, diagnostics, id.clone()).into_any())
             }
-            _ => None,
+            NodeKind::Input(_) => Some(node_panels::input_panel(editor, id.clone()).into_any()),
+            NodeKind::Template(_) => {
+                Some(node_panels::template_panel(editor, watched, id.clone()).into_any())
+            }
+            NodeKind::Output(_) => Some(node_panels::output_panel(editor, id.clone()).into_any()),
+            NodeKind::Branch(_) => Some(node_panels::branch_panel(editor, id.clone()).into_any()),
         };
         Some(view! {
             <aside class="inspector" data-testid="inspector">

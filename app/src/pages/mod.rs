@@ -6,6 +6,7 @@ mod connections;
 mod editor;
 mod home;
 mod inspector;
+mod node_panels;
 mod not_found;
 mod run_graph;
 mod run_panel;

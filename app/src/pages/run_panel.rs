@@ -4,12 +4,17 @@
 //! timeline fills in as calls start and end, a row opens the call's
 //! envelope, and once the run ends the node outputs (pins included) show.
 //! A dropped connection resumes from the last event applied
-//! (`Last-Event-ID`), so nothing is lost or shown twice.
+//! (`Last-Event-ID`), so nothing is lost or shown twice; a stream that ends
+//! without the run's last event asks the run itself, so a finished run is
+//! never watched as running. Run is refused, naming the error, while the
+//! workflow has errors; with unsaved changes it saves first; Cancel stops
+//! a running run.
 
 use std::time::Duration;
 
 use leptos::prelude::*;
 use leptos_router::components::A;
+use node_runtime::graph::validate::{Diagnostic, Severity};
 use node_runtime::graph::NodeKind;
 use serde_json::{Map, Value};
 
@@ -22,8 +27,8 @@ use crate::pages::timeline::AgentTimeline;
 /// A run being watched: its id and what its events said so far.
 pub type Watched = RwSignal<Option<(String, LiveRun)>>;
 
-/// The Input nodes' fields: (name, schema type).
-fn input_fields(editor: &Editor) -> Vec<(String, String)> {
+/// The Input nodes' fields: (name, schema type, the default as shown).
+fn input_fields(editor: &Editor) -> Vec<(String, String, String)> {
     editor
         .doc
         .nodes
@@ -33,7 +38,18 @@ fn input_fields(editor: &Editor) -> Vec<(String, String)> {
             _ => None,
         })
         .flatten()
-        .map(|(name, prop)| (name, prop["type"].as_str().unwrap_or("string").to_string()))
+        .map(|(name, prop)| {
+            let default = match prop.get("default") {
+                None => String::new(),
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+            };
+            (
+                name,
+                prop["type"].as_str().unwrap_or("string").to_string(),
+                default,
+            )
+        })
         .collect()
 }
 
@@ -83,6 +99,23 @@ fn follow(
                 done();
                 return;
             }
+            // The stream ended without the last event: the run may have
+            // ended anyway (one recorded before it had events); ask it.
+            if let Ok(d) = api::get_run(&run_id).await {
+                if d.status.is_final() {
+                    watched.update(|w| {
+                        if let Some((id, live)) = w {
+                            if *id == run_id {
+                                live.finished = Some(d.status.to_string());
+                                live.error = d.error.clone();
+                            }
+                        }
+                    });
+                    note.set(None);
+                    done();
+                    return;
+                }
+            }
             attempt += 1;
             let why = match result {
                 Ok(()) => "the event stream ended early".to_string(),
@@ -115,21 +148,28 @@ pub fn RunPanel(
     workflow_id: String,
     watched: Watched,
     tools: LocalResource<Result<Vec<ToolInfo>, api::ApiError>>,
+    /// The server's diagnostics of the document: Run is refused while it
+    /// has an error.
+    diagnostics: ReadSignal<Vec<Diagnostic>>,
 ) -> impl IntoView {
     let note = RwSignal::new(None::<String>);
     let problem = RwSignal::new(None::<String>);
     let values = RwSignal::new(Map::<String, Value>::new());
     let texts = StoredValue::new(std::collections::BTreeMap::<String, String>::new());
     let fields = Memo::new(move |_| editor.with(input_fields));
+    let dirty = Memo::new(move |_| editor.with(Editor::is_dirty));
     let run = move |_| {
-        if editor.with_untracked(Editor::is_dirty) {
-            problem.set(Some(
-                "Save first: a run uses the saved revision of the workflow.".into(),
-            ));
+        if let Some(d) = diagnostics
+            .with_untracked(|ds| ds.iter().find(|d| d.severity == Severity::Error).cloned())
+        {
+            problem.set(Some(format!(
+                "Not run: the workflow has an error at node `{}`: {}",
+                d.node, d.message
+            )));
             return;
         }
         let mut inputs = Map::new();
-        for (name, kind) in fields.get_untracked() {
+        for (name, kind, _) in fields.get_untracked() {
             let text = texts
                 .with_value(|t| t.get(&name).cloned())
                 .unwrap_or_default();
@@ -150,6 +190,20 @@ pub fn RunPanel(
         problem.set(None);
         let workflow_id = workflow_id.clone();
         leptos::task::spawn_local(async move {
+            // A run uses the saved revision: unsaved changes are saved
+            // first ("Save and run").
+            if editor.with_untracked(Editor::is_dirty) {
+                let (base, doc) = editor.with_untracked(|e| (e.saved_revision, e.doc.clone()));
+                match api::save_workflow(&workflow_id, base, &doc).await {
+                    Ok(saved) => editor.update(|e| e.mark_saved(saved.revision)),
+                    Err(e) => {
+                        problem.set(Some(format!(
+                            "Not run: the changes could not be saved: {e}"
+                        )));
+                        return;
+                    }
+                }
+            }
             match api::start_run(&workflow_id, &inputs).await {
                 Ok(run_id) => {
                     watched.set(Some((run_id.clone(), LiveRun::default())));
@@ -187,13 +241,31 @@ pub fn RunPanel(
     });
     let head = move || {
         let (run_id, live) = watched.get()?;
+        let running = live.finished.is_none();
         let state = live.finished.clone().unwrap_or_else(|| "running".into());
+        let failed_calls = live.failed_calls();
+        let cancel_id = run_id.clone();
+        let cancel = move |_| {
+            let id = cancel_id.clone();
+            leptos::task::spawn_local(async move {
+                if let Err(e) = api::cancel_run(&id).await {
+                    problem.set(Some(e.to_string()));
+                }
+            });
+        };
         Some(view! {
             <div class="run-head">
                 <strong>"Run "</strong>
                 <A href=format!("/runs/{run_id}")><code data-testid="live-run-id">{run_id.clone()}</code></A>
                 " " <span class=format!("badge run-status status-{state}") data-testid="live-run-state">{state.clone()}</span>
+                {(failed_calls > 0).then(|| view! {
+                    " " <span class="badge warn" data-testid="live-run-failed-calls">
+                        {format!("{failed_calls} tool call{} failed or denied", if failed_calls == 1 { "" } else { "s" })}
+                    </span>
+                })}
+                {running.then(|| view! { " " <button type="button" data-testid="cancel-run" on:click=cancel>"Cancel"</button> })}
             </div>
+            {live.error.clone().map(|e| view! { <p class="error" role="alert" data-testid="live-run-error">{e}</p> })}
         })
     };
     // Every Agent node's timeline, unless one is selected: the inspector
@@ -244,16 +316,20 @@ pub fn RunPanel(
     view! {
         <section class="run-panel" data-testid="run-panel">
             <form class="row" on:submit=move |ev: leptos::ev::SubmitEvent| { ev.prevent_default(); run(()); }>
-                {move || fields.get().into_iter().map(|(name, kind)| {
+                {move || fields.get().into_iter().map(|(name, kind, default)| {
                     let key = name.clone();
+                    // Left empty, the field's default is used.
+                    let hint = if default.is_empty() { kind } else { format!("{default} (default)") };
                     view! {
                         <label>{name.clone()} " "
-                            <input type="text" data-run-input=name.clone() placeholder=kind
+                            <input type="text" data-run-input=name.clone() placeholder=hint
                                 on:input=move |ev| { let v = event_target_value(&ev); texts.update_value(|t| { t.insert(key.clone(), v); }); } />
                         </label>
                     }
                 }).collect_view()}
-                <button type="submit" class="primary" data-testid="run">"Run"</button>
+                <button type="submit" class="primary" data-testid="run">
+                    {move || if dirty.get() { "Save and run" } else { "Run" }}
+                </button>
             </form>
             {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="run-problem">{p}</p> })}
             {move || note.get().map(|n| view! { <p class="warn" role="status" data-testid="run-note">{n}</p> })}

@@ -329,6 +329,11 @@ pub fn RunPage() -> impl IntoView {
                         let nodes = node_results(d.nodes.as_ref());
                         let graph = runs_view::run_graph(&d);
                         let has_graph = graph.is_some();
+                        let workflow_name = graph
+                            .as_ref()
+                            .map(|w| w.name.clone())
+                            .filter(|n| !n.is_empty())
+                            .or_else(|| d.workflow_id.clone());
                         let active = d.is_active();
                         let outputs = serde_json::to_string_pretty(&d.outputs).unwrap_or_default();
                         let inputs = serde_json::to_string_pretty(&d.inputs).unwrap_or_default();
@@ -336,7 +341,8 @@ pub fn RunPage() -> impl IntoView {
                             <dl class="facts">
                                 <dt>"Run"</dt><dd><code data-testid="run-id">{d.id.clone()}</code></dd>
                                 <dt>"Status"</dt><dd>{status_badge(d.status.to_string())}</dd>
-                                <dt>"Workflow"</dt><dd><A href=format!("/workflows/{}", d.workflow_id.clone().unwrap_or_default())>{d.workflow_id.clone()}</A>
+                                <dt>"Workflow"</dt><dd data-testid="run-workflow"><A href=format!("/workflows/{}", d.workflow_id.clone().unwrap_or_default())>
+                                    {workflow_name}</A>
                                     <span class="muted">" revision " {d.workflow_revision}</span></dd>
                                 <dt>"Kind"</dt><dd>{d.kind.as_str()}{d.replay_of.clone().map(|o| view! {
                                     " of " <A href=format!("/runs/{o}")><code>{o.clone()}</code></A>

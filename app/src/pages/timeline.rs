@@ -58,7 +58,7 @@ pub fn materialize(
     match editor.try_update(|e| e.apply(edit)).unwrap_or(Ok(None)) {
         Ok(Some(id)) => {
             editor.update(|e| {
-                e.selection.clear();
+                e.clear_selection();
                 e.selection.insert(id);
             });
             Ok(())
@@ -229,12 +229,31 @@ pub fn AgentTimeline(
                                 }>"Materialize as node"</button>
                         }
                     });
+                    // The trace page is a link, not a string to copy.
+                    let shown = match (&value, handle.as_str()) {
+                        (Value::String(url), "traces_url") => view! {
+                            <a href=url.clone() data-testid="traces-link">{url.clone()}</a>
+                        }.into_any(),
+                        _ => json_tree(&value, 1),
+                    };
                     view! {
                         <dt data-handle=handle.clone()>{handle.clone()}{pin}</dt>
-                        <dd data-handle-value=handle>{json_tree(&value, 1)}</dd>
+                        <dd data-handle-value=handle>{shown}</dd>
                     }
                 }).collect_view()}
             </dl>
+        })
+    };
+    // The node's label (its id when it has none).
+    let heading = {
+        let agent = agent.clone();
+        Memo::new(move |_| {
+            editor.with(|e| {
+                e.node(&agent)
+                    .map(|n| n.label.clone())
+                    .filter(|l| !l.trim().is_empty())
+                    .unwrap_or_else(|| agent.clone())
+            })
         })
     };
     // A new run starts with the drawer closed.
@@ -246,7 +265,7 @@ pub fn AgentTimeline(
     view! {
         <Show when=move || run_id.with(Option::is_some)>
             <div class="agent-timeline">
-                <h3>"Tool calls of " {agent.clone()}</h3>
+                <h3>"Tool calls of " {move || heading.get()}</h3>
                 {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="run-problem">{p}</p> })}
                 {table.clone()}
                 {move || open.get().map(|facts| view! { <CallDrawer facts=facts close=move |()| open.set(None) /> })}

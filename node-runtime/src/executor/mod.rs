@@ -279,7 +279,7 @@ impl Executor {
     }
 
     /// Executes the calls of one model turn concurrently (at most
-    /// `max_concurrency` at a time) and returns their envelopes in the
+    /// `max_concurrency`, and the policy's `max_parallel_calls`, at a time) and returns their envelopes in the
     /// order given. A slow, failing or panicking call never delays or
     /// corrupts the others; cancelling `scope.cancel` ends calls in flight.
     pub async fn execute_batch(
@@ -288,9 +288,13 @@ impl Executor {
         calls: Vec<ToolCall>,
         usage: Usage,
     ) -> Vec<ToolEnvelope> {
-        let semaphore = Arc::new(tokio::sync::Semaphore::new(
-            self.config.max_concurrency.max(1),
-        ));
+        // The executor's cap, lowered by the node's policy.
+        let parallel = self
+            .config
+            .max_concurrency
+            .min(scope.policy.max_parallel_calls as usize)
+            .max(1);
+        let semaphore = Arc::new(tokio::sync::Semaphore::new(parallel));
         let mut handles = Vec::with_capacity(calls.len());
         for (i, call) in calls.into_iter().enumerate() {
             let this = self.clone();

@@ -85,8 +85,14 @@ pub enum WorkflowEvent {
         /// Boxed: agent events are much larger than node events.
         event: Box<AgentEvent>,
     },
+    /// The run's last event, whatever ended it (a workflow refused before
+    /// any node ran included).
     RunFinished {
         outcome: RunOutcome,
+        /// Why it failed: the first failed node's error, or why the run
+        /// could not start.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
 }
 
@@ -132,6 +138,7 @@ mod tests {
         check(
             WorkflowEvent::RunFinished {
                 outcome: RunOutcome::Cancelled,
+                error: None,
             },
             r#"{"type":"RunFinished","outcome":"cancelled"}"#,
         );

@@ -16,46 +16,14 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde::Deserialize;
 use serde_json::Value;
+
+use crate::script::Script;
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ProviderToolCall, StopReason,
     TokenUsage, ToolDefinition,
 };
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScriptCall {
-    #[serde(default)]
-    id: Option<String>,
-    name: String,
-    #[serde(default)]
-    arguments: Value,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Turn {
-    #[serde(default)]
-    text: String,
-    #[serde(default)]
-    tool_calls: Vec<ScriptCall>,
-    #[serde(default)]
-    latency_ms: u64,
-    #[serde(default)]
-    usage: Option<TokenUsage>,
-    #[serde(default)]
-    cost: f64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Script {
-    turns: Vec<Turn>,
-    #[serde(default)]
-    final_answer: Option<String>,
-}
 
 #[derive(Debug, Clone)]
 pub struct ScriptedModel {
@@ -65,8 +33,7 @@ pub struct ScriptedModel {
 impl ScriptedModel {
     /// Parses a script; a bad script names the field that is wrong.
     pub fn from_json(script: &Value) -> Result<Self, ModelError> {
-        let script: Script = serde_json::from_value(script.clone())
-            .map_err(|e| ModelError::Config(format!("invalid scripted provider script: {e}")))?;
+        let script = Script::parse(script).map_err(ModelError::Config)?;
         Ok(Self { script })
     }
 }

@@ -428,6 +428,7 @@ mod tests {
             },
             WorkflowEvent::RunFinished {
                 outcome: RunOutcome::Succeeded,
+                error: None,
             },
         ] {
             assert_eq!(index_event("ws", "run", "t", &mut tools, &event), None);

@@ -558,10 +558,21 @@ impl Runs {
             spans,
         };
         let writer = tokio::spawn(write_events(out, rx, end_rx));
+        let last = tx.clone();
         let (result, pins) = self
             .run_engine(owner, run_id, &workflow, inputs, &live, resume, tx)
             .instrument(span)
             .await;
+        // A run the engine refused before any node ran (an invalid
+        // workflow, bad inputs) still ends its event stream with its last
+        // event, so a watcher learns at once that it failed and why.
+        if let Err(e) = &result {
+            let _ = last.send(WorkflowEvent::RunFinished {
+                outcome: RunOutcome::Failed,
+                error: Some(e.to_string()),
+            });
+        }
+        drop(last);
         // The run span has closed by now: its row goes with the end.
         let end = end_of(run_id, &workflow, result, &pins);
         let _ = end_tx.send(end);

@@ -1,5 +1,6 @@
-//! The editor canvas's keyboard: delete, undo and redo, save, copy and
-//! paste, and moving the selection with the arrow keys.
+//! The editor's keyboard: delete, undo and redo, save, copy and paste, and
+//! moving the selection with the arrow keys; and the question asked before
+//! a link leaves unsaved changes.
 
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
@@ -66,7 +67,7 @@ pub(super) fn on_key(
             };
             apply(Edit::Move { ids, dx, dy });
         }
-        "Escape" => editor.update(|e| e.selection.clear()),
+        "Escape" => editor.update(|e| e.clear_selection()),
         "c" if ctrl => {
             ev.prevent_default();
             clip.set_value(editor.with_untracked(Editor::copy_selection));
@@ -83,4 +84,65 @@ pub(super) fn on_key(
         }
         _ => {}
     }
+}
+
+/// Whether a key press goes to a field being typed in (an input, a text
+/// area, a select): the editor's shortcuts leave it alone.
+pub(super) fn typing_in_a_field(ev: &KeyboardEvent) -> bool {
+    use wasm_bindgen::JsCast;
+    ev.target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"))
+}
+
+/// A click listener (capture phase, ahead of the router) that asks before
+/// a link takes the user away while `dirty()`; dropping it removes it.
+pub(super) struct LeaveGuard {
+    listener: wasm_bindgen::closure::Closure<dyn FnMut(web_sys::MouseEvent)>,
+}
+
+impl Drop for LeaveGuard {
+    fn drop(&mut self) {
+        use wasm_bindgen::JsCast;
+        if let Some(w) = web_sys::window() {
+            let _ = w.remove_event_listener_with_callback_and_bool(
+                "click",
+                self.listener.as_ref().unchecked_ref(),
+                true,
+            );
+        }
+    }
+}
+
+pub(super) fn confirm_leaving(dirty: impl Fn() -> bool + 'static) -> Option<LeaveGuard> {
+    use wasm_bindgen::JsCast;
+    let listener = wasm_bindgen::closure::Closure::<dyn FnMut(web_sys::MouseEvent)>::new(
+        move |ev: web_sys::MouseEvent| {
+            let link = ev
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                .and_then(|el| el.closest("a[href]").ok().flatten());
+            let Some(link) = link else { return };
+            let href = link.get_attribute("href").unwrap_or_default();
+            // Only links that leave this page (not in-page anchors).
+            if href.starts_with('#') || !dirty() {
+                return;
+            }
+            let stay = web_sys::window()
+                .and_then(|w| {
+                    w.confirm_with_message("There are unsaved changes. Leave without saving?")
+                        .ok()
+                })
+                .is_some_and(|leave| !leave);
+            if stay {
+                ev.prevent_default();
+                ev.stop_propagation();
+            }
+        },
+    );
+    let window = web_sys::window()?;
+    window
+        .add_event_listener_with_callback_and_bool("click", listener.as_ref().unchecked_ref(), true)
+        .ok()?;
+    Some(LeaveGuard { listener })
 }

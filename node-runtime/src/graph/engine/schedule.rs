@@ -313,7 +313,18 @@ pub async fn resume_workflow(
         RunOutcome::Succeeded
     };
     let outputs = collect_outputs(workflow, &records);
-    sink.emit(WorkflowEvent::RunFinished { outcome });
+    let error = (outcome == RunOutcome::Failed)
+        .then(|| {
+            order.iter().find_map(|id| {
+                records
+                    .get(id)
+                    .filter(|r| r.status == NodeStatus::Failed)
+                    .and_then(|r| r.error.as_ref())
+                    .map(|e| format!("node `{id}` failed: {e}"))
+            })
+        })
+        .flatten();
+    sink.emit(WorkflowEvent::RunFinished { outcome, error });
     Ok(WorkflowRun {
         run_id: run_id.into(),
         workflow_id: workflow.id.clone(),

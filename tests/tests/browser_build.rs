@@ -1,0 +1,391 @@
+//! Building workflows in the browser, in real Chromium against the real
+//! server, with the UI only (no API call from the test but reading the
+//! outcome): a workflow from scratch (Input with a default, a scripted
+//! Agent whose turns are typed in its panel with a pinned calculator
+//! result, a Template, an Output of two fields) that runs; a Tool node
+//! switched to another tool; a run the server refuses at its start shown
+//! failed at once; a wire selected, deleted and brought back; and a live
+//! OpenAI run (a loopback mock that requires the key) turned into a
+//! scripted workflow that gives the same outputs offline.
+
+use std::time::Duration;
+
+use fantoccini::Client;
+use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
+use glassbox_tests::mock_provider::{Api, MockProvider};
+use glassbox_tests::ui::{
+    add_node, appear, click, count, find, new_workflow, text_or_empty, type_and_leave, value_of,
+    wait_until,
+};
+
+/// Opens node `id`'s panel.
+async fn select(c: &Client, id: &str) -> Result<(), String> {
+    click(c, &format!("[data-node={id}] .node-label")).await?;
+    wait_until("its panel", || async {
+        Ok(text_or_empty(c, "[data-testid=inspector] h2").await? == id)
+    })
+    .await
+}
+
+/// Wires `from` (node.handle) to `to` (node.handle) with the panel's
+/// Connect form.
+async fn connect(c: &Client, from: (&str, &str), to: (&str, &str)) -> Result<(), String> {
+    select(c, from.0).await?;
+    click(
+        c,
+        &format!("[data-testid=connect-from] option[value='{}']", from.1),
+    )
+    .await?;
+    click(c, "[data-testid=connect-to]").await?;
+    let target = format!("[data-testid=connect-to] option[value='{}:{}']", to.0, to.1);
+    appear(c, &target).await?;
+    click(c, &target).await?;
+    let edges = count(c, "path.edge[data-edge]").await?;
+    click(c, "[data-testid=connect]").await?;
+    wait_until("the new wire", || async {
+        Ok(count(c, "path.edge[data-edge]").await? == edges + 1)
+    })
+    .await
+}
+
+/// Types `text` into a text area (replacing what it holds) and leaves it.
+async fn fill(c: &Client, css: &str, text: &str) -> Result<(), String> {
+    type_and_leave(c, css, text).await
+}
+
+/// Runs, and waits for that run (not the one shown before) to end.
+async fn run_and_wait(c: &Client) -> Result<String, String> {
+    let before = text_or_empty(c, "[data-testid=live-run-id]").await?;
+    click(c, "[data-testid=run]").await?;
+    wait_until("the new run", || async {
+        let now = text_or_empty(c, "[data-testid=live-run-id]").await?;
+        Ok(!now.is_empty() && now != before)
+    })
+    .await?;
+    wait_until("the run's end", || async {
+        let state = text_or_empty(c, "[data-testid=live-run-state]").await?;
+        Ok(matches!(
+            state.as_str(),
+            "succeeded" | "failed" | "cancelled"
+        ))
+    })
+    .await?;
+    text_or_empty(c, "[data-testid=live-run-state]").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_built_from_scratch_in_the_browser_runs() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        new_workflow(&browser, &server, "From scratch").await?;
+
+        // Input: its `text` field gets a default.
+        let input = add_node(&c, "input").await?;
+        select(&c, &input).await?;
+        fill(&c, "[data-input-field=text] [data-input-attr=default]", "6*7").await?;
+
+        // Agent: a prompt, the calculator enabled and pinned (its result's
+        // `/result`), and the script typed in its turns editor.
+        let agent = add_node(&c, "agent").await?;
+        select(&c, &agent).await?;
+        fill(&c, "[data-testid=agent-system-prompt]", "You compute.").await?;
+        fill(&c, "[data-testid=agent-prompt]", "Compute {{ text }}").await?;
+        click(&c, "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]").await?;
+        click(&c, "[data-tool='calculator@1.0.0'] [data-testid=pin]").await?;
+        appear(&c, "[data-pin=calculator_result]").await?;
+        fill(&c, "[data-pin=calculator_result] [data-pin-field=path]", "/result").await?;
+        fill(
+            &c,
+            "[data-testid=script-turns]",
+            r#"{"turns": [{"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]}, {"text": "The answer is 42."}]}"#,
+        )
+        .await?;
+        fill(&c, "[data-setting=max_tokens]", "256").await?;
+
+        // Template and Output, typed in their panels.
+        let template = add_node(&c, "template").await?;
+        select(&c, &template).await?;
+        fill(&c, "[data-testid=template-text]", "Result: {{ value }}").await?;
+        let inputs = text_or_empty(&c, "[data-testid=template-inputs]").await?;
+        let output = add_node(&c, "output").await?;
+        select(&c, &output).await?;
+        fill(&c, "[data-testid=output-fields]", "answer, report").await?;
+
+        connect(&c, (&input, "text"), (&agent, "text")).await?;
+        connect(&c, (&agent, "calculator_result"), (&template, "value")).await?;
+        connect(&c, (&agent, "response"), (&output, "answer")).await?;
+        connect(&c, (&template, "text"), (&output, "report")).await?;
+
+        // The Run form shows the default; "Save and run" saves first.
+        let hint = find(&c, "[data-run-input=text]")
+            .await?
+            .attr("placeholder")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let button = text_or_empty(&c, "[data-testid=run]").await?;
+        let state = run_and_wait(&c).await?;
+        let outputs = wait_for_text(
+            &c,
+            &format!("[data-testid=live-outputs] tr[data-node={output}]"),
+            Duration::from_secs(10),
+        )
+        .await?;
+        browser.screenshot("built-from-scratch").await?;
+        Ok::<_, String>((inputs, hint, button, state, outputs))
+    }
+    .await;
+    let errors = browser.close_after_console_errors().await;
+    let (inputs, hint, button, state, outputs) = outcome.expect("the workflow is built and runs");
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert_eq!(inputs, "Inputs: value");
+    assert_eq!(hint, "6*7 (default)");
+    assert_eq!(button, "Save and run");
+    assert_eq!(state, "succeeded");
+    assert!(outputs.contains("The answer is 42."), "{outputs}");
+    assert!(outputs.contains("Result: 42"), "{outputs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_node_switched_to_another_tool_has_only_its_fields_and_runs() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        new_workflow(&browser, &server, "Switched tool").await?;
+        let tool = add_node(&c, "tool").await?;
+        select(&c, &tool).await?;
+        appear(&c, "[data-field=expression]").await?;
+        fill(
+            &c,
+            "[data-field=expression] [data-testid=field-value]",
+            "1+1",
+        )
+        .await?;
+        click(
+            &c,
+            "[data-testid=tool-ref] option[value='json_query@1.0.0']",
+        )
+        .await?;
+        appear(&c, "[data-field=program]").await?;
+        let stale = count(&c, "[data-field=expression]").await?;
+        fill(&c, "[data-field=program] [data-testid=field-value]", ".a").await?;
+        fill(
+            &c,
+            "[data-field=data] [data-testid=field-value]",
+            r#"{"a": 7}"#,
+        )
+        .await?;
+        let output = add_node(&c, "output").await?;
+        select(&c, &output).await?;
+        fill(&c, "[data-testid=output-fields]", "value").await?;
+        connect(&c, (&tool, "output"), (&output, "value")).await?;
+        let state = run_and_wait(&c).await?;
+        let outputs = wait_for_text(
+            &c,
+            &format!("[data-testid=live-outputs] tr[data-node={output}]"),
+            Duration::from_secs(10),
+        )
+        .await?;
+        let problems = text_or_empty(&c, "[data-testid=diagnostics]").await?;
+        Ok::<_, String>((stale, state, outputs, problems))
+    }
+    .await;
+    let errors = browser.close_after_console_errors().await;
+    let (stale, state, outputs, problems) = outcome.expect("the switched tool runs");
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert_eq!(stale, 0, "calculator's field went with it");
+    assert!(!problems.contains("UNKNOWN_FIELD"), "{problems}");
+    assert_eq!(state, "succeeded");
+    assert!(outputs.contains('7'), "{outputs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_refused_at_its_start_shows_failed_with_the_reason_at_once() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        new_workflow(&browser, &server, "Refused run").await?;
+        // A required input with no default: a run without it is refused
+        // by the server before any node runs.
+        let input = add_node(&c, "input").await?;
+        select(&c, &input).await?;
+        click(&c, "[data-input-field=text] [data-input-attr=required]").await?;
+        let output = add_node(&c, "output").await?;
+        select(&c, &output).await?;
+        fill(&c, "[data-testid=output-fields]", "text").await?;
+        connect(&c, (&input, "text"), (&output, "text")).await?;
+        click(&c, "[data-testid=run]").await?;
+        let started = std::time::Instant::now();
+        wait_until("the failed run", || async {
+            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "failed")
+        })
+        .await?;
+        let shown_after = started.elapsed();
+        let error =
+            wait_for_text(&c, "[data-testid=live-run-error]", Duration::from_secs(5)).await?;
+        // Nothing keeps reconnecting afterwards.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let note = text_or_empty(&c, "[data-testid=run-note]").await?;
+        let state = text_or_empty(&c, "[data-testid=live-run-state]").await?;
+        Ok::<_, String>((shown_after, error, note, state))
+    }
+    .await;
+    let errors = browser.close_after_console_errors().await;
+    let (shown_after, error, note, state) = outcome.expect("the failed run shows");
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert!(
+        shown_after < Duration::from_secs(2),
+        "failed shown after {shown_after:?}"
+    );
+    assert!(
+        error.contains("text"),
+        "the reason names the field: {error}"
+    );
+    assert!(note.is_empty(), "no reconnect message: {note}");
+    assert_eq!(state, "failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wire_is_selected_deleted_and_brought_back_by_undo() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        new_workflow(&browser, &server, "Wires").await?;
+        let input = add_node(&c, "input").await?;
+        let output = add_node(&c, "output").await?;
+        connect(&c, (&input, "text"), (&output, "result")).await?;
+        let wire = find(&c, "path.edge[data-edge]")
+            .await?
+            .attr("data-edge")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        // A click on the wire selects it; Delete removes it; Ctrl+Z undoes.
+        find(&c, ".wire .edge-hit")
+            .await?
+            .click()
+            .await
+            .map_err(|e| e.to_string())?;
+        appear(&c, &format!("path.edge.selected[data-edge='{wire}']")).await?;
+        let canvas = find(&c, "[data-testid=canvas]").await?;
+        canvas
+            .send_keys("\u{E017}")
+            .await
+            .map_err(|e| e.to_string())?;
+        wait_until("the wire gone", || async {
+            Ok(count(&c, "path.edge[data-edge]").await? == 0)
+        })
+        .await?;
+        let nodes = count(&c, "[data-node]").await?;
+        canvas
+            .send_keys("\u{E009}z\u{E000}")
+            .await
+            .map_err(|e| e.to_string())?;
+        wait_until("the wire back", || async {
+            Ok(count(&c, &format!("path.edge[data-edge='{wire}']")).await? == 1)
+        })
+        .await?;
+        Ok::<_, String>(nodes)
+    }
+    .await;
+    let errors = browser.close_after_console_errors().await;
+    let nodes = outcome.expect("the wire is deleted and restored");
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert_eq!(nodes, 2, "deleting the wire left both nodes");
+}
+
+const KEY: &str = "sk-script-7a2e";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_runs_answers_become_a_script_that_gives_the_same_outputs() {
+    let env = [("GLASSBOX_HTTP_ALLOW_HOSTS", "127.0.0.1")];
+    let Some((server, browser)) = app_and_browser_with(&env).await else {
+        return;
+    };
+    let mock = MockProvider::start(Api::OpenAi, KEY);
+    let c = browser.client.clone();
+    let outcome = async {
+        browser.sign_in(&server).await?;
+        browser.open(&format!("{}/settings", server.url)).await?;
+        appear(&c, "[data-testid=secret-form]").await?;
+        click(&c, "[data-testid=secret-scope] option[value=workspace]").await?;
+        find(&c, "[data-testid=secret-name]")
+            .await?
+            .send_keys("OPENAI_API_KEY")
+            .await
+            .map_err(|e| e.to_string())?;
+        find(&c, "[data-testid=secret-value]")
+            .await?
+            .send_keys(KEY)
+            .await
+            .map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=secret-save]").await?;
+        appear(&c, "[data-secret='workspace/OPENAI_API_KEY']").await?;
+        glassbox_tests::ui::create_workflow(&browser, &server, "Live then scripted").await?;
+
+        let agent = add_node(&c, "agent").await?;
+        select(&c, &agent).await?;
+        click(&c, "[data-setting=provider] option[value=openai]").await?;
+        wait_until("the OpenAI fields", || async {
+            Ok(count(&c, "[data-setting=base_url]").await? == 1)
+        })
+        .await?;
+        fill(&c, "[data-setting=base_url]", &mock.base_url()).await?;
+        click(
+            &c,
+            "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
+        )
+        .await?;
+        let output = add_node(&c, "output").await?;
+        select(&c, &output).await?;
+        fill(&c, "[data-testid=output-fields]", "answer").await?;
+        connect(&c, (&agent, "response"), (&output, "answer")).await?;
+        let live_state = run_and_wait(&c).await?;
+        let row = format!("[data-testid=live-outputs] tr[data-node={output}]");
+        let live = wait_for_text(&c, &row, Duration::from_secs(10)).await?;
+        let calls_live = mock.seen().len();
+
+        // The recorded answers become the node's script: scripted, offline.
+        select(&c, &agent).await?;
+        click(&c, "[data-testid=use-run-script]").await?;
+        wait_until("the scripted provider", || async {
+            Ok(value_of(&c, "[data-setting=provider]").await? == "scripted")
+        })
+        .await?;
+        let script = value_of(&c, "[data-testid=script-turns]").await?;
+        let scripted_state = run_and_wait(&c).await?;
+        let scripted = wait_for_text(&c, &row, Duration::from_secs(10)).await?;
+        Ok::<_, String>((
+            live_state,
+            live,
+            calls_live,
+            script,
+            scripted_state,
+            scripted,
+        ))
+    }
+    .await;
+    let errors = browser.close_after_console_errors().await;
+    let (live_state, live, calls_live, script, scripted_state, scripted) =
+        outcome.expect("a live run becomes a script");
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert_eq!(live_state, "succeeded");
+    assert_eq!(calls_live, 2, "the live run asked the model twice");
+    assert!(script.contains("calculator"), "{script}");
+    assert_eq!(scripted_state, "succeeded");
+    assert_eq!(
+        mock.seen().len(),
+        calls_live,
+        "the scripted run asked nothing"
+    );
+    assert_eq!(scripted, live, "the same outputs");
+}
