@@ -660,8 +660,22 @@ pub fn http(
     token: Option<&str>,
     body: Option<&serde_json::Value>,
 ) -> (u16, String) {
+    try_http(base, method, path, token, body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+/// [`http`], with a server that goes away mid-answer (a crash test's) an
+/// error instead of a panic.
+pub fn try_http(
+    base: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&serde_json::Value>,
+) -> Result<(u16, String), String> {
+    use std::io::{Read, Write};
     let addr = base.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect to server");
+    let mut stream =
+        std::net::TcpStream::connect(addr).map_err(|e| format!("connect to server: {e}"))?;
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
@@ -671,20 +685,21 @@ pub fn http(
         "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
-    .expect("send request");
-    use std::io::{Read, Write};
+    .map_err(|e| format!("send request: {e}"))?;
     let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read response");
+    stream
+        .read_to_string(&mut response)
+        .map_err(|e| format!("read response: {e}"))?;
     let status = response
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .expect("status line");
+        .ok_or_else(|| format!("no status line in {response:?}"))?;
     let body = response
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
-    (status, body)
+    Ok((status, body))
 }
 
 /// A response body as JSON (null when it is not JSON).

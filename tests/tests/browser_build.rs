@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
 use fantoccini::Client;
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
 use glassbox_tests::mock_provider::{Api, MockProvider};
@@ -18,8 +19,10 @@ use glassbox_tests::ui::{
     wait_until,
 };
 
-/// Opens node `id`'s panel.
+/// Opens node `id`'s panel (after fitting the graph to the view, so a
+/// new node placed beyond it can be clicked).
 async fn select(c: &Client, id: &str) -> Result<(), String> {
+    click(c, "[data-testid=fit]").await?;
     click(c, &format!("[data-node={id}] .node-label")).await?;
     wait_until("its panel", || async {
         Ok(text_or_empty(c, "[data-testid=inspector] h2").await? == id)
@@ -269,12 +272,29 @@ async fn a_wire_is_selected_deleted_and_brought_back_by_undo() {
             .await
             .map_err(|e| e.to_string())?
             .unwrap_or_default();
-        // A click on the wire selects it; Delete removes it; Ctrl+Z undoes.
-        find(&c, ".wire .edge-hit")
-            .await?
-            .click()
-            .await
-            .map_err(|e| e.to_string())?;
+        // A click on the wire (half way between its handles) selects it;
+        // Delete removes it; Ctrl+Z undoes.
+        let from = find(&c, &format!("[data-node={input}] [data-handle='out:text']")).await?;
+        let to = find(&c, &format!("[data-node={output}] [data-handle='in:result']")).await?;
+        let (a, b) = (
+            from.rectangle().await.map_err(|e| e.to_string())?,
+            to.rectangle().await.map_err(|e| e.to_string())?,
+        );
+        let half = ((b.0 - a.0) / 2.0, (b.1 - a.1) / 2.0);
+        let press = MouseActions::new("mouse".into())
+            .then(PointerAction::MoveToElement {
+                element: from,
+                duration: None,
+                x: half.0,
+                y: half.1,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_LEFT,
+            });
+        c.perform_actions(press).await.map_err(|e| e.to_string())?;
         appear(&c, &format!("path.edge.selected[data-edge='{wire}']")).await?;
         let canvas = find(&c, "[data-testid=canvas]").await?;
         canvas
