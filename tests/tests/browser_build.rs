@@ -4,7 +4,8 @@
 //! Agent whose turns are typed in its panel with a pinned calculator
 //! result, a Template, an Output of two fields) that runs; a Tool node
 //! switched to another tool; a run the server refuses at its start shown
-//! failed at once; a wire selected, deleted and brought back; and a live
+//! failed at once; a wire selected, deleted, brought back and dragged to
+//! another input; and a live
 //! OpenAI run (a loopback mock that requires the key) turned into a
 //! scripted workflow that gives the same outputs offline.
 
@@ -138,6 +139,25 @@ async fn a_workflow_built_from_scratch_in_the_browser_runs() {
         )
         .await?;
         browser.screenshot("built-from-scratch").await?;
+        // The Template's preview renders the text as it is typed over the
+        // last run's inputs.
+        select(&c, &template).await?;
+        let text = find(&c, "[data-testid=template-text]").await?;
+        text.clear().await.map_err(|e| e.to_string())?;
+        text.send_keys("Total: {{ value * 2 }}")
+            .await
+            .map_err(|e| e.to_string())?;
+        let preview = wait_until("the preview", || async {
+            // The pin carries the calculator's number (42.0).
+            Ok(text_or_empty(&c, "[data-testid=template-preview-text]")
+                .await?
+                .starts_with("Total: 84"))
+        })
+        .await;
+        if let Err(e) = preview {
+            let shown = text_or_empty(&c, "[data-testid=inspector]").await?;
+            return Err(format!("{e}; the panel shows: {shown}"));
+        }
         Ok::<_, String>((inputs, hint, button, state, outputs))
     }
     .await;
@@ -275,7 +295,11 @@ async fn a_wire_is_selected_deleted_and_brought_back_by_undo() {
         // A click on the wire (half way between its handles) selects it;
         // Delete removes it; Ctrl+Z undoes.
         let from = find(&c, &format!("[data-node={input}] [data-handle='out:text']")).await?;
-        let to = find(&c, &format!("[data-node={output}] [data-handle='in:result']")).await?;
+        let to = find(
+            &c,
+            &format!("[data-node={output}] [data-handle='in:result']"),
+        )
+        .await?;
         let (a, b) = (
             from.rectangle().await.map_err(|e| e.to_string())?,
             to.rectangle().await.map_err(|e| e.to_string())?,
@@ -314,13 +338,60 @@ async fn a_wire_is_selected_deleted_and_brought_back_by_undo() {
             Ok(count(&c, &format!("path.edge[data-edge='{wire}']")).await? == 1)
         })
         .await?;
-        Ok::<_, String>(nodes)
+
+        // Dragged from its input to another node's input: rewired.
+        let other = add_node(&c, "output").await?;
+        click(&c, "[data-testid=fit]").await?;
+        // The canvas redraws as the wire leaves (a structure change): the
+        // move is by offset, not to an element found before.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let wired = find(
+            &c,
+            &format!("[data-node={output}] [data-handle='in:result']"),
+        )
+        .await?;
+        let free = find(
+            &c,
+            &format!("[data-node={other}] [data-handle='in:result']"),
+        )
+        .await?;
+        let (a, b) = (
+            wired.rectangle().await.map_err(|e| e.to_string())?,
+            free.rectangle().await.map_err(|e| e.to_string())?,
+        );
+        let rewire = MouseActions::new("mouse".into())
+            .then(PointerAction::MoveToElement {
+                element: wired,
+                duration: None,
+                x: 0.0,
+                y: 0.0,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::MoveBy {
+                duration: Some(Duration::from_millis(200)),
+                x: b.0 - a.0,
+                y: b.1 - a.1,
+            })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_LEFT,
+            });
+        c.perform_actions(rewire).await.map_err(|e| e.to_string())?;
+        let target = format!("path.edge[data-target='{other}.result']");
+        wait_until("the rewired wire", || async {
+            Ok(count(&c, &target).await? == 1)
+        })
+        .await?;
+        let wires = count(&c, "path.edge[data-edge]").await?;
+        Ok::<_, String>((nodes, wires))
     }
     .await;
     let errors = browser.close_after_console_errors().await;
-    let nodes = outcome.expect("the wire is deleted and restored");
+    let (nodes, wires) = outcome.expect("the wire is deleted, restored and rewired");
     assert!(errors.is_empty(), "console errors: {errors:?}");
     assert_eq!(nodes, 2, "deleting the wire left both nodes");
+    assert_eq!(wires, 1, "rewiring moved the wire, it did not add one");
 }
 
 const KEY: &str = "sk-script-7a2e";

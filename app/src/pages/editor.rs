@@ -452,11 +452,31 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                         wiring.get().map(|from| editor.with_untracked(|e| can_connect(&e.doc, &from, &target).is_ok()))
                     }
                 };
+                // Dragging from a wired input takes its wire along: dropped
+                // on another input it rewires, elsewhere it detaches; one
+                // undo step either way.
+                let wired_target = target.clone();
+                let down = move |ev: leptos::ev::PointerEvent| {
+                    let Some(edge) = editor.with_untracked(|e| {
+                        e.doc.edges.iter().find(|x| x.target == wired_target).cloned()
+                    }) else {
+                        return;
+                    };
+                    ev.stop_propagation();
+                    editor.update(|e| {
+                        e.begin_gesture();
+                        let _ = e.apply(Edit::Delete { nodes: Vec::new(), edges: vec![edge.id.clone()] });
+                    });
+                    let p = local(&ev);
+                    let to = cam.get_untracked().to_world(p.0, p.1);
+                    drag.set(Some(Drag::Wire { from: edge.source, to }));
+                };
                 let up = move |ev: leptos::ev::PointerEvent| {
                     if let Some(Drag::Wire { from, .. }) = drag.get_untracked() {
                         ev.stop_propagation();
                         drag.set(None);
                         apply(Edit::Connect { source: from, target: target.clone() });
+                        editor.update(Editor::end_gesture);
                     }
                 };
                 view! {
@@ -466,7 +486,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                         Some(false) => "handle in refused",
                         None => "handle in",
                     }>
-                        <circle cx="0" cy=y r="6" data-handle=format!("in:{name}") on:pointerup=up />
+                        <circle cx="0" cy=y r="6" data-handle=format!("in:{name}") on:pointerdown=down on:pointerup=up />
                         <text x="10" y=y + 4.0 class="handle-label">{name.clone()}</text>
                     </g>
                 }

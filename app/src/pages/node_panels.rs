@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 use node_runtime::graph::{
-    template_variables, BranchConfig, InputConfig, NodeKind, OutputConfig, TemplateConfig,
+    render, template_variables, BranchConfig, InputConfig, NodeKind, OutputConfig, TemplateConfig,
 };
 
 use super::inspector::set_kind;
@@ -129,7 +129,7 @@ pub fn input_panel(editor: RwSignal<Editor>, id: String) -> impl IntoView {
 }
 
 /// A Template node: its text, the input handles its variables make (shown
-/// as it is typed), and the last run's values in and out.
+/// as it is typed), and a preview of it over the last run's inputs.
 pub fn template_panel(editor: RwSignal<Editor>, watched: Watched, id: String) -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
     let initial = match kind_of(editor, &id) {
@@ -157,6 +157,8 @@ pub fn template_panel(editor: RwSignal<Editor>, watched: Watched, id: String) ->
         Ok(v) => v.into_iter().collect::<Vec<_>>().join(", "),
         Err(_) => "(the template does not parse yet)".into(),
     };
+    // The text as typed, rendered over the last run's inputs to this node,
+    // as the run renders it (`graph::render`).
     let last = move || {
         let node = watched.with(|w| {
             w.as_ref()
@@ -164,15 +166,14 @@ pub fn template_panel(editor: RwSignal<Editor>, watched: Watched, id: String) ->
                 .and_then(|r| r.get(&id).cloned())
         })?;
         let inputs = serde_json::to_string(&node.inputs).unwrap_or_default();
-        let text = match node.outputs.get("text") {
-            Some(serde_json::Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => node.error.clone().unwrap_or_default(),
+        let (ok, text) = match render(&typed.get(), &node.inputs) {
+            Ok(t) => (true, t),
+            Err(e) => (false, e),
         };
         Some(view! {
             <div class="preview" data-testid="template-preview">
-                <p class="muted">"Last run: inputs " <code>{inputs}</code></p>
-                <pre class="json">{text}</pre>
+                <p class="muted">"Preview with the last run's inputs " <code>{inputs}</code></p>
+                <pre class=if ok { "json" } else { "json error" } data-testid="template-preview-text">{text}</pre>
             </div>
         })
     };

@@ -252,6 +252,36 @@ pub struct Edge {
     pub target: HandleRef,
 }
 
+/// The most steps one rendering may take (minijinja's fuel): enough for
+/// any prompt or report, and a runaway loop stops within milliseconds, so
+/// a cancel is not kept waiting behind it.
+pub const TEMPLATE_FUEL: u64 = 1_000_000;
+/// The largest text one rendering may produce.
+pub const TEMPLATE_MAX_OUTPUT: usize = 1024 * 1024;
+
+/// Renders a minijinja template over the inputs, within [`TEMPLATE_FUEL`]
+/// steps and [`TEMPLATE_MAX_OUTPUT`] bytes: the run's rendering, and the
+/// editor's preview of a Template node (wasm), which therefore agree.
+pub fn render(template: &str, inputs: &BTreeMap<String, Value>) -> Result<String, String> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
+    env.set_fuel(Some(TEMPLATE_FUEL));
+    let out = env.render_str(template, inputs).map_err(|e| {
+        if e.kind() == minijinja::ErrorKind::OutOfFuel {
+            format!("template stopped: it took more than {TEMPLATE_FUEL} steps")
+        } else {
+            format!("template does not render: {e}")
+        }
+    })?;
+    if out.len() > TEMPLATE_MAX_OUTPUT {
+        return Err(format!(
+            "template output is {} bytes, more than the {TEMPLATE_MAX_OUTPUT} allowed",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
 /// Variables a minijinja template reads (its input handles), sorted.
 ///
 /// A node's handles are asked for often (the editor draws, culls and wires

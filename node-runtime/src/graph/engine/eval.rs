@@ -14,34 +14,7 @@ use crate::graph::{
     AgentNodeConfig, FieldSource, Node, NodeKind, ToolNodeConfig, Workflow, AGENT_OUTPUTS,
 };
 
-/// The most steps one rendering may take (minijinja's fuel): enough for
-/// any prompt or report, and a runaway loop stops within milliseconds, so
-/// a cancel is not kept waiting behind it.
-pub const TEMPLATE_FUEL: u64 = 1_000_000;
-/// The largest text one rendering may produce.
-pub const TEMPLATE_MAX_OUTPUT: usize = 1024 * 1024;
-
-/// Renders a minijinja template over the inputs, within [`TEMPLATE_FUEL`]
-/// steps and [`TEMPLATE_MAX_OUTPUT`] bytes.
-pub fn render(template: &str, inputs: &BTreeMap<String, Value>) -> Result<String, String> {
-    let mut env = minijinja::Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
-    env.set_fuel(Some(TEMPLATE_FUEL));
-    let out = env.render_str(template, inputs).map_err(|e| {
-        if e.kind() == minijinja::ErrorKind::OutOfFuel {
-            format!("template stopped: it took more than {TEMPLATE_FUEL} steps")
-        } else {
-            format!("template does not render: {e}")
-        }
-    })?;
-    if out.len() > TEMPLATE_MAX_OUTPUT {
-        return Err(format!(
-            "template output is {} bytes, more than the {TEMPLATE_MAX_OUTPUT} allowed",
-            out.len()
-        ));
-    }
-    Ok(out)
-}
+pub use crate::graph::render;
 
 /// Runs `work` (a template rendering: bounded, but up to its fuel of CPU)
 /// on tokio's blocking pool, off the async worker threads. A caller that
