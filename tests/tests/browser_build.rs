@@ -480,3 +480,73 @@ async fn a_live_runs_answers_become_a_script_that_gives_the_same_outputs() {
     );
     assert_eq!(scripted, live, "the same outputs");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_is_refused_while_the_workflow_has_an_error_and_a_running_run_can_be_cancelled() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        new_workflow(&browser, &server, "Refused and cancelled").await?;
+        // A calculator whose expression is cleared: the server's
+        // validation names the missing field.
+        let tool = add_node(&c, "tool").await?;
+        select(&c, &tool).await?;
+        fill(&c, "[data-field=expression] [data-testid=field-value]", "").await?;
+        wait_until("the diagnostics", || async {
+            Ok(!text_or_empty(&c, "[data-testid=diagnostics]")
+                .await?
+                .is_empty())
+        })
+        .await?;
+        click(&c, "[data-testid=run]").await?;
+        let refused =
+            wait_for_text(&c, "[data-testid=run-problem]", Duration::from_secs(5)).await?;
+        let started = count(&c, "[data-testid=live-run-id]").await?;
+
+        // Gone, and a slow scripted agent instead: cancelled while it runs.
+        select(&c, &tool).await?;
+        find(&c, "[data-testid=canvas]")
+            .await?
+            .send_keys("\u{E017}")
+            .await
+            .map_err(|e| e.to_string())?;
+        let agent = add_node(&c, "agent").await?;
+        select(&c, &agent).await?;
+        fill(
+            &c,
+            "[data-testid=script-turns]",
+            r#"{"turns": [{"latency_ms": 20000, "text": "late"}]}"#,
+        )
+        .await?;
+        // With a tool offered the turn is a real one (and takes its time).
+        click(
+            &c,
+            "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
+        )
+        .await?;
+        click(&c, "[data-testid=run]").await?;
+        if let Err(e) = appear(&c, "[data-testid=cancel-run]").await {
+            let problem = text_or_empty(&c, "[data-testid=run-panel]").await?;
+            return Err(format!("{e}; the run panel: {problem}"));
+        }
+        click(&c, "[data-testid=cancel-run]").await?;
+        let started_cancel = std::time::Instant::now();
+        wait_until("the cancelled run", || async {
+            Ok(text_or_empty(&c, "[data-testid=live-run-state]").await? == "cancelled")
+        })
+        .await?;
+        Ok::<_, String>((refused, started, started_cancel.elapsed()))
+    }
+    .await;
+    let errors = browser.close_after_console_errors().await;
+    let (refused, started, took) = outcome.expect("refused, then cancelled");
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert!(
+        refused.starts_with("Not run: the workflow has an error at node `tool1`"),
+        "{refused}"
+    );
+    assert_eq!(started, 0, "no run started");
+    assert!(took < Duration::from_secs(10), "cancelled after {took:?}");
+}

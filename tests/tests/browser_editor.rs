@@ -1228,6 +1228,8 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
         let denied = wait_for_text(&c, &format!("[data-call='{drop}'] [data-testid=call-error]"), Duration::from_secs(10)).await?;
         let kept = find(&c, &format!("[data-call='{keep}']")).await?.attr("data-state").await.map_err(|e| e.to_string())?;
         let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        // "succeeded", and the denied call said beside it.
+        let failed_calls = wait_for_text(&c, "[data-testid=live-run-failed-calls]", Duration::from_secs(5)).await?;
         let run = server.finished_run(&token, &run_id);
         let (_, body) = glassbox_tests::harness::http(
             &server.url,
@@ -1236,12 +1238,13 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
             Some(&token),
             None,
         );
-        Ok::<_, String>((waiting, refused, denied, kept, run, body))
+        Ok::<_, String>((waiting, refused, denied, kept, run, body, failed_calls))
     }
     .await;
     browser.close().await;
-    let (waiting, refused, denied, kept, run, invocations) =
+    let (waiting, refused, denied, kept, run, invocations, failed_calls) =
         outcome.expect("approvals work in the timeline");
+    assert_eq!(failed_calls, "1 tool call failed or denied");
     assert_eq!(waiting.as_deref(), Some("waiting for approval"));
     assert!(refused.contains("reason"), "{refused}");
     assert_eq!(denied, "POLICY_DENIED", "the model hears the denial");

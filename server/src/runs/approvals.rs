@@ -164,10 +164,24 @@ pub(super) async fn watch_decisions(runs: std::sync::Weak<Runs>, store: Store) {
     };
     // Decisions are looked for from a little before the last look, so a
     // clock step or a slow commit does not hide one; delivering one twice
-    // is harmless (the first delivery removes its waiters).
+    // is harmless (the first delivery removes its waiters). The first look
+    // is at once: a decision stored while the listener was being set up
+    // is not missed.
     let mut since = now();
+    let mut sweep = true;
     loop {
-        let sweep = match listener.as_mut() {
+        let Some(runs_now) = runs.upgrade() else {
+            return;
+        };
+        if sweep && runs_now.has_waiters() {
+            let from = earlier(&since, SWEEP * 2);
+            since = now();
+            if let Ok(rows) = store.decided_since(&from).await {
+                runs_now.deliver_rows(rows);
+            }
+        }
+        drop(runs_now);
+        sweep = match listener.as_mut() {
             Some(l) => match l.try_recv().await {
                 Ok(Some(n)) => {
                     let Some(runs) = runs.upgrade() else { return };
@@ -190,14 +204,6 @@ pub(super) async fn watch_decisions(runs: std::sync::Weak<Runs>, store: Store) {
                 true
             }
         };
-        let Some(runs) = runs.upgrade() else { return };
-        if sweep && runs.has_waiters() {
-            let from = earlier(&since, SWEEP * 2);
-            since = now();
-            if let Ok(rows) = store.decided_since(&from).await {
-                runs.deliver_rows(rows);
-            }
-        }
     }
 }
 
