@@ -263,21 +263,40 @@ pub const TEMPLATE_MAX_OUTPUT: usize = 1024 * 1024;
 /// steps and [`TEMPLATE_MAX_OUTPUT`] bytes: the run's rendering, and the
 /// editor's preview of a Template node (wasm), which therefore agree.
 pub fn render(template: &str, inputs: &BTreeMap<String, Value>) -> Result<String, String> {
+    render_within(template, inputs, TEMPLATE_FUEL).map_err(|e| e.to_string())
+}
+
+/// Why a rendering gave no text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RenderError {
+    #[error("template stopped: it took more than {0} steps")]
+    OutOfFuel(u64),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// [`render`] within `fuel` steps (at most [`TEMPLATE_FUEL`]).
+pub fn render_within(
+    template: &str,
+    inputs: &BTreeMap<String, Value>,
+    fuel: u64,
+) -> Result<String, RenderError> {
+    let fuel = fuel.min(TEMPLATE_FUEL);
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
-    env.set_fuel(Some(TEMPLATE_FUEL));
+    env.set_fuel(Some(fuel));
     let out = env.render_str(template, inputs).map_err(|e| {
         if e.kind() == minijinja::ErrorKind::OutOfFuel {
-            format!("template stopped: it took more than {TEMPLATE_FUEL} steps")
+            RenderError::OutOfFuel(fuel)
         } else {
-            format!("template does not render: {e}")
+            RenderError::Failed(format!("template does not render: {e}"))
         }
     })?;
     if out.len() > TEMPLATE_MAX_OUTPUT {
-        return Err(format!(
+        return Err(RenderError::Failed(format!(
             "template output is {} bytes, more than the {TEMPLATE_MAX_OUTPUT} allowed",
             out.len()
-        ));
+        )));
     }
     Ok(out)
 }

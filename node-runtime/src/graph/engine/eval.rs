@@ -15,30 +15,47 @@ use crate::graph::{
 };
 
 pub use crate::graph::render;
+use crate::graph::RenderError;
 
-/// Runs `work` (a template rendering: bounded, but up to its fuel of CPU)
-/// on tokio's blocking pool, off the async worker threads. A caller that
-/// stops waiting (a cancelled run drops the node's future) is not held up:
-/// the rendering ends there within its bounds and its result is dropped.
-pub(super) async fn off_thread<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| format!("template rendering stopped: {e}"))?
+/// Steps a rendering may take on an async worker thread: a template that
+/// interpolates a few values renders within them (microseconds); one that
+/// needs more (a loop) starts again on the blocking pool. At most about
+/// 0.15 ms of a worker's time goes to a template.
+const INLINE_FUEL: u64 = 10_000;
+
+/// Renders a template ([`render`]): within [`INLINE_FUEL`] steps in place,
+/// else on tokio's blocking pool, off the async worker threads, so a
+/// caller that stops waiting (a cancelled run drops the node's future) is
+/// not held up: the rendering ends there within its bounds and its result
+/// is dropped.
+pub(super) async fn render_bounded(
+    template: &str,
+    inputs: &BTreeMap<String, Value>,
+) -> Result<String, String> {
+    match crate::graph::render_within(template, inputs, INLINE_FUEL) {
+        Err(RenderError::OutOfFuel(_)) => {
+            let (template, inputs) = (template.to_string(), inputs.clone());
+            tokio::task::spawn_blocking(move || render(&template, &inputs))
+                .await
+                .map_err(|e| format!("template rendering stopped: {e}"))?
+        }
+        done => done.map_err(|e| e.to_string()),
+    }
 }
 
-/// [`compute_pure`], with a Template node rendered [`off_thread`].
+/// [`compute_pure`], with a Template node rendered by [`render_bounded`].
 pub(super) async fn compute(
     node: &Node,
     inputs: &BTreeMap<String, Value>,
     workflow_inputs: &Map<String, Value>,
 ) -> Result<BTreeMap<String, Value>, String> {
-    if !matches!(node.kind, NodeKind::Template(_)) {
-        return compute_pure(node, inputs, workflow_inputs);
+    match &node.kind {
+        NodeKind::Template(c) => Ok(BTreeMap::from([(
+            "text".to_string(),
+            Value::String(render_bounded(&c.template, inputs).await?),
+        )])),
+        _ => compute_pure(node, inputs, workflow_inputs),
     }
-    let (node, inputs, workflow_inputs) = (node.clone(), inputs.clone(), workflow_inputs.clone());
-    off_thread(move || compute_pure(&node, &inputs, &workflow_inputs)).await
 }
 
 /// Branch, Template, Output and Input: the nodes whose outputs are a pure

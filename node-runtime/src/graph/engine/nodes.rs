@@ -9,9 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::eval::{
-    agent_handles, compute, off_thread, render, tool_input, tool_outputs, AgentHandles,
-};
+use super::eval::{agent_handles, compute, render_bounded, tool_input, tool_outputs, AgentHandles};
 use super::events::{AgentSink, WorkflowSink};
 use super::host::EngineServices;
 use crate::agent::approval::{ApprovalRequest, Decision};
@@ -208,10 +206,7 @@ impl Runner<'_> {
     ) -> Result<NodeResult, String> {
         let agent_config = AgentConfig {
             system_prompt: config.system_prompt.clone(),
-            user_prompt: {
-                let (prompt, inputs) = (config.prompt.clone(), inputs.clone());
-                off_thread(move || render(&prompt, &inputs)).await?
-            },
+            user_prompt: render_bounded(&config.prompt, inputs).await?,
             tools: config.enabled_tools(),
             policy: config.policy.clone(),
             provider: config.provider.clone(),
