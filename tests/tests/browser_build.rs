@@ -384,11 +384,33 @@ async fn a_wire_is_selected_deleted_and_brought_back_by_undo() {
         })
         .await?;
         let wires = count(&c, "path.edge[data-edge]").await?;
-        Ok::<_, String>((nodes, wires))
+
+        // Unsaved: a link out of the editor asks first (dismissed: we stay).
+        let editor_url = c.current_url().await.map_err(|e| e.to_string())?;
+        click(&c, "nav a[href='/workflows']").await?;
+        let asked = c.get_alert_text().await.map_err(|e| e.to_string())?;
+        c.dismiss_alert().await.map_err(|e| e.to_string())?;
+        let stayed = c.current_url().await.map_err(|e| e.to_string())? == editor_url;
+        // Ctrl+S saves while the focus is in a panel's field.
+        select(&c, &other).await?;
+        let label = find(&c, "[data-testid=node-label]").await?;
+        label
+            .send_keys("\u{E009}s\u{E000}")
+            .await
+            .map_err(|e| e.to_string())?;
+        wait_until("the save", || async {
+            Ok(text_or_empty(&c, "[data-testid=editor-status]")
+                .await?
+                .starts_with("Saved as revision"))
+        })
+        .await?;
+        Ok::<_, String>((nodes, wires, asked, stayed))
     }
     .await;
     let errors = browser.close_after_console_errors().await;
-    let (nodes, wires) = outcome.expect("the wire is deleted, restored and rewired");
+    let (nodes, wires, asked, stayed) = outcome.expect("the wire is deleted, restored and rewired");
+    assert_eq!(asked, "There are unsaved changes. Leave without saving?");
+    assert!(stayed, "dismissing keeps the editor");
     assert!(errors.is_empty(), "console errors: {errors:?}");
     assert_eq!(nodes, 2, "deleting the wire left both nodes");
     assert_eq!(wires, 1, "rewiring moved the wire, it did not add one");
