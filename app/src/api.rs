@@ -30,6 +30,11 @@ pub enum ApiError {
     Decode { status: u16, message: String },
 }
 
+/// What a page says when it is opened without signing in.
+pub const SIGNED_OUT: &str = "You are not signed in. Open the sign-in link the Glassbox server \
+printed when it started (in the terminal of `cargo xtask run` or `glassbox serve`; it is valid \
+for 24 hours, and a restart prints a new one).";
+
 /// A request to the API, with the session's token when signed in.
 fn request(method: gloo_net::http::Method, path: &str) -> gloo_net::http::RequestBuilder {
     let url = format!("{API_PREFIX}{path}");
@@ -66,7 +71,12 @@ pub fn decode<T: DeserializeOwned>(status: u16, body: &str) -> Result<T, ApiErro
         Ok(err) => Err(ApiError::Api {
             status,
             code: err.error.code,
-            message: err.error.message,
+            message: if status == 401 && err.error.message.contains("Bearer") {
+                // The API's words are for programs; a person reads these.
+                SIGNED_OUT.to_string()
+            } else {
+                err.error.message
+            },
         }),
         Err(_) => Err(ApiError::Decode {
             status,

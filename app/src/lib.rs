@@ -79,6 +79,7 @@ pub fn App() -> impl IntoView {
                     <A href="/runs">"Runs"</A>
                     <A href="/tools">"Tools"</A>
                     <A href="/settings">"Settings"</A>
+                    <widgets::PendingApprovals />
                     <button type="button" class="link" data-testid="signout" on:click=move |_| {
                         leptos::task::spawn_local(async {
                             // Ended on the server first; the page forgets it either way.

@@ -1,6 +1,7 @@
 //! Pieces of view shared by several pages: a tool's badges, the tool
 //! filters (search, category, "show deprecated"), the approval buttons of a
-//! pending write, and refreshing while something may still change.
+//! pending write, refreshing while something may still change, and the
+//! navigation's count of pending approvals.
 
 use std::time::Duration;
 
@@ -127,5 +128,40 @@ pub fn approval_form(approval: Approval, problem: RwSignal<Option<String>>) -> i
             <button type="button" data-testid="deny" prop:disabled=move || busy.get() on:click=decide("deny")>"Deny"</button>
             <button type="button" data-testid="revise" prop:disabled=move || busy.get() on:click=decide("revise")>"Request revision"</button>
         </div>
+    }
+}
+
+/// How often the navigation asks how many writes wait for approval.
+const APPROVALS_EVERY: Duration = Duration::from_secs(5);
+
+/// The navigation's count of writes waiting for approval (while signed
+/// in), a link to where they are decided.
+#[component]
+pub fn PendingApprovals() -> impl IntoView {
+    let count = RwSignal::new(0usize);
+    let ask = move || {
+        if crate::session::load().is_none() {
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            if let Ok(pending) = api::pending_approvals().await {
+                count.set(pending.len());
+            }
+        });
+    };
+    ask();
+    if let Ok(handle) = set_interval_with_handle(ask, APPROVALS_EVERY) {
+        on_cleanup(move || handle.clear());
+    }
+    move || {
+        let n = count.get();
+        (n > 0).then(|| {
+            view! {
+                <a href="/tools?tab=approvals" class="badge warn" data-testid="nav-approvals"
+                    title="Writes waiting for a human's decision">
+                    {format!("{n} approval{} waiting", if n == 1 { "" } else { "s" })}
+                </a>
+            }
+        })
     }
 }

@@ -26,12 +26,21 @@ async fn home_page_shows_server_version_from_api() {
         )
         .await?;
         let shot = browser.screenshot("home").await?;
-        Ok::<_, String>((version, database, shot))
+        // Signed out, a page says how to sign in, in plain words.
+        browser.open(&format!("{}/workflows", server.url)).await?;
+        let signed_out =
+            wait_for_text(&browser.client, "[role=alert]", Duration::from_secs(10)).await?;
+        Ok::<_, String>((version, database, shot, signed_out))
     }
     .await;
     browser.close().await;
 
-    let (version, database, shot) = outcome.expect("page renders API data");
+    let (version, database, shot, signed_out) = outcome.expect("page renders API data");
+    assert!(
+        signed_out.starts_with("You are not signed in. Open the sign-in link")
+            && !signed_out.contains("Bearer"),
+        "{signed_out}"
+    );
     assert_eq!(
         version.trim(),
         env!("CARGO_PKG_VERSION"),

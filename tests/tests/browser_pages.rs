@@ -312,12 +312,17 @@ async fn writes_are_approved_from_the_tools_page_and_their_invocations_open_a_dr
     let run_id = server.start_run(&token, &wf);
     let c = browser.client.clone();
     let outcome = async {
-        browser.open(&format!("{}/tools", server.url)).await?;
+        // The navigation says a write waits, from any page, and leads to it.
+        browser.open(&format!("{}/workflows", server.url)).await?;
+        let nav = wait_for_text(&c, "[data-testid=nav-approvals]", Duration::from_secs(15)).await?;
+        if nav != "1 approval waiting" {
+            return Err(format!("the navigation says {nav:?}"));
+        }
+        click(&c, "[data-testid=nav-approvals]").await?;
         wait_until("the pending count", || async {
             Ok(text_or_empty(&c, "[data-testid=approvals-count]").await? == "1")
         })
         .await?;
-        click(&c, "[data-tab=approvals]").await?;
         appear(&c, "[data-testid=approvals] [data-testid=approve]").await?;
         let listed = find(&c, "[data-testid=approvals] li")
             .await?

@@ -18,7 +18,15 @@ use crate::widgets::{approval_form, refresh_while, tool_badges, ToolFilters};
 
 #[component]
 pub fn Tools() -> impl IntoView {
-    let tab = RwSignal::new("registry");
+    // `?tab=approvals` (the navigation's count links there) opens that tab.
+    let asked = leptos_router::hooks::use_query_map()
+        .with_untracked(|q| q.get("tab"))
+        .unwrap_or_default();
+    let tab = RwSignal::new(match asked.as_str() {
+        "approvals" => "approvals",
+        "invocations" => "invocations",
+        _ => "registry",
+    });
     let pending = LocalResource::new(api::pending_approvals);
     // Decisions made anywhere (here, another user, the CLI) show up.
     let count =
