@@ -13,6 +13,7 @@ pub mod live;
 pub mod pages;
 pub mod runs_view;
 pub mod session;
+pub mod theme;
 pub mod trace_view;
 pub mod widgets;
 
@@ -69,6 +70,13 @@ lazy_page!(SettingsRoute, settings_page, pages::Settings, "settings");
 /// The root component: navigation and the client-side routes.
 #[component]
 pub fn App() -> impl IntoView {
+    let chosen = RwSignal::new(theme::load());
+    theme::apply(&chosen.get_untracked());
+    let toggle = move |_| {
+        let next = theme::next(&chosen.get_untracked());
+        theme::set(next);
+        chosen.set(next.to_string());
+    };
     view! {
         <Router>
             <header class="topbar">
@@ -80,6 +88,8 @@ pub fn App() -> impl IntoView {
                     <A href="/tools">"Tools"</A>
                     <A href="/settings">"Settings"</A>
                     <widgets::PendingApprovals />
+                    <button type="button" class="theme" data-testid="theme" title="Colour theme: the system's, dark or light"
+                        on:click=toggle>{move || format!("Theme: {}", chosen.get())}</button>
                     <button type="button" class="link" data-testid="signout" on:click=move |_| {
                         leptos::task::spawn_local(async {
                             // Ended on the server first; the page forgets it either way.
