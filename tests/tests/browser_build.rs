@@ -572,3 +572,44 @@ async fn run_is_refused_while_the_workflow_has_an_error_and_a_running_run_can_be
     assert_eq!(started, 0, "no run started");
     assert!(took < Duration::from_secs(10), "cancelled after {took:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_palette_finds_node_kinds_and_tools_and_enter_adds_the_first() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        new_workflow(&browser, &server, "Palette").await?;
+        let search = find(&c, "[data-testid=palette-search]").await?;
+        search
+            .send_keys("json_query")
+            .await
+            .map_err(|e| e.to_string())?;
+        appear(&c, "[data-palette-tool='json_query@1.0.0']").await?;
+        let kinds = count(&c, "[data-palette]").await?;
+        search
+            .send_keys("\u{E007}")
+            .await
+            .map_err(|e| e.to_string())?;
+        appear(&c, "[data-kind=tool]").await?;
+        select(&c, "tool1").await?;
+        let tool = value_of(&c, "[data-testid=tool-ref]").await?;
+        let search = find(&c, "[data-testid=palette-search]").await?;
+        search.clear().await.map_err(|e| e.to_string())?;
+        search.send_keys("zzzz").await.map_err(|e| e.to_string())?;
+        let empty =
+            wait_for_text(&c, "[data-testid=palette-empty]", Duration::from_secs(5)).await?;
+        Ok::<_, String>((kinds, tool, empty))
+    }
+    .await;
+    let errors = browser.close_after_console_errors().await;
+    let (kinds, tool, empty) = outcome.expect("the palette searches tools");
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert_eq!(kinds, 0, "no node kind is called \"json_query\"");
+    assert_eq!(
+        tool, "json_query@1.0.0",
+        "Enter added a Tool node with the hit"
+    );
+    assert_eq!(empty, "Nothing matches \u{201c}zzzz\u{201d}.");
+}

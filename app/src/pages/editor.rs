@@ -31,6 +31,13 @@ enum Drag {
     Select { from: Position, to: Position },
 }
 
+/// One entry of the palette: a node kind, or a tool (a Tool node with it).
+#[derive(Clone)]
+enum PaletteHit {
+    Kind(&'static str, &'static str),
+    Tool(String, serde_json::Value),
+}
+
 #[component]
 pub fn EditorPage() -> impl IntoView {
     let params = use_params_map();
@@ -656,15 +663,87 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         _ => None,
     }
     };
-    let palette = move || {
-        let q = search.get().to_lowercase();
-        PALETTE
+    // A Tool node with `reference` (its fields from the tool's schema),
+    // added and configured as one undo step.
+    let add_tool = move |reference: String, schema: serde_json::Value| {
+        editor.update(Editor::begin_gesture);
+        add("tool");
+        editor.update(|e| {
+            let id = e.selection.iter().next().cloned();
+            if let Some((id, NodeKind::Tool(mut c))) =
+                id.and_then(|id| e.node(&id).map(|n| (id, n.kind.clone())))
+            {
+                crate::editor::nodes::switch_tool(&mut c, &reference, &schema);
+                let _ = e.apply(Edit::SetKind {
+                    node: id,
+                    kind: Box::new(NodeKind::Tool(c)),
+                });
+            }
+            e.end_gesture();
+        });
+    };
+    // The palette's hits for the search: node kinds, then (once something
+    // is typed) tools by name or description, which add a Tool node.
+    let hits = move || -> Vec<PaletteHit> {
+        let q = search.get();
+        let q_low = q.trim().to_lowercase();
+        let mut hits: Vec<PaletteHit> = PALETTE
             .iter()
-            .filter(|(_, label)| label.to_lowercase().contains(&q))
-            .map(|&(kind, label)| view! {
-                <button type="button" data-palette=kind on:click=move |_| add(kind)>{label}</button>
+            .filter(|(_, label)| label.to_lowercase().contains(&q_low))
+            .map(|&(kind, label)| PaletteHit::Kind(kind, label))
+            .collect();
+        if !q_low.is_empty() {
+            tools.with(|t| {
+                if let Some(Ok(list)) = t {
+                    hits.extend(
+                        crate::editor::tools::filter(list, q.trim(), "", false)
+                            .into_iter()
+                            .take(8)
+                            .map(|t| PaletteHit::Tool(t.reference.clone(), t.input_schema.clone())),
+                    );
+                }
+            });
+        }
+        hits
+    };
+    let choose = move |hit: PaletteHit| match hit {
+        PaletteHit::Kind(kind, _) => add(kind),
+        PaletteHit::Tool(reference, schema) => add_tool(reference, schema),
+    };
+    let palette = move || {
+        let found = hits();
+        if found.is_empty() {
+            return view! {
+                <p class="muted" data-testid="palette-empty">{format!("Nothing matches \u{201c}{}\u{201d}.", search.get().trim())}</p>
+            }
+            .into_any();
+        }
+        found
+            .into_iter()
+            .map(|hit| match hit.clone() {
+                PaletteHit::Kind(kind, label) => view! {
+                    <button type="button" data-palette=kind on:click=move |_| choose(hit.clone())>{label}</button>
+                }
+                .into_any(),
+                PaletteHit::Tool(reference, _) => view! {
+                    <button type="button" class="tool-hit" data-palette-tool=reference.clone()
+                        title="Adds a Tool node with this tool" on:click=move |_| choose(hit.clone())>
+                        "Tool: " {reference.clone()}
+                    </button>
+                }
+                .into_any(),
             })
             .collect_view()
+            .into_any()
+    };
+    // Enter adds the first hit.
+    let search_key = move |ev: leptos::ev::KeyboardEvent| {
+        if ev.key() == "Enter" {
+            ev.prevent_default();
+            if let Some(first) = hits().into_iter().next() {
+                choose(first);
+            }
+        }
     };
     let save_click = save.clone();
     let name = editor.with_untracked(|e| e.doc.name.clone());
@@ -691,7 +770,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             <div class="editor-body">
                 <aside class="palette" data-testid="palette">
                     <input type="search" placeholder="Add a node…" data-testid="palette-search"
-                        prop:value=move || search.get() on:input=move |ev| search.set(event_target_value(&ev)) />
+                        prop:value=move || search.get() on:input=move |ev| search.set(event_target_value(&ev))
+                        on:keydown=search_key />
                     {palette}
                 </aside>
                 <div class="canvas" node_ref=host tabindex="0" data-testid="canvas"
