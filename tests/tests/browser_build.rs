@@ -613,3 +613,50 @@ async fn the_palette_finds_node_kinds_and_tools_and_enter_adds_the_first() {
     );
     assert_eq!(empty, "Nothing matches \u{201c}zzzz\u{201d}.");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_nodes_land_in_view_and_question_mark_shows_the_shortcuts() {
+    let Some((server, browser)) = app_and_browser().await else {
+        return;
+    };
+    let c = browser.client.clone();
+    let outcome = async {
+        new_workflow(&browser, &server, "In view").await?;
+        for kind in [
+            "input", "agent", "tool", "template", "branch", "output", "tool", "output",
+        ] {
+            add_node(&c, kind).await?;
+        }
+        let canvas = find(&c, "[data-testid=canvas]").await?;
+        let (cx, cy, cw, ch) = canvas.rectangle().await.map_err(|e| e.to_string())?;
+        let mut outside = Vec::new();
+        for node in c
+            .find_all(fantoccini::Locator::Css("[data-node]"))
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            let (x, y, w, h) = node.rectangle().await.map_err(|e| e.to_string())?;
+            if x < cx || y < cy || x + w > cx + cw + 1.0 || y + h > cy + ch + 1.0 {
+                outside.push(node.attr("data-node").await.map_err(|e| e.to_string())?);
+            }
+        }
+        canvas.send_keys("?").await.map_err(|e| e.to_string())?;
+        let help =
+            wait_for_text(&c, "[data-testid=shortcuts-help]", Duration::from_secs(5)).await?;
+        canvas
+            .send_keys("\u{E00C}")
+            .await
+            .map_err(|e| e.to_string())?;
+        wait_until("the help closed", || async {
+            Ok(count(&c, "[data-testid=shortcuts-help]").await? == 0)
+        })
+        .await?;
+        Ok::<_, String>((outside, help))
+    }
+    .await;
+    let errors = browser.close_after_console_errors().await;
+    let (outside, help) = outcome.expect("nodes in view, help shown");
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert!(outside.is_empty(), "added out of view: {outside:?}");
+    assert!(help.contains("Ctrl+S") && help.contains("rewire"), "{help}");
+}

@@ -102,6 +102,47 @@ impl View {
     }
 }
 
+/// Where a new node goes: `wanted` if a node fits there inside `view`
+/// (a world rectangle) clear of the others, else the first clear spot of a
+/// grid over the view from its top left, else the view's middle.
+pub fn place_new(doc: &Workflow, wanted: Position, view: (f64, f64, f64, f64)) -> Position {
+    const W: f64 = NODE_WIDTH + 40.0;
+    const H: f64 = 160.0;
+    let (x0, y0, x1, y1) = view;
+    let clear = |p: Position| {
+        p.x - 20.0 >= x0
+            && p.y - 20.0 >= y0
+            && p.x + W <= x1
+            && p.y + H <= y1
+            && doc.nodes.iter().all(|n| {
+                let h = node_height(n);
+                p.x + NODE_WIDTH + 20.0 <= n.position.x
+                    || n.position.x + NODE_WIDTH + 20.0 <= p.x
+                    || p.y + H - 40.0 <= n.position.y
+                    || n.position.y + h + 20.0 <= p.y
+            })
+    };
+    if clear(wanted) {
+        return wanted;
+    }
+    let mut y = y0 + 20.0;
+    while y + H <= y1 {
+        let mut x = x0 + 20.0;
+        while x + W <= x1 {
+            let p = Position { x, y };
+            if clear(p) {
+                return p;
+            }
+            x += W;
+        }
+        y += H / 2.0;
+    }
+    Position {
+        x: (x0 + x1) / 2.0 - NODE_WIDTH / 2.0,
+        y: (y0 + y1) / 2.0 - 40.0,
+    }
+}
+
 /// The world rectangle holding every node's box, `(x0, y0, x1, y1)`;
 /// None for an empty graph.
 pub fn bounds(doc: &Workflow) -> Option<(f64, f64, f64, f64)> {
@@ -326,5 +367,36 @@ mod tests {
         assert_eq!(handle_pos(&a, true, 0).x, -500.0 + NODE_WIDTH);
         assert!(edge_path(handle_pos(&a, true, 0), handle_pos(&b, false, 0))
             .starts_with("M -320.0 41.0 C"));
+    }
+
+    #[test]
+    fn a_new_node_goes_where_it_is_seen_and_clear_of_the_others() {
+        let mut doc = Workflow {
+            format_version: 1,
+            id: "w".into(),
+            name: "w".into(),
+            revision: 0,
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        };
+        let view = (0.0, 0.0, 1000.0, 600.0);
+        let wanted = Position { x: 40.0, y: 80.0 };
+        assert_eq!(place_new(&doc, wanted, view), wanted);
+        for i in 0..8 {
+            let at = place_new(&doc, Position { x: 5000.0, y: 0.0 }, view);
+            assert!(
+                at.x >= 0.0 && at.x + NODE_WIDTH <= 1000.0 && at.y >= 0.0 && at.y + 100.0 <= 600.0,
+                "{at:?}"
+            );
+            let mut node =
+                crate::editor::model::new_node("template", format!("t{i}"), at).expect("node");
+            node.position = at;
+            for other in &doc.nodes {
+                let apart = (other.position.x - at.x).abs() >= NODE_WIDTH
+                    || (other.position.y - at.y).abs() >= node_height(other);
+                assert!(apart, "{at:?} overlaps {:?}", other.position);
+            }
+            doc.nodes.push(node);
+        }
     }
 }

@@ -75,6 +75,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let status = RwSignal::new(None::<(bool, String)>);
     let saving = RwSignal::new(false);
     let search = RwSignal::new(String::new());
+    // The shortcuts help (`?`).
+    let help = RwSignal::new(false);
     // Copied nodes (the editor's own clipboard: it survives within the page).
     let clip = StoredValue::new(crate::editor::model::Clip::default());
     let host: NodeRef<leptos::html::Div> = NodeRef::new();
@@ -190,16 +192,25 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     };
 
     let add = move |kind: &'static str| {
-        // Beside the last node, so new nodes line up left to right.
+        // Beside the selected node (else the last one), so new nodes line
+        // up left to right; where that is out of view, in the middle of
+        // the view, so a new node is always seen.
+        let (w, h) = canvas_size(host).unwrap_or((1200.0, 700.0));
+        let view = cam.get_untracked();
+        let (x0, y0, x1, y1) = geometry::visible_world(&view, w, h, 0.0);
         let at = editor.with_untracked(|e| {
-            e.doc
-                .nodes
-                .last()
+            let beside = e
+                .selection
+                .iter()
+                .next()
+                .and_then(|id| e.node(id))
+                .or_else(|| e.doc.nodes.last())
                 .map(|n| Position {
                     x: n.position.x + NODE_WIDTH + 80.0,
                     y: n.position.y,
                 })
-                .unwrap_or(Position { x: 40.0, y: 80.0 })
+                .unwrap_or(Position { x: 40.0, y: 80.0 });
+            geometry::place_new(&e.doc, beside, (x0, y0, x1, y1))
         });
         let created = editor
             .try_update(|e| {
@@ -290,7 +301,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
             }
             return;
         }
-        keys::on_key(&ev, editor, clip, &save_key, &refuse, &apply)
+        keys::on_key(&ev, editor, clip, help, &save_key, &refuse, &apply)
     });
     on_cleanup(move || shortcuts.remove());
     let fit = move || {
@@ -761,11 +772,24 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 <button type="button" on:click=move |_| cam.update(|c| *c = c.zoom_at(1.2, 300.0, 200.0))>"Zoom in"</button>
                 <button type="button" on:click=move |_| cam.update(|c| *c = c.zoom_at(1.0 / 1.2, 300.0, 200.0))>"Zoom out"</button>
                 <button type="button" data-testid="fit" on:click=move |_| fit()>"Fit"</button>
+                <button type="button" data-testid="shortcuts" title="Keyboard shortcuts (?)" on:click=move |_| help.set(true)>"?"</button>
                 <button type="button" class="primary" data-testid="save" prop:disabled=move || saving.get()
                     on:click=move |_| save_click()>{move || if saving.get() { "Saving…" } else { "Save" }}</button>
             </header>
             {move || status.get().map(|(ok, m)| view! {
                 <p class=if ok { "notice" } else { "error" } role="status" data-testid="editor-status">{m}</p>
+            })}
+            {move || help.get().then(|| view! {
+                <div class="help-overlay" role="dialog" aria-label="Keyboard shortcuts" data-testid="shortcuts-help"
+                    on:click=move |_| help.set(false)>
+                    <div class="card">
+                        <h2>"Keyboard shortcuts"</h2>
+                        <dl class="facts">
+                            {keys::SHORTCUTS.iter().map(|(k, what)| view! { <dt><kbd>{*k}</kbd></dt><dd>{*what}</dd> }).collect_view()}
+                        </dl>
+                        <p class="muted">"Press ? or Escape, or click, to close."</p>
+                    </div>
+                </div>
             })}
             <div class="editor-body">
                 <aside class="palette" data-testid="palette">

@@ -13,6 +13,7 @@ pub(super) fn on_key(
     ev: &KeyboardEvent,
     editor: RwSignal<Editor>,
     clip: StoredValue<Clip>,
+    help: RwSignal<bool>,
     save: &dyn Fn(),
     refuse: &dyn Fn(String),
     apply: &dyn Fn(Edit),
@@ -67,6 +68,8 @@ pub(super) fn on_key(
             };
             apply(Edit::Move { ids, dx, dy });
         }
+        "?" => help.update(|h| *h = !*h),
+        "Escape" if help.get_untracked() => help.set(false),
         "Escape" => editor.update(|e| e.clear_selection()),
         "c" if ctrl => {
             ev.prevent_default();
@@ -146,3 +149,18 @@ pub(super) fn confirm_leaving(dirty: impl Fn() -> bool + 'static) -> Option<Leav
         .ok()?;
     Some(LeaveGuard { listener })
 }
+
+/// The shortcuts the help overlay lists: (keys, what they do).
+pub(super) const SHORTCUTS: [(&str, &str); 11] = [
+    ("Delete / Backspace", "delete the selected nodes or wire"),
+    ("Ctrl+Z", "undo"),
+    ("Ctrl+Shift+Z / Ctrl+Y", "redo"),
+    ("Ctrl+S", "save (also while typing in a field)"),
+    ("Ctrl+C / Ctrl+V", "copy and paste the selected nodes"),
+    ("Arrow keys", "move the selection (Shift: further)"),
+    ("Enter / Space", "on a focused node: select it"),
+    ("Shift+drag", "select several nodes"),
+    ("Drag a wired input", "rewire it (elsewhere: detach)"),
+    ("Escape", "clear the selection, close this help"),
+    ("?", "show or hide this help"),
+];
