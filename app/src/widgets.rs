@@ -165,3 +165,52 @@ pub fn PendingApprovals() -> impl IntoView {
         })
     }
 }
+
+/// The pages of a list below its first: kept while the first page stays,
+/// dropped when it changes (a filter, a refresh), loaded on request.
+pub struct OlderPages<T: Send + Sync + 'static> {
+    pub items: RwSignal<Vec<T>>,
+    /// The cursor of the next page, `None` on the last.
+    pub next: RwSignal<Option<String>>,
+}
+
+impl<T: Send + Sync + 'static> Clone for OlderPages<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Send + Sync + 'static> Copy for OlderPages<T> {}
+
+impl<T: Send + Sync + 'static> OlderPages<T> {
+    /// Follows the first page: `first_next` is its `next_cursor`.
+    pub fn new(first_next: impl Fn() -> Option<String> + 'static) -> Self {
+        let pages = Self {
+            items: RwSignal::new(Vec::new()),
+            next: RwSignal::new(None),
+        };
+        Effect::new(move |_| {
+            let next = first_next();
+            pages.items.set(Vec::new());
+            pages.next.set(next);
+        });
+        pages
+    }
+
+    /// Loads the next page with `fetch(cursor)`, which answers its rows and
+    /// the cursor after them.
+    pub fn load<Fut>(self, fetch: impl FnOnce(String) -> Fut + 'static)
+    where
+        Fut: std::future::Future<Output = Option<(Vec<T>, Option<String>)>> + 'static,
+    {
+        let Some(cursor) = self.next.get_untracked() else {
+            return;
+        };
+        leptos::task::spawn_local(async move {
+            if let Some((rows, next)) = fetch(cursor).await {
+                self.items.update(|o| o.extend(rows));
+                self.next.set(next);
+            }
+        });
+    }
+}

@@ -150,3 +150,27 @@ pub async fn add_node(c: &Client, kind: &str) -> Result<String, String> {
     .await?;
     Ok(format!("{kind}{want}"))
 }
+
+/// On the Settings page (open): saves secret `name` = `value` in `scope`
+/// with the form and waits for its row.
+pub async fn save_secret(c: &Client, scope: &str, name: &str, value: &str) -> Result<(), String> {
+    appear(c, "[data-testid=secret-form]").await?;
+    click(
+        c,
+        &format!("[data-testid=secret-scope] option[value={scope}]"),
+    )
+    .await?;
+    find(c, "[data-testid=secret-name]")
+        .await?
+        .send_keys(name)
+        .await
+        .map_err(|e| e.to_string())?;
+    find(c, "[data-testid=secret-value]")
+        .await?
+        .send_keys(value)
+        .await
+        .map_err(|e| e.to_string())?;
+    click(c, "[data-testid=secret-save]").await?;
+    appear(c, &format!("[data-secret='{scope}/{name}']")).await?;
+    Ok(())
+}

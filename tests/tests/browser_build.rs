@@ -16,8 +16,8 @@ use fantoccini::Client;
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
 use glassbox_tests::mock_provider::{Api, MockProvider};
 use glassbox_tests::ui::{
-    add_node, appear, click, count, find, new_workflow, text_or_empty, type_and_leave, value_of,
-    wait_until,
+    add_node, appear, click, count, find, new_workflow, save_secret, text_or_empty, type_and_leave,
+    value_of, wait_until,
 };
 
 /// Opens node `id`'s panel (after fitting the graph to the view, so a
@@ -429,20 +429,7 @@ async fn a_live_runs_answers_become_a_script_that_gives_the_same_outputs() {
     let outcome = async {
         browser.sign_in(&server).await?;
         browser.open(&format!("{}/settings", server.url)).await?;
-        appear(&c, "[data-testid=secret-form]").await?;
-        click(&c, "[data-testid=secret-scope] option[value=workspace]").await?;
-        find(&c, "[data-testid=secret-name]")
-            .await?
-            .send_keys("OPENAI_API_KEY")
-            .await
-            .map_err(|e| e.to_string())?;
-        find(&c, "[data-testid=secret-value]")
-            .await?
-            .send_keys(KEY)
-            .await
-            .map_err(|e| e.to_string())?;
-        click(&c, "[data-testid=secret-save]").await?;
-        appear(&c, "[data-secret='workspace/OPENAI_API_KEY']").await?;
+        save_secret(&c, "workspace", "OPENAI_API_KEY", KEY).await?;
         glassbox_tests::ui::create_workflow(&browser, &server, "Live then scripted").await?;
 
         let agent = add_node(&c, "agent").await?;

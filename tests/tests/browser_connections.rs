@@ -8,7 +8,9 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 use glassbox_tests::harness::app_and_browser;
-use glassbox_tests::ui::{appear, click, count, find, text_or_empty, type_and_leave, wait_until};
+use glassbox_tests::ui::{
+    appear, click, count, find, save_secret, text_or_empty, type_and_leave, wait_until,
+};
 
 const VALUE: &str = "tok-browser-8d2f";
 
@@ -45,19 +47,7 @@ async fn connections_are_added_tested_and_removed_from_settings() {
     let outcome = async {
         browser.sign_in(&server).await?;
         browser.open(&format!("{}/settings", server.url)).await?;
-        appear(&c, "[data-testid=secret-form]").await?;
-        find(&c, "[data-testid=secret-name]")
-            .await?
-            .send_keys("API_TOKEN")
-            .await
-            .map_err(|e| e.to_string())?;
-        find(&c, "[data-testid=secret-value]")
-            .await?
-            .send_keys(VALUE)
-            .await
-            .map_err(|e| e.to_string())?;
-        click(&c, "[data-testid=secret-save]").await?;
-        appear(&c, "[data-secret='workspace/API_TOKEN']").await?;
+        save_secret(&c, "workspace", "API_TOKEN", VALUE).await?;
 
         appear(&c, "[data-testid=connection-form]").await?;
         type_and_leave(&c, "[data-connection-field=name]", "api").await?;

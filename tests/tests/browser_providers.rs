@@ -10,8 +10,8 @@ use std::time::Duration;
 use glassbox_tests::harness::{app_and_browser_with, wait_for_text};
 use glassbox_tests::mock_provider::{Api, MockProvider};
 use glassbox_tests::ui::{
-    add_node, appear, attr_or_none, click, create_workflow, find, text_or_empty, type_and_leave,
-    wait_until,
+    add_node, appear, attr_or_none, click, create_workflow, save_secret, text_or_empty,
+    type_and_leave, wait_until,
 };
 
 const KEY: &str = "sk-browser-5c1d";
@@ -28,20 +28,7 @@ async fn an_agent_configured_in_its_panel_tests_its_connection_and_runs_on_the_p
         // The key, as a workspace secret, from the settings page.
         browser.sign_in(&server).await?;
         browser.open(&format!("{}/settings", server.url)).await?;
-        appear(&c, "[data-testid=secret-form]").await?;
-        click(&c, "[data-testid=secret-scope] option[value=workspace]").await?;
-        find(&c, "[data-testid=secret-name]")
-            .await?
-            .send_keys("OPENAI_API_KEY")
-            .await
-            .map_err(|e| e.to_string())?;
-        find(&c, "[data-testid=secret-value]")
-            .await?
-            .send_keys(KEY)
-            .await
-            .map_err(|e| e.to_string())?;
-        click(&c, "[data-testid=secret-save]").await?;
-        appear(&c, "[data-secret='workspace/OPENAI_API_KEY']").await?;
+        save_secret(&c, "workspace", "OPENAI_API_KEY", KEY).await?;
 
         create_workflow(&browser, &server, "Real model").await?;
         let agent = add_node(&c, "agent").await?;

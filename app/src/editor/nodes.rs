@@ -30,10 +30,7 @@ pub struct InputField {
 
 /// An Input node's fields, in the schema's order.
 pub fn input_fields(schema: &Value) -> Vec<InputField> {
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = super::tools::required_fields(schema);
     schema["properties"]
         .as_object()
         .map(|props| {

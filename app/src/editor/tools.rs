@@ -221,10 +221,7 @@ fn control_of(prop: &Value) -> Control {
 /// The form of a Tool node: one row per property of the tool's input
 /// schema, in the schema's order.
 pub fn field_rows(schema: &Value, config: &ToolNodeConfig) -> Vec<FieldRow> {
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required_fields(schema);
     schema["properties"]
         .as_object()
         .map(|props| {
@@ -252,6 +249,14 @@ pub fn field_rows(schema: &Value, config: &ToolNodeConfig) -> Vec<FieldRow> {
                 })
                 .collect()
         })
+        .unwrap_or_default()
+}
+
+/// The names a JSON Schema's `required` lists.
+pub fn required_fields(schema: &Value) -> Vec<&str> {
+    schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default()
 }
 

@@ -11,7 +11,7 @@ use leptos_router::hooks::use_params_map;
 use crate::api;
 use crate::pages::run_graph::RunGraph;
 use crate::runs_view::{self, format_duration, node_results, short_time, STATUSES};
-use crate::widgets::refresh_while;
+use crate::widgets::{refresh_while, OlderPages};
 use node_runtime::wire::{RunDetail, RunItem, RunKind};
 
 /// A status as a badge whose class names the status.
@@ -180,29 +180,19 @@ pub fn Runs() -> impl IntoView {
         let (s, w) = (status.get(), workflow.get());
         async move { api::list_runs(&s, &w, None).await }
     });
-    // Older pages, loaded on request below the first; a new first page
-    // (a filter, a refresh) starts over.
-    let older = RwSignal::new(Vec::<RunItem>::new());
-    let older_next = RwSignal::new(None::<String>);
-    Effect::new(move |_| {
-        let next = runs.with(|r| {
+    // Older pages, loaded on request below the first.
+    let older = OlderPages::<RunItem>::new(move || {
+        runs.with(|r| {
             r.as_ref()
                 .and_then(|r| r.as_ref().ok())
                 .and_then(|l| l.next_cursor.clone())
-        });
-        older.set(Vec::new());
-        older_next.set(next);
+        })
     });
     let load_older = move |_| {
-        let Some(cursor) = older_next.get_untracked() else {
-            return;
-        };
         let (s, w) = (status.get_untracked(), workflow.get_untracked());
-        leptos::task::spawn_local(async move {
-            if let Ok(page) = api::list_runs(&s, &w, Some(&cursor)).await {
-                older.update(|o| o.extend(page.runs));
-                older_next.set(page.next_cursor);
-            }
+        older.load(move |cursor| async move {
+            let page = api::list_runs(&s, &w, Some(&cursor)).await.ok()?;
+            Some((page.runs, page.next_cursor))
         });
     };
     refresh_while(
@@ -253,7 +243,7 @@ pub fn Runs() -> impl IntoView {
                             <table class="runs" data-testid="run-list">
                                 <thead><tr><th>"Run"</th><th>"Workflow"</th><th>"Status"</th><th>"Trigger"</th><th>"Started"</th><th>"Duration"</th></tr></thead>
                                 <tbody>
-                                    {list.into_iter().chain(older.get()).map(|r| {
+                                    {list.into_iter().chain(older.items.get()).map(|r| {
                                         let workflow_id = r.workflow_id.clone().unwrap_or_default();
                                         let wf = names.get(&workflow_id).cloned().unwrap_or(workflow_id);
                                         let short = runs_view::short_id(&r.id).to_string();
@@ -271,7 +261,7 @@ pub fn Runs() -> impl IntoView {
                                     }).collect_view()}
                                 </tbody>
                             </table>
-                            {move || older_next.get().is_some().then(|| view! {
+                            {move || older.next.get().is_some().then(|| view! {
                                 <button type="button" data-testid="runs-older" on:click=load_older>"Show older runs"</button>
                             })}
                         }.into_any()

@@ -14,7 +14,7 @@ use crate::editor::tools;
 use crate::live::Approval;
 use crate::pages::call_drawer::CallDrawer;
 use crate::pages::timeline::with_tool;
-use crate::widgets::{approval_form, refresh_while, tool_badges, ToolFilters};
+use crate::widgets::{approval_form, refresh_while, tool_badges, OlderPages, ToolFilters};
 
 #[component]
 pub fn Tools() -> impl IntoView {
@@ -133,41 +133,28 @@ fn InvocationsTab() -> impl IntoView {
         async move { api::list_invocations(&[("status", &s), ("tool", &t), ("since", &d)], 200).await }
     });
     // Older pages, loaded on request below the first.
-    let older = RwSignal::new(Vec::<api::InvocationSummary>::new());
-    let older_next = RwSignal::new(None::<String>);
-    Effect::new(move |_| {
-        let next = list.with(|r| {
+    let older = OlderPages::<api::InvocationSummary>::new(move || {
+        list.with(|r| {
             r.as_ref()
                 .and_then(|r| r.as_ref().ok())
                 .and_then(|l| l.next_cursor.clone())
-        });
-        older.set(Vec::new());
-        older_next.set(next);
+        })
     });
     let load_older = move |_| {
-        let Some(cursor) = older_next.get_untracked() else {
-            return;
-        };
         let (s, t, d) = (
             status.get_untracked(),
             tool.get_untracked(),
             since.get_untracked(),
         );
-        leptos::task::spawn_local(async move {
-            if let Ok(page) = api::list_invocations(
-                &[
-                    ("status", &s),
-                    ("tool", &t),
-                    ("since", &d),
-                    ("cursor", &cursor),
-                ],
-                200,
-            )
-            .await
-            {
-                older.update(|o| o.extend(page.invocations));
-                older_next.set(page.next_cursor);
-            }
+        older.load(move |cursor| async move {
+            let filters = [
+                ("status", &*s),
+                ("tool", &*t),
+                ("since", &*d),
+                ("cursor", &*cursor),
+            ];
+            let page = api::list_invocations(&filters, 200).await.ok()?;
+            Some((page.invocations, page.next_cursor))
         });
     };
     let registry = LocalResource::new(api::list_tools);
@@ -213,7 +200,7 @@ fn InvocationsTab() -> impl IntoView {
                     <table class="runs" data-testid="invocations">
                         <thead><tr><th>"Tool"</th><th>"Status"</th><th>"Approval"</th><th>"Started"</th><th>"Run"</th></tr></thead>
                         <tbody>
-                            {rows.into_iter().chain(older.get()).map(|i| {
+                            {rows.into_iter().chain(older.items.get()).map(|i| {
                                 let id = i.id.clone();
                                 view! {
                                     <tr data-invocation=i.call_id.clone() class="timeline-row" tabindex="0"
@@ -228,7 +215,7 @@ fn InvocationsTab() -> impl IntoView {
                             }).collect_view()}
                         </tbody>
                     </table>
-                    {move || older_next.get().is_some().then(|| view! {
+                    {move || older.next.get().is_some().then(|| view! {
                         <button type="button" data-testid="invocations-older" on:click=load_older>"Show older calls"</button>
                     })}
                 }.into_any(),
