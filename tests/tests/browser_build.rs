@@ -52,11 +52,6 @@ async fn connect(c: &Client, from: (&str, &str), to: (&str, &str)) -> Result<(),
     .await
 }
 
-/// Types `text` into a text area (replacing what it holds) and leaves it.
-async fn fill(c: &Client, css: &str, text: &str) -> Result<(), String> {
-    type_and_leave(c, css, text).await
-}
-
 /// Runs, and waits for that run (not the one shown before) to end.
 async fn run_and_wait(c: &Client) -> Result<String, String> {
     let before = text_or_empty(c, "[data-testid=live-run-id]").await?;
@@ -89,34 +84,34 @@ async fn a_workflow_built_from_scratch_in_the_browser_runs() {
         // Input: its `text` field gets a default.
         let input = add_node(&c, "input").await?;
         select(&c, &input).await?;
-        fill(&c, "[data-input-field=text] [data-input-attr=default]", "6*7").await?;
+        type_and_leave(&c, "[data-input-field=text] [data-input-attr=default]", "6*7").await?;
 
         // Agent: a prompt, the calculator enabled and pinned (its result's
         // `/result`), and the script typed in its turns editor.
         let agent = add_node(&c, "agent").await?;
         select(&c, &agent).await?;
-        fill(&c, "[data-testid=agent-system-prompt]", "You compute.").await?;
-        fill(&c, "[data-testid=agent-prompt]", "Compute {{ text }}").await?;
+        type_and_leave(&c, "[data-testid=agent-system-prompt]", "You compute.").await?;
+        type_and_leave(&c, "[data-testid=agent-prompt]", "Compute {{ text }}").await?;
         click(&c, "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]").await?;
         click(&c, "[data-tool='calculator@1.0.0'] [data-testid=pin]").await?;
         appear(&c, "[data-pin=calculator_result]").await?;
-        fill(&c, "[data-pin=calculator_result] [data-pin-field=path]", "/result").await?;
-        fill(
+        type_and_leave(&c, "[data-pin=calculator_result] [data-pin-field=path]", "/result").await?;
+        type_and_leave(
             &c,
             "[data-testid=script-turns]",
             r#"{"turns": [{"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]}, {"text": "The answer is 42."}]}"#,
         )
         .await?;
-        fill(&c, "[data-setting=max_tokens]", "256").await?;
+        type_and_leave(&c, "[data-setting=max_tokens]", "256").await?;
 
         // Template and Output, typed in their panels.
         let template = add_node(&c, "template").await?;
         select(&c, &template).await?;
-        fill(&c, "[data-testid=template-text]", "Result: {{ value }}").await?;
+        type_and_leave(&c, "[data-testid=template-text]", "Result: {{ value }}").await?;
         let inputs = text_or_empty(&c, "[data-testid=template-inputs]").await?;
         let output = add_node(&c, "output").await?;
         select(&c, &output).await?;
-        fill(&c, "[data-testid=output-fields]", "answer, report").await?;
+        type_and_leave(&c, "[data-testid=output-fields]", "answer, report").await?;
 
         connect(&c, (&input, "text"), (&agent, "text")).await?;
         connect(&c, (&agent, "calculator_result"), (&template, "value")).await?;
@@ -183,7 +178,7 @@ async fn a_tool_node_switched_to_another_tool_has_only_its_fields_and_runs() {
         let tool = add_node(&c, "tool").await?;
         select(&c, &tool).await?;
         appear(&c, "[data-field=expression]").await?;
-        fill(
+        type_and_leave(
             &c,
             "[data-field=expression] [data-testid=field-value]",
             "1+1",
@@ -196,8 +191,8 @@ async fn a_tool_node_switched_to_another_tool_has_only_its_fields_and_runs() {
         .await?;
         appear(&c, "[data-field=program]").await?;
         let stale = count(&c, "[data-field=expression]").await?;
-        fill(&c, "[data-field=program] [data-testid=field-value]", ".a").await?;
-        fill(
+        type_and_leave(&c, "[data-field=program] [data-testid=field-value]", ".a").await?;
+        type_and_leave(
             &c,
             "[data-field=data] [data-testid=field-value]",
             r#"{"a": 7}"#,
@@ -205,7 +200,7 @@ async fn a_tool_node_switched_to_another_tool_has_only_its_fields_and_runs() {
         .await?;
         let output = add_node(&c, "output").await?;
         select(&c, &output).await?;
-        fill(&c, "[data-testid=output-fields]", "value").await?;
+        type_and_leave(&c, "[data-testid=output-fields]", "value").await?;
         connect(&c, (&tool, "output"), (&output, "value")).await?;
         let state = run_and_wait(&c).await?;
         let outputs = wait_for_text(
@@ -242,7 +237,7 @@ async fn a_run_refused_at_its_start_shows_failed_with_the_reason_at_once() {
         click(&c, "[data-input-field=text] [data-input-attr=required]").await?;
         let output = add_node(&c, "output").await?;
         select(&c, &output).await?;
-        fill(&c, "[data-testid=output-fields]", "text").await?;
+        type_and_leave(&c, "[data-testid=output-fields]", "text").await?;
         connect(&c, (&input, "text"), (&output, "text")).await?;
         click(&c, "[data-testid=run]").await?;
         let started = std::time::Instant::now();
@@ -439,7 +434,7 @@ async fn a_live_runs_answers_become_a_script_that_gives_the_same_outputs() {
             Ok(count(&c, "[data-setting=base_url]").await? == 1)
         })
         .await?;
-        fill(&c, "[data-setting=base_url]", &mock.base_url()).await?;
+        type_and_leave(&c, "[data-setting=base_url]", &mock.base_url()).await?;
         click(
             &c,
             "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]",
@@ -447,7 +442,7 @@ async fn a_live_runs_answers_become_a_script_that_gives_the_same_outputs() {
         .await?;
         let output = add_node(&c, "output").await?;
         select(&c, &output).await?;
-        fill(&c, "[data-testid=output-fields]", "answer").await?;
+        type_and_leave(&c, "[data-testid=output-fields]", "answer").await?;
         connect(&c, (&agent, "response"), (&output, "answer")).await?;
         let live_state = run_and_wait(&c).await?;
         let row = format!("[data-testid=live-outputs] tr[data-node={output}]");
@@ -502,7 +497,7 @@ async fn run_is_refused_while_the_workflow_has_an_error_and_a_running_run_can_be
         // validation names the missing field.
         let tool = add_node(&c, "tool").await?;
         select(&c, &tool).await?;
-        fill(&c, "[data-field=expression] [data-testid=field-value]", "").await?;
+        type_and_leave(&c, "[data-field=expression] [data-testid=field-value]", "").await?;
         wait_until("the diagnostics", || async {
             Ok(!text_or_empty(&c, "[data-testid=diagnostics]")
                 .await?
@@ -523,7 +518,7 @@ async fn run_is_refused_while_the_workflow_has_an_error_and_a_running_run_can_be
             .map_err(|e| e.to_string())?;
         let agent = add_node(&c, "agent").await?;
         select(&c, &agent).await?;
-        fill(
+        type_and_leave(
             &c,
             "[data-testid=script-turns]",
             r#"{"turns": [{"latency_ms": 20000, "text": "late"}]}"#,

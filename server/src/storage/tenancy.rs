@@ -224,16 +224,16 @@ impl Store {
 
     /// Revokes one of the user's sessions by its listed id.
     pub async fn revoke_session(&self, user_id: &str, id: &str) -> Result<(), StoreError> {
-        let hashes: Vec<(String,)> = sqlx::query_as(
-            "SELECT token_hash FROM api_tokens WHERE user_id = $1 AND kind = 'session'",
+        let done = sqlx::query(
+            "DELETE FROM api_tokens WHERE user_id = $1 AND kind = 'session' AND substr(token_hash, 1, 16) = $2",
         )
         .bind(user_id)
-        .fetch_all(self.pool())
+        .bind(id)
+        .execute(self.writer())
         .await?;
-        let Some((hash,)) = hashes.into_iter().find(|(h,)| session_id(h) == id) else {
+        if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(format!("session {id}")));
-        };
-        self.delete_session(&hash).await?;
+        }
         Ok(())
     }
 
@@ -263,7 +263,8 @@ impl Store {
     }
 }
 
-/// The id a session is listed and revoked by: the first 16 hex digits of
+/// The id a session is listed and revoked by (`revoke_session` matches it
+/// with `substr(token_hash, 1, 16)`): the first 16 hex digits of
 /// its token's hash (the token is 244 random bits; this names it without
 /// making it guessable, and needs no column of its own).
 pub fn session_id(token_hash: &str) -> String {
