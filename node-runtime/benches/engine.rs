@@ -59,6 +59,7 @@ fn chain() -> Workflow {
         format_version: WORKFLOW_FORMAT_VERSION,
         id: "chain".into(),
         name: "chain".into(),
+        description: String::new(),
         revision: 1,
         nodes,
         edges,

@@ -88,6 +88,7 @@ fn wf(nodes: Vec<Node>, edges: Vec<Edge>) -> Workflow {
         format_version: WORKFLOW_FORMAT_VERSION,
         id: "wf".into(),
         name: "test".into(),
+        description: String::new(),
         revision: 1,
         nodes,
         edges,

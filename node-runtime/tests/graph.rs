@@ -103,6 +103,7 @@ fn weather_graph(web_search_enabled: bool) -> Workflow {
         format_version: WORKFLOW_FORMAT_VERSION,
         id: "wf".into(),
         name: "Weather".into(),
+        description: String::new(),
         revision: 1,
         nodes: vec![
             node(
@@ -629,6 +630,7 @@ fn arb_workflow() -> impl Strategy<Value = Workflow> {
                 format_version: WORKFLOW_FORMAT_VERSION,
                 id: "wf".into(),
                 name: "random".into(),
+                description: String::new(),
                 revision,
                 nodes,
                 edges,
@@ -706,6 +708,7 @@ fn fixed_tool_inputs_are_checked_against_the_tools_schema() {
         format_version: WORKFLOW_FORMAT_VERSION,
         id: "w".into(),
         name: "w".into(),
+        description: String::new(),
         revision: 0,
         nodes: vec![node(
             "t",

@@ -11,6 +11,7 @@ fn workflow(id: &str, name: &str) -> Workflow {
         format_version: WORKFLOW_FORMAT_VERSION,
         id: id.into(),
         name: name.into(),
+        description: String::new(),
         revision: 0,
         nodes: vec![],
         edges: vec![],

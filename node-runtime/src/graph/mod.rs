@@ -8,7 +8,8 @@
 //! # Format (version 1)
 //!
 //! ```json
-//! {"format_version": 1, "id": "wf1", "name": "Weather", "revision": 3,
+//! {"format_version": 1, "id": "wf1", "name": "Weather",
+//!  "description": "Asks an agent for the weather in a city", "revision": 3,
 //!  "nodes": [{"id": "in", "label": "Input", "position": {"x": 0, "y": 0},
 //!             "kind": "input", "config": {"schema": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
 //!  "edges": [{"id": "e1", "source": {"node": "in", "handle": "city"},
@@ -56,6 +57,11 @@ pub struct Workflow {
     pub format_version: u32,
     pub id: String,
     pub name: String,
+    /// One line saying what the workflow does (and what it needs, if
+    /// anything); shown under its name. Absent when empty, so documents
+    /// written before it existed stay byte for byte what they were.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
     #[serde(default)]
     pub revision: u64,
     pub nodes: Vec<Node>,
@@ -460,7 +466,23 @@ impl Workflow {
 
 #[cfg(test)]
 mod tests {
-    use super::template_variables;
+    use super::{template_variables, Workflow};
+
+    #[test]
+    fn a_description_is_kept_and_an_empty_one_is_not_written() {
+        let plain =
+            r#"{"format_version":1,"id":"w","name":"n","revision":1,"nodes":[],"edges":[]}"#;
+        let wf = Workflow::from_json(plain).expect("parses");
+        assert_eq!(wf.description, "");
+        assert_eq!(serde_json::to_string(&wf).expect("json"), plain);
+        let described = r#"{"format_version":1,"id":"w","name":"n","description":"Does a thing.","revision":1,"nodes":[],"edges":[]}"#;
+        let wf = Workflow::from_json(described).expect("parses");
+        assert_eq!(wf.description, "Does a thing.");
+        assert_eq!(serde_json::to_string(&wf).expect("json"), described);
+        let err = Workflow::from_json(&described.replace("\"Does a thing.\"", "7"))
+            .expect_err("not text");
+        assert!(err.to_string().contains("`description`"), "{err}");
+    }
 
     #[test]
     fn template_variables_answer_the_same_when_kept() {

@@ -333,6 +333,7 @@ mod tests {
             format_version: 1,
             id: "wf".into(),
             name: "rules".into(),
+            description: String::new(),
             revision: 0,
             nodes,
             edges: vec![Edge {

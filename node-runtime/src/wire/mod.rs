@@ -41,7 +41,8 @@ pub use tokens::{ApiToken, ApiTokenCreated, ApiTokenList};
 pub use tools::{McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView};
 pub use traces::{Span, Trace};
 pub use workflows::{
-    Diagnostics, Revision, RevisionList, WorkflowItem, WorkflowList, WorkflowSaved, WorkflowView,
+    Diagnostics, ExampleItem, ExampleList, Revision, RevisionList, WorkflowItem, WorkflowList,
+    WorkflowSaved, WorkflowView,
 };
 
 /// The API version prefix every route lives under.

@@ -20,6 +20,8 @@ pub struct WorkflowList {
 pub struct WorkflowItem {
     pub id: String,
     pub name: String,
+    /// The workflow's one-line description; empty when it has none.
+    pub description: String,
     pub revision: u64,
     pub updated_at: String,
 }
@@ -30,6 +32,8 @@ pub struct WorkflowItem {
 pub struct WorkflowView {
     pub id: String,
     pub name: String,
+    /// The workflow's one-line description; empty when it has none.
+    pub description: String,
     pub revision: u64,
     pub created_at: String,
     pub updated_at: String,
@@ -73,6 +77,26 @@ pub struct Revision {
     pub created_at: String,
 }
 
+/// Body of `GET /api/v1/examples`: the example workflows this server
+/// offers for "New from example".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExampleList {
+    pub examples: Vec<ExampleItem>,
+}
+
+/// One example of [`ExampleList`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExampleItem {
+    /// The example's id (its file's `id`), for
+    /// `POST /api/v1/examples/{id}/workflows`.
+    pub id: String,
+    pub name: String,
+    /// One line: what it shows and what it needs, if anything.
+    pub description: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,8 +105,8 @@ mod tests {
     #[test]
     fn a_saved_workflow_is_the_view_with_its_diagnostics_beside() {
         let answer = json!({
-            "id": "w", "name": "n", "revision": 1, "created_at": "a", "updated_at": "b",
-            "workflow": {"format_version": 1, "id": "w", "name": "n", "revision": 1, "nodes": [], "edges": []},
+            "id": "w", "name": "n", "description": "d", "revision": 1, "created_at": "a", "updated_at": "b",
+            "workflow": {"format_version": 1, "id": "w", "name": "n", "description": "d", "revision": 1, "nodes": [], "edges": []},
             "diagnostics": []
         });
         let saved: WorkflowSaved = serde_json::from_value(answer.clone()).expect("decodes");

@@ -191,6 +191,7 @@ pub fn workflow_item(row: &WorkflowRow) -> Result<WorkflowItem, ApiError> {
     Ok(WorkflowItem {
         id: row.id.clone(),
         name: row.name.clone(),
+        description: row.description.clone(),
         revision: revision(row.revision)?,
         updated_at: row.updated_at.clone(),
     })
@@ -201,6 +202,7 @@ pub fn workflow_view(row: &WorkflowRow) -> Result<WorkflowView, ApiError> {
     Ok(WorkflowView {
         id: row.id.clone(),
         name: row.name.clone(),
+        description: row.description.clone(),
         revision: revision(row.revision)?,
         created_at: row.created_at.clone(),
         updated_at: row.updated_at.clone(),

@@ -1,5 +1,7 @@
 //! Workflows: create, list, get, update (a new revision; a stale base is
-//! refused with 409), delete, revisions, validate.
+//! refused with 409), delete, revisions, validate. A workflow's name and
+//! one-line description live in its document and are kept beside it for
+//! the list.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -30,19 +32,48 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(validate_saved))
 }
 
+/// The longest description a workflow may have, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 500;
+
 /// A workflow document from a request body, or a 422 naming the path.
 fn parse(value: &Value) -> Result<Workflow, ApiError> {
-    Workflow::from_value(value).map_err(|e| match e {
+    let wf = Workflow::from_value(value).map_err(|e| match e {
         WorkflowError::Invalid { path, message } => ApiError::unprocessable(
             format!("invalid workflow at `{path}`: {message}"),
             json!({"path": path}),
         ),
         other => ApiError::unprocessable(other.to_string(), json!({"path": "format_version"})),
-    })
+    })?;
+    check_description(&wf.description)?;
+    Ok(wf)
+}
+
+/// A description is one line of at most [`MAX_DESCRIPTION_CHARS`]
+/// characters (it is shown under the name in the list).
+pub fn check_description(description: &str) -> Result<(), ApiError> {
+    if description.contains(['\n', '\r']) {
+        return Err(ApiError::unprocessable(
+            "a workflow's description is one line: remove the line breaks",
+            json!({"path": "description"}),
+        ));
+    }
+    let chars = description.chars().count();
+    if chars > MAX_DESCRIPTION_CHARS {
+        return Err(ApiError::unprocessable(
+            format!(
+                "a workflow's description is at most {MAX_DESCRIPTION_CHARS} characters, not {chars}"
+            ),
+            json!({"path": "description"}),
+        ));
+    }
+    Ok(())
 }
 
 /// The workspace's tools: the built-ins and its MCP tools.
-async fn catalog(state: &AppState, workspace_id: &str) -> Result<Vec<ToolSpec>, ApiError> {
+pub(super) async fn catalog(
+    state: &AppState,
+    workspace_id: &str,
+) -> Result<Vec<ToolSpec>, ApiError> {
     let (registry, _) = state.runs().workspace_tools(workspace_id).await?;
     Ok(registry.all().map(|t| t.spec.clone()).collect())
 }

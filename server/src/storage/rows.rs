@@ -18,6 +18,7 @@ pub struct WorkflowRow {
     pub id: String,
     pub workspace_id: String,
     pub name: String,
+    pub description: String,
     pub revision: i64,
     pub document: String,
     pub created_at: String,

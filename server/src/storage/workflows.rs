@@ -14,10 +14,11 @@ impl Store {
         let document = wf.to_json();
         let t = now();
         let mut tx = self.writer().begin().await?;
-        sqlx::query("INSERT INTO workflows (id, workspace_id, name, revision, document, created_at, updated_at) VALUES ($1, $2, $3, 1, $4, $5, $5)")
+        sqlx::query("INSERT INTO workflows (id, workspace_id, name, description, revision, document, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $6, $6)")
             .bind(&wf.id)
             .bind(workspace_id)
             .bind(&wf.name)
+            .bind(&wf.description)
             .bind(&document)
             .bind(&t)
             .execute(&mut *tx)
@@ -33,7 +34,7 @@ impl Store {
     }
 
     pub async fn list_workflows(&self, workspace_id: &str) -> Result<Vec<WorkflowRow>, StoreError> {
-        Ok(sqlx::query_as("SELECT id, workspace_id, name, revision, document, created_at, updated_at FROM workflows WHERE workspace_id = $1 ORDER BY updated_at DESC, id")
+        Ok(sqlx::query_as("SELECT id, workspace_id, name, description, revision, document, created_at, updated_at FROM workflows WHERE workspace_id = $1 ORDER BY updated_at DESC, id")
             .bind(workspace_id)
             .fetch_all(self.pool())
             .await?)
@@ -44,7 +45,7 @@ impl Store {
         workspace_id: &str,
         id: &str,
     ) -> Result<WorkflowRow, StoreError> {
-        sqlx::query_as("SELECT id, workspace_id, name, revision, document, created_at, updated_at FROM workflows WHERE workspace_id = $1 AND id = $2")
+        sqlx::query_as("SELECT id, workspace_id, name, description, revision, document, created_at, updated_at FROM workflows WHERE workspace_id = $1 AND id = $2")
             .bind(workspace_id)
             .bind(id)
             .fetch_optional(self.pool())
@@ -75,7 +76,7 @@ impl Store {
         let document = wf.to_json();
         let t = now();
         let mut tx = self.writer().begin().await?;
-        let updated = sqlx::query("UPDATE workflows SET name = $1, revision = $2, document = $3, updated_at = $4 WHERE workspace_id = $5 AND id = $6 AND revision = $7")
+        let updated = sqlx::query("UPDATE workflows SET name = $1, description = $8, revision = $2, document = $3, updated_at = $4 WHERE workspace_id = $5 AND id = $6 AND revision = $7")
             .bind(&wf.name)
             .bind(next)
             .bind(&document)
@@ -83,6 +84,7 @@ impl Store {
             .bind(workspace_id)
             .bind(id)
             .bind(base_revision)
+            .bind(&wf.description)
             .execute(&mut *tx)
             .await?
             .rows_affected();
