@@ -13,6 +13,8 @@ pub mod cli;
 pub mod config;
 pub mod connections;
 pub mod error;
+pub mod example_api;
+pub mod examples;
 pub mod listener;
 pub mod mcp;
 pub mod runs;
@@ -46,6 +48,9 @@ pub use storage::Store;
 #[derive(Clone)]
 pub struct AppState {
     inner: Arc<AppStateInner>,
+    /// The example workflows read at start (`examples::read_dir`), offered
+    /// by `GET /api/v1/examples`.
+    examples: Arc<[node_runtime::graph::Workflow]>,
 }
 
 struct AppStateInner {
@@ -77,7 +82,21 @@ impl AppState {
                 runs,
                 cipher,
             }),
+            examples: Arc::from(Vec::new()),
         })
+    }
+
+    /// The same state offering `examples` (each with its example id as
+    /// its `id`) for "New from example".
+    pub fn with_examples(self, examples: Vec<node_runtime::graph::Workflow>) -> Self {
+        Self {
+            examples: Arc::from(examples),
+            ..self
+        }
+    }
+
+    pub fn examples(&self) -> &[node_runtime::graph::Workflow] {
+        &self.examples
     }
 
     pub fn cipher(&self) -> &Arc<secrets::SecretCipher> {
@@ -97,14 +116,17 @@ impl AppState {
     }
 }
 
-/// The whole HTTP surface: the API under `/api/v1` and the app at `/`.
+/// The whole HTTP surface: the API under `/api/v1`, Glassbox as an MCP
+/// server at `/mcp`, the example API at `/example-api` and the app at `/`.
 pub fn app(state: AppState) -> Router {
     let spa = spa::service(state.config().static_dir.as_deref());
     let mcp = mcp::serve::router(state.clone());
+    let example_api = example_api::router(state.clone());
     Router::new()
         .nest(node_runtime::wire::API_PREFIX, api::router())
         .with_state(state)
         .merge(mcp)
+        .merge(example_api)
         .fallback_service(spa)
         .layer(tower_http::trace::TraceLayer::new_for_http())
 }

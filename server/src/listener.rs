@@ -45,14 +45,19 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     let mut signal = std::pin::pin!(signal);
     loop {
-        let io = tokio::select! {
-            (io, _) = axum::serve::Listener::accept(&mut listener) => io,
+        let (io, peer) = tokio::select! {
+            accepted = axum::serve::Listener::accept(&mut listener) => accepted,
             () = &mut signal => break,
         };
-        let service = TowerToHyperService::new(
-            app.clone()
-                .map_request(|req: Request<Incoming>| req.map(Body::new)),
-        );
+        // Each request knows where its connection came from (the example
+        // API answers only this machine).
+        let info = axum::extract::ConnectInfo(peer);
+        let service =
+            TowerToHyperService::new(app.clone().map_request(move |req: Request<Incoming>| {
+                let mut req = req.map(Body::new);
+                req.extensions_mut().insert(info);
+                req
+            }));
         let conn = builder
             .serve_connection_with_upgrades(TokioIo::new(io), service)
             .into_owned();

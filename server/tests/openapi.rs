@@ -25,6 +25,8 @@ const EXPECTED: &[(&str, &str)] = &[
     ("delete", "/workflows/{id}"),
     ("get", "/workflows/{id}/revisions"),
     ("post", "/workflows/{id}/validate"),
+    ("get", "/examples"),
+    ("post", "/examples/{id}/workflows"),
     ("get", "/tools"),
     ("get", "/invocations"),
     ("get", "/invocations/{id}"),

@@ -276,6 +276,24 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         )
         .await,
     );
+    // The gallery: the shipped examples, and a workflow made from one.
+    let examples = common::shipped_examples();
+    let gallery = state.clone().with_examples(examples.clone());
+    let listed = request(&gallery, "GET", &api("/examples"), t, None).await;
+    c.check("get", "/examples", &listed);
+    assert_eq!(
+        json_of(&listed)["examples"].as_array().map(Vec::len),
+        Some(examples.len())
+    );
+    let made = request(
+        &gallery,
+        "POST",
+        &api(&format!("/examples/{}/workflows", examples[0].id)),
+        t,
+        None,
+    )
+    .await;
+    c.check("post", "/examples/{id}/workflows", &made);
     c.check(
         "get",
         "/tools",

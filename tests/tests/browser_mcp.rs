@@ -26,6 +26,20 @@ async fn an_mcp_server_is_added_in_settings_and_its_tools_run_from_the_editor() 
     let c = browser.client.clone();
     let outcome = async {
         let token = browser.sign_in(&server).await?;
+        // The first start made the connection `everything` (`npx`); this
+        // test adds its own, to the local peer, in its place.
+        let (removed, body) = http(
+            &server.url,
+            "DELETE",
+            "/api/v1/connections/everything",
+            Some(&token),
+            None,
+        );
+        if removed != 204 {
+            return Err(format!(
+                "the example's connection is removed: {removed} {body}"
+            ));
+        }
         browser.open(&format!("{}/settings", server.url)).await?;
         appear(&c, "[data-testid=connection-form]").await?;
         type_and_leave(&c, "[data-connection-field=name]", "everything").await?;

@@ -509,5 +509,13 @@ fn the_example_database_workflow_runs_offline_on_first_start() {
         Some(&token),
         None,
     );
-    assert_eq!(json(&body)["connections"][0]["name"], "shop", "{body}");
+    // The examples' connections: the shop, the example API, the MCP server.
+    let listed = json(&body);
+    let names: Vec<&str> = listed["connections"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["everything", "example_api", "shop"], "{body}");
 }

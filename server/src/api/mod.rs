@@ -10,6 +10,7 @@ mod approvals;
 mod auth;
 mod blobs;
 mod connections;
+mod examples;
 mod health;
 mod providers;
 mod runs;
@@ -38,6 +39,7 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(health::router())
         .merge(auth::router())
         .merge(workflows::router())
+        .merge(examples::router())
         .merge(tools::router())
         .merge(runs::router())
         .merge(providers::router())

@@ -1,6 +1,7 @@
-//! `glassbox serve`: bind first, open and migrate the database, load the
-//! examples on first start, resume interrupted runs, print the ready line
-//! and the sign-in link, serve until Ctrl-C or SIGTERM.
+//! `glassbox serve`: bind first, open and migrate the database, read the
+//! examples (stored in the default workspace on first start, see
+//! `crate::examples`), resume interrupted runs, print the ready line and
+//! the sign-in link, serve until Ctrl-C or SIGTERM.
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -9,7 +10,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{open_database, DbArgs, Failure};
-use crate::{app, AppState, Store, VERSION};
+use crate::{app, AppState, VERSION};
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -24,7 +25,8 @@ pub struct ServeArgs {
     /// Directory of the built app (`dist/`).
     #[arg(long, env = "GLASSBOX_STATIC_DIR", default_value = "dist")]
     static_dir: PathBuf,
-    /// Workflows loaded into the default workspace on first start.
+    /// Example workflows: offered by "New from example", and loaded into
+    /// the default workspace on first start.
     #[arg(long, env = "GLASSBOX_EXAMPLES_DIR", default_value = "examples")]
     examples_dir: PathBuf,
 }
@@ -61,9 +63,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
     let signin = crate::auth::bootstrap(&db)
         .await
         .map_err(Failure::runtime)?;
-    load_examples(&db, &args.examples_dir, &config.data_dir).await;
+    let examples = crate::examples::read_dir(&args.examples_dir);
     let state = AppState::new(db.clone(), config)
-        .map_err(|e| Failure::config(format!("secret or approval key: {e}")))?;
+        .map_err(|e| Failure::config(format!("secret or approval key: {e}")))?
+        .with_examples(examples);
+    crate::examples::first_start(&state, &args.examples_dir, local).await;
+    crate::example_api::follow_port(&state, local).await;
     match state.runs().recover().await {
         Ok(0) => {}
         Ok(n) => println!("Resumed {n} interrupted run(s)."),
@@ -104,83 +109,6 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
     db.close().await;
     println!("Glassbox stopped.");
     Ok(())
-}
-
-/// Loads `dir/*.json` into the default workspace when it has no workflows.
-pub async fn load_examples(db: &Store, dir: &std::path::Path, data_dir: &std::path::Path) {
-    let ws = crate::auth::DEFAULT_WORKSPACE;
-    match db.list_workflows(ws).await {
-        Ok(existing) if existing.is_empty() => {}
-        _ => return,
-    }
-    example_database(db, dir, data_dir).await;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    paths.sort();
-    for path in paths {
-        let loaded = std::fs::read_to_string(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|text| {
-                node_runtime::graph::Workflow::from_json(&text).map_err(|e| e.to_string())
-            });
-        match loaded {
-            Ok(mut wf) => {
-                wf.id = crate::storage::new_id();
-                match db.create_workflow(ws, &wf).await {
-                    Ok(_) => tracing::info!(file = %path.display(), "loaded example workflow"),
-                    Err(e) => {
-                        tracing::warn!(file = %path.display(), error = %e, "cannot store example workflow")
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!(file = %path.display(), error = %e, "skipping example workflow")
-            }
-        }
-    }
-}
-
-/// The example shop database (`examples/files/shop.sql`) built into the
-/// workspace's files and its SQLite connection `shop`, on first start; a
-/// failure is logged and leaves the rest of the start alone.
-async fn example_database(db: &Store, dir: &std::path::Path, data_dir: &std::path::Path) {
-    use sqlx::Connection;
-    let ws = crate::auth::DEFAULT_WORKSPACE;
-    let Ok(sql) = std::fs::read_to_string(dir.join("files").join("shop.sql")) else {
-        return;
-    };
-    let files = data_dir.join("files").join(ws);
-    let file = files.join("shop.db");
-    if !file.exists() {
-        let built = async {
-            std::fs::create_dir_all(&files).map_err(|e| e.to_string())?;
-            let url = format!("sqlite://{}?mode=rwc", file.display());
-            let mut conn = sqlx::SqliteConnection::connect(&url)
-                .await
-                .map_err(|e| e.to_string())?;
-            sqlx::raw_sql(&sql)
-                .execute(&mut conn)
-                .await
-                .map_err(|e| e.to_string())?;
-            conn.close().await.map_err(|e| e.to_string())
-        }
-        .await;
-        if let Err(e) = built {
-            tracing::warn!(error = %e, "cannot build the example database");
-            let _ = std::fs::remove_file(&file);
-            return;
-        }
-    }
-    let config = r#"{"kind":"sqlite","path":"shop.db"}"#;
-    if let Err(e) = db.insert_connection(ws, "shop", "sqlite", config).await {
-        tracing::warn!(error = %e, "cannot add the example connection `shop`");
-    }
 }
 
 /// How long a stopping server waits for open connections.

@@ -109,6 +109,16 @@ impl TwoWorkspaces {
     }
 }
 
+/// The repository's `examples/`.
+pub fn examples_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+/// The shipped example workflows, as the server reads them at start.
+pub fn shipped_examples() -> Vec<node_runtime::graph::Workflow> {
+    glassbox_server::examples::read_dir(&examples_dir())
+}
+
 /// One API request in-process: (status, content type, body bytes).
 pub async fn request(
     state: &glassbox_server::AppState,
