@@ -3,8 +3,8 @@
 //! show it in words.
 
 pub use node_runtime::wire::{
-    Approval, Invocation, InvocationSummary, ReplayOutcome, ReplayTimeline, RunCancelled,
-    RunDetail, RunItem, SecretName, Session, Trace, WorkflowItem, WorkflowView,
+    Approval, ExampleItem, Invocation, InvocationSummary, ReplayOutcome, ReplayTimeline,
+    RunCancelled, RunDetail, RunItem, SecretName, Session, Trace, WorkflowItem, WorkflowView,
 };
 use node_runtime::wire::{ErrorBody, Health, API_PREFIX};
 use serde::de::DeserializeOwned;
@@ -170,12 +170,31 @@ pub async fn delete_workflow(id: &str) -> Result<(), ApiError> {
     expect_empty(response).await
 }
 
-/// Renames a workflow: a new revision with only the name changed.
-pub async fn rename_workflow(id: &str, name: &str) -> Result<WorkflowView, ApiError> {
+/// Renames a workflow and sets its one-line description: a new revision
+/// with only those changed.
+pub async fn rename_workflow(
+    id: &str,
+    name: &str,
+    description: &str,
+) -> Result<WorkflowView, ApiError> {
     let current = get_workflow(id).await?;
     let mut doc = current.workflow;
     doc.name = name.to_string();
+    doc.description = description.to_string();
     save_workflow(id, current.revision, &doc).await
+}
+
+/// `GET /api/v1/examples`: the example workflows "New from example" offers.
+pub async fn list_examples() -> Result<Vec<ExampleItem>, ApiError> {
+    get_json::<node_runtime::wire::ExampleList>("/examples")
+        .await
+        .map(|l| l.examples)
+}
+
+/// `POST /api/v1/examples/{id}/workflows`: a new workflow made from the
+/// example (its diagnostics are not kept: the editor asks for its own).
+pub async fn new_from_example(id: &str) -> Result<WorkflowView, ApiError> {
+    post_json(&format!("/examples/{id}/workflows"), &serde_json::json!({})).await
 }
 
 /// Duplicates a workflow under `name` (a new workflow, revision 1).

@@ -70,7 +70,9 @@ pub async fn first_start(state: &AppState, dir: &Path, local: SocketAddr) {
     example_database(db, dir, &state.config().data_dir).await;
     crate::example_api::provision(state, local).await;
     everything_connection(db).await;
-    for example in examples {
+    // Newest first in the list: stored last to first, they list in the
+    // gallery's order.
+    for example in examples.iter().rev() {
         let mut wf = example.clone();
         wf.id = crate::storage::new_id();
         match db.create_workflow(ws, &wf).await {
