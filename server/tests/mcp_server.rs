@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 fn shout_workflow() -> Value {
     json!({
         "format_version": 1, "id": "shout", "name": "Shout it", "revision": 0,
+        "description": "Answers the word in capitals.",
         "nodes": [
             {"id": "in", "kind": "input", "config": {"schema": {"type": "object",
                 "properties": {"word": {"type": "string", "description": "what to shout"}},
@@ -72,6 +73,10 @@ async fn an_mcp_client_lists_and_runs_workflows_of_its_workspace_only() {
     let tools = admin.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["shout-it"], "{tools:?}");
+    assert_eq!(
+        tools[0].description.as_deref(),
+        Some("Runs the Glassbox workflow \"Shout it\": Answers the word in capitals.")
+    );
     assert_eq!(
         tools[0].input_schema.get("required"),
         Some(&json!(["word"]))

@@ -179,7 +179,14 @@ impl rmcp::ServerHandler for GlassboxMcp {
             .into_iter()
             .map(|(name, _, w)| {
                 let schema = input_schema(&w).unwrap_or_default();
-                let description = format!("Runs the Glassbox workflow \"{}\".", w.name);
+                let description = if w.description.is_empty() {
+                    format!("Runs the Glassbox workflow \"{}\".", w.name)
+                } else {
+                    format!(
+                        "Runs the Glassbox workflow \"{}\": {}",
+                        w.name, w.description
+                    )
+                };
                 Tool::new(name, description, Arc::new(schema))
             })
             .collect();
