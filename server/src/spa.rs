@@ -51,10 +51,13 @@ pub fn service(
             // instead of receiving index.html; any other path is a client
             // route.
             let file_name = req.uri().path().rsplit('/').next().unwrap_or_default();
+            // The build's gzipped copies (`<file>.gz`) go to browsers
+            // that accept gzip.
             let res = if file_name.contains('.') {
-                ServeDir::new(&dir).oneshot(req).await
+                ServeDir::new(&dir).precompressed_gzip().oneshot(req).await
             } else {
                 ServeDir::new(&dir)
+                    .precompressed_gzip()
                     .fallback(ServeFile::new(index))
                     .oneshot(req)
                     .await

@@ -437,19 +437,19 @@ async fn a_page_whose_module_cannot_be_fetched_says_so() {
     if !browser_tests_enabled() {
         return;
     }
-    // The built app without the editor's module.
+    // The built app without the editor's module (nor its gzipped copy).
     let dist = built_app_dir().expect("built app");
     let broken = tempfile::tempdir().expect("tmp");
     let mut removed = 0;
     for entry in std::fs::read_dir(&dist).expect("dist").flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name == "split_editor_page.wasm" {
+        if name.starts_with("split_editor_page.wasm") {
             removed += 1;
         } else if entry.path().is_file() {
             std::fs::copy(entry.path(), broken.path().join(&name)).expect("copy");
         }
     }
-    assert_eq!(removed, 1, "the build has the editor's own module");
+    assert!(removed >= 1, "the build has the editor's own module");
     let data_dir = tempfile::tempdir().expect("tmp");
     let server = Server::start_in(data_dir, Some(broken.path()), &[]).expect("server starts");
     let browser = Browser::start_with(&[]).await.expect("browser starts");

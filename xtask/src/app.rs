@@ -7,7 +7,8 @@
 //! the same `dist/`.
 
 use std::hash::{Hash, Hasher};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use crate::phase::{cargo, run_cmd};
 use crate::split::{linked_module, split_into};
@@ -111,9 +112,36 @@ pub fn build(root: &Path) -> Result<(), String> {
         index_html(&template, &css_name, &stem)?,
     )
     .map_err(|e| format!("index.html: {e}"))?;
+    gzip_assets(&stage);
     let dist = root.join("dist");
     let _ = std::fs::remove_dir_all(&dist);
     std::fs::rename(&stage, &dist).map_err(|e| format!("{} -> dist: {e}", stage.display()))
+}
+
+/// Writes a gzipped copy (`<name>.gz`, `gzip -9`) beside every module,
+/// script and stylesheet, which the server sends to browsers that accept
+/// gzip (`server/src/spa.rs`): about a third of the bytes. Without `gzip`
+/// the files are served as they are.
+fn gzip_assets(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "wasm" || e == "js" || e == "css")
+        })
+        .collect();
+    let compressed = Command::new("gzip")
+        .args(["-9", "-k", "-f", "-n"])
+        .args(&files)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !compressed {
+        println!("    gzip is not available: the app is served uncompressed");
+    }
 }
 
 #[cfg(test)]
