@@ -14,7 +14,8 @@ pub fn next(current: &str) -> &'static str {
     THEMES[(i + 1) % THEMES.len()]
 }
 
-fn storage() -> Option<web_sys::Storage> {
+/// The browser's localStorage, when there is one.
+pub fn storage() -> Option<web_sys::Storage> {
     web_sys::window()?.local_storage().ok()?
 }
 

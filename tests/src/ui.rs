@@ -174,3 +174,81 @@ pub async fn save_secret(c: &Client, scope: &str, name: &str, value: &str) -> Re
     appear(c, &format!("[data-secret='{scope}/{name}']")).await?;
     Ok(())
 }
+
+/// What is wrong with the page's layout as drawn: every pair of visible
+/// controls (buttons, fields, links, splitters, the minimap) whose boxes
+/// overlap, and every drawn graph node outside the canvas. A control's box
+/// is the part its scrolling ancestors and the window show; one control
+/// inside another is not an overlap.
+pub async fn layout_problems(c: &Client) -> Result<Vec<String>, String> {
+    let found = c
+        .execute(
+            r#"
+            const name = el => {
+              const id = el.dataset.testid || el.dataset.palette || el.dataset.node || el.id || el.getAttribute('aria-label') || (el.textContent || '').trim().slice(0, 30);
+              return `${el.tagName.toLowerCase()}[${id}]`;
+            };
+            const shown = el => {
+              const s = getComputedStyle(el);
+              if (s.visibility === 'hidden' || s.display === 'none') return null;
+              const r = el.getBoundingClientRect();
+              let b = { l: r.left, t: r.top, r: r.right, b: r.bottom };
+              for (let p = el.parentElement; p; p = p.parentElement) {
+                const ps = getComputedStyle(p);
+                if (/(auto|scroll|hidden|clip)/.test(ps.overflowX + ps.overflowY)) {
+                  const q = p.getBoundingClientRect();
+                  b = { l: Math.max(b.l, q.left), t: Math.max(b.t, q.top), r: Math.min(b.r, q.right), b: Math.min(b.b, q.bottom) };
+                }
+              }
+              b = { l: Math.max(b.l, 0), t: Math.max(b.t, 0), r: Math.min(b.r, innerWidth), b: Math.min(b.b, innerHeight) };
+              return (b.r - b.l >= 1 && b.b - b.t >= 1) ? b : null;
+            };
+            const controls = [...document.querySelectorAll('button, input:not([type=hidden]), select, textarea, a[href], [role=separator], svg.minimap')]
+              .map(el => [el, shown(el)]).filter(([, b]) => b);
+            const problems = [];
+            for (let i = 0; i < controls.length; i++) {
+              for (let j = i + 1; j < controls.length; j++) {
+                const [a, ab] = controls[i], [b, bb] = controls[j];
+                if (a.contains(b) || b.contains(a)) continue;
+                const w = Math.min(ab.r, bb.r) - Math.max(ab.l, bb.l);
+                const h = Math.min(ab.b, bb.b) - Math.max(ab.t, bb.t);
+                if (w > 1 && h > 1) problems.push(`${name(a)} overlaps ${name(b)} (${w.toFixed(0)}x${h.toFixed(0)} px)`);
+              }
+            }
+            const canvas = document.querySelector('[data-testid=canvas]');
+            if (canvas) {
+              const c = canvas.getBoundingClientRect();
+              for (const n of document.querySelectorAll('[data-node] > rect')) {
+                const r = n.getBoundingClientRect();
+                if (r.left < c.left - 1 || r.top < c.top - 1 || r.right > c.right + 1 || r.bottom > c.bottom + 1)
+                  problems.push(`node ${n.parentElement.dataset.node} is outside the canvas`);
+              }
+              const all = Number(canvas.dataset.nodeCount), drawn = document.querySelectorAll('[data-node]').length;
+              if (drawn !== all) problems.push(`${drawn} of ${all} nodes drawn`);
+            }
+            return problems;
+            "#,
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(found
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect())
+}
+
+/// The canvas's size on screen, `(width, height)` in CSS pixels.
+pub async fn canvas_size(c: &Client) -> Result<(f64, f64), String> {
+    let v = c
+        .execute(
+            "const r = document.querySelector('[data-testid=canvas]').getBoundingClientRect(); return [r.width, r.height];",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let n = |i: usize| v[i].as_f64().unwrap_or(0.0);
+    Ok((n(0), n(1)))
+}

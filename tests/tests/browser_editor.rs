@@ -1377,7 +1377,7 @@ async fn a_materialized_call_runs_as_its_own_node_with_the_same_output() {
         click(&c, "[data-testid=timeline] tr [data-testid=materialize]").await?;
         appear(&c, "[data-kind=tool]").await?;
         let node = find(&c, "[data-kind=tool]").await?.attr("data-node").await.map_err(|e| e.to_string())?.unwrap_or_default();
-        let selected = find(&c, "[data-testid=inspector] h2").await?.text().await.map_err(|e| e.to_string())?;
+        let selected = appear(&c, "[data-testid=inspector] h2").await?.text().await.map_err(|e| e.to_string())?;
         let dirty = wait_for_text(&c, "[data-testid=dirty]", Duration::from_secs(5)).await?;
         browser.screenshot("editor-materialized").await?;
         save(&c).await?;

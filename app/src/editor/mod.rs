@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod edit;
 pub mod geometry;
+pub mod layout;
 pub mod model;
 pub mod nodes;
 pub mod tools;

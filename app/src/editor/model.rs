@@ -263,6 +263,7 @@ pub(crate) mod testing {
             format_version: node_runtime::graph::WORKFLOW_FORMAT_VERSION,
             id: "w".into(),
             name: "w".into(),
+            description: String::new(),
             revision: 3,
             nodes: Vec::new(),
             edges: Vec::new(),

@@ -19,8 +19,12 @@ use node_runtime::graph::validate::{Diagnostic, Severity};
 
 mod keys;
 mod live_nodes;
+mod minimap;
+mod panes;
 
 use live_nodes::{sync_live, NodeLive};
+use minimap::Minimap;
+use panes::{Panes, Splitter};
 
 /// What the pointer is doing.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +40,58 @@ enum Drag {
 enum PaletteHit {
     Kind(&'static str, &'static str),
     Tool(String, serde_json::Value),
+}
+
+impl PaletteHit {
+    fn label(&self) -> String {
+        match self {
+            PaletteHit::Kind(_, label) => (*label).to_string(),
+            PaletteHit::Tool(reference, _) => format!("Tool: {reference}"),
+        }
+    }
+}
+
+/// A palette entry being dragged onto the canvas: where the pointer went
+/// down and where it is now (client pixels).
+#[derive(Clone)]
+struct PaletteDrag {
+    hit: PaletteHit,
+    from: (f64, f64),
+    at: (f64, f64),
+}
+
+impl PaletteDrag {
+    /// Past a few pixels a press on an entry is a drag, not a click.
+    fn moved(&self) -> bool {
+        (self.at.0 - self.from.0).hypot(self.at.1 - self.from.1) > 4.0
+    }
+}
+
+/// [`crate::editor::layout::auto_layout`] in a wasm module of its own (the
+/// layout crate is a sixth of the editor's code), fetched on first use.
+#[leptos::wasm_split::wasm_split(auto_layout, wasm_split_path = ::leptos::wasm_split, fallible)]
+#[allow(improper_ctypes_definitions)]
+fn auto_layout(
+    doc: &node_runtime::graph::Workflow,
+) -> Result<Vec<(String, Position)>, leptos::wasm_split::SplitLoaderError> {
+    Ok(crate::editor::layout::auto_layout(doc))
+}
+
+/// The inspector (every node's panel, the tool selector, the agent's
+/// timeline) in a wasm module of its own, fetched when a node is first
+/// selected: opening the editor does not wait for it.
+#[leptos::wasm_split::wasm_split(inspector, wasm_split_path = ::leptos::wasm_split, fallible)]
+#[allow(improper_ctypes_definitions)]
+fn inspector_view(
+    editor: RwSignal<Editor>,
+    tools: LocalResource<Result<Vec<node_runtime::wire::ToolView>, api::ApiError>>,
+    diagnostics: ReadSignal<Vec<Diagnostic>>,
+    watched: crate::pages::run_panel::Watched,
+) -> Result<AnyView, leptos::wasm_split::SplitLoaderError> {
+    Ok(
+        view! { <Inspector editor=editor tools=tools diagnostics=diagnostics watched=watched /> }
+            .into_any(),
+    )
 }
 
 #[component]
@@ -71,6 +127,7 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let workflow_id = view.id.clone();
     let editor = RwSignal::new(Editor::new(view.workflow));
     let cam = RwSignal::new(View::default());
+    let panes = Panes::load();
     let drag = RwSignal::new(None::<Drag>);
     let status = RwSignal::new(None::<(bool, String)>);
     let saving = RwSignal::new(false);
@@ -191,26 +248,34 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         }
     };
 
-    let add = move |kind: &'static str| {
-        // Beside the selected node (else the last one), so new nodes line
-        // up left to right; where that is out of view, in the middle of
-        // the view, so a new node is always seen.
+    // Adds a node of `kind` where it was dropped (`dropped`, in world
+    // coordinates), else beside the selected node (else the last one), so
+    // new nodes line up left to right; where that is out of view or taken,
+    // the nearest clear spot in view, so a new node is always seen.
+    let add = move |kind: &'static str, dropped: Option<Position>| {
         let (w, h) = canvas_size(host).unwrap_or((1200.0, 700.0));
         let view = cam.get_untracked();
         let (x0, y0, x1, y1) = geometry::visible_world(&view, w, h, 0.0);
         let at = editor.with_untracked(|e| {
-            let beside = e
-                .selection
-                .iter()
-                .next()
-                .and_then(|id| e.node(id))
-                .or_else(|| e.doc.nodes.last())
-                .map(|n| Position {
-                    x: n.position.x + NODE_WIDTH + 80.0,
-                    y: n.position.y,
-                })
-                .unwrap_or(Position { x: 40.0, y: 80.0 });
-            geometry::place_new(&e.doc, beside, (x0, y0, x1, y1))
+            let beside = dropped.unwrap_or_else(|| {
+                e.selection
+                    .iter()
+                    .next()
+                    .and_then(|id| e.node(id))
+                    .or_else(|| e.doc.nodes.last())
+                    .map(|n| Position {
+                        x: n.position.x + NODE_WIDTH + 80.0,
+                        y: n.position.y,
+                    })
+                    .unwrap_or(Position { x: 40.0, y: 80.0 })
+            });
+            // A drop point is kept when the node there is clear of the
+            // others, even where the node would reach past the view.
+            let reach = (x0 - NODE_WIDTH, y0 - 400.0, x1 + NODE_WIDTH, y1 + 400.0);
+            match dropped.map(|at| geometry::place_new(&e.doc, at, reach)) {
+                Some(kept) if Some(kept) == dropped => kept,
+                _ => geometry::place_new(&e.doc, beside, (x0, y0, x1, y1)),
+            }
         });
         let created = editor
             .try_update(|e| {
@@ -307,6 +372,49 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let fit = move || {
         let (w, h) = canvas_size(host).unwrap_or((1200.0, 700.0));
         cam.set(editor.with_untracked(|e| geometry::fit(&e.doc, w, h)));
+    };
+    // The graph fits the canvas when the page opens (once the canvas is
+    // laid out and has its size).
+    Effect::new(move |fitted: Option<bool>| {
+        if fitted == Some(true) || host.get().is_none() {
+            return fitted.unwrap_or(false);
+        }
+        request_animation_frame(fit);
+        true
+    });
+    let place = move |placed: Vec<(String, Position)>| {
+        editor.update(|e| {
+            e.begin_gesture();
+            for (id, at) in placed {
+                let Some(was) = e.node(&id).map(|n| n.position) else {
+                    continue;
+                };
+                let (dx, dy) = (at.x - was.x, at.y - was.y);
+                if dx != 0.0 || dy != 0.0 {
+                    let _ = e.apply(Edit::Move {
+                        ids: vec![id],
+                        dx,
+                        dy,
+                    });
+                }
+            }
+            e.end_gesture();
+        });
+        fit();
+    };
+    // Auto-layout: layered, left to right (`editor::layout`), one undo
+    // step, then the whole graph in view. Its code is a module of its own,
+    // fetched on the first use.
+    let arrange = move || {
+        let doc = editor.with_untracked(|e| e.doc.clone());
+        leptos::task::spawn_local(async move {
+            match auto_layout(&doc).await {
+                Ok(placed) => place(placed),
+                Err(_) => {
+                    refuse("Auto-layout could not be loaded from the server; try again.".into())
+                }
+            }
+        });
     };
 
     // Viewport culling: only nodes (and their edges) within the view and a
@@ -676,9 +784,9 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     };
     // A Tool node with `reference` (its fields from the tool's schema),
     // added and configured as one undo step.
-    let add_tool = move |reference: String, schema: serde_json::Value| {
+    let add_tool = move |reference: String, schema: serde_json::Value, at: Option<Position>| {
         editor.update(Editor::begin_gesture);
-        add("tool");
+        add("tool", at);
         editor.update(|e| {
             let id = e.selection.iter().next().cloned();
             if let Some((id, NodeKind::Tool(mut c))) =
@@ -717,9 +825,91 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         }
         hits
     };
-    let choose = move |hit: PaletteHit| match hit {
-        PaletteHit::Kind(kind, _) => add(kind),
-        PaletteHit::Tool(reference, schema) => add_tool(reference, schema),
+    let choose_at = move |hit: PaletteHit, at: Option<Position>| match hit {
+        PaletteHit::Kind(kind, _) => add(kind, at),
+        PaletteHit::Tool(reference, schema) => add_tool(reference, schema, at),
+    };
+    let choose = move |hit: PaletteHit| choose_at(hit, None);
+    // Dragging a palette entry onto the canvas adds it where it is
+    // dropped; a press that does not move is a click (`choose`).
+    let palette_drag = RwSignal::new(None::<PaletteDrag>);
+    // Set when a drag ended, so the click the browser may still send the
+    // entry does not add a second node.
+    let dragged = StoredValue::new(false);
+    let drag_from = move |hit: PaletteHit, ev: &leptos::ev::PointerEvent| {
+        if ev.button() != 0 {
+            return;
+        }
+        let p = (ev.client_x() as f64, ev.client_y() as f64);
+        dragged.set_value(false);
+        palette_drag.set(Some(PaletteDrag {
+            hit,
+            from: p,
+            at: p,
+        }));
+    };
+    let drag_move = window_event_listener(leptos::ev::pointermove, move |ev| {
+        if palette_drag.with_untracked(Option::is_some) {
+            let p = (ev.client_x() as f64, ev.client_y() as f64);
+            palette_drag.update(|d| {
+                if let Some(d) = d {
+                    d.at = p;
+                }
+            });
+        }
+    });
+    let drag_end = window_event_listener(leptos::ev::pointerup, move |ev| {
+        let Some(d) = palette_drag.get_untracked() else {
+            return;
+        };
+        palette_drag.set(None);
+        if !d.moved() {
+            return;
+        }
+        dragged.set_value(true);
+        let Some(h) = host.get_untracked() else {
+            return;
+        };
+        let r = h.get_bounding_client_rect();
+        let (x, y) = (
+            ev.client_x() as f64 - r.left(),
+            ev.client_y() as f64 - r.top(),
+        );
+        if x < 0.0 || y < 0.0 || x > r.width() || y > r.height() {
+            return;
+        }
+        // The pointer holds the node's top left, a little inside it.
+        let w = cam.get_untracked().to_world(x, y);
+        choose_at(
+            d.hit,
+            Some(Position {
+                x: w.x - 20.0,
+                y: w.y - 12.0,
+            }),
+        );
+    });
+    on_cleanup(move || {
+        drag_move.remove();
+        drag_end.remove();
+    });
+    let click_entry = move |hit: PaletteHit| {
+        if dragged.get_value() {
+            dragged.set_value(false);
+            return;
+        }
+        choose(hit);
+    };
+    let ghost = move || {
+        palette_drag.with(|d| {
+            d.as_ref().filter(|d| d.moved()).map(|d| {
+                view! {
+                    <div class="palette-ghost" data-testid="palette-ghost"
+                        style:left=format!("{}px", d.at.0 + 8.0) style:top=format!("{}px", d.at.1 + 8.0)>
+                        {d.hit.label()}
+                    </div>
+                }
+            })
+        })
     };
     let palette = move || {
         let found = hits();
@@ -732,17 +922,27 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         found
             .into_iter()
             .map(|hit| match hit.clone() {
-                PaletteHit::Kind(kind, label) => view! {
-                    <button type="button" data-palette=kind on:click=move |_| choose(hit.clone())>{label}</button>
+                PaletteHit::Kind(kind, label) => {
+                    let pressed = hit.clone();
+                    view! {
+                        <button type="button" data-palette=kind title="Click to add, or drag onto the canvas"
+                            on:pointerdown=move |ev| drag_from(pressed.clone(), &ev)
+                            on:click=move |_| click_entry(hit.clone())>{label}</button>
+                    }
+                    .into_any()
                 }
-                .into_any(),
-                PaletteHit::Tool(reference, _) => view! {
-                    <button type="button" class="tool-hit" data-palette-tool=reference.clone()
-                        title="Adds a Tool node with this tool" on:click=move |_| choose(hit.clone())>
-                        "Tool: " {reference.clone()}
-                    </button>
+                PaletteHit::Tool(reference, _) => {
+                    let pressed = hit.clone();
+                    view! {
+                        <button type="button" class="tool-hit" data-palette-tool=reference.clone()
+                            title="Adds a Tool node with this tool: click, or drag onto the canvas"
+                            on:pointerdown=move |ev| drag_from(pressed.clone(), &ev)
+                            on:click=move |_| click_entry(hit.clone())>
+                            "Tool: " {reference.clone()}
+                        </button>
+                    }
+                    .into_any()
                 }
-                .into_any(),
             })
             .collect_view()
             .into_any()
@@ -755,6 +955,26 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 choose(first);
             }
         }
+    };
+    // Fetched on the first selection, then kept for the page's life.
+    let inspector_wanted = Memo::new(move |was: Option<&bool>| {
+        was.copied().unwrap_or(false) || editor.with(|e| !e.selection.is_empty())
+    });
+    let inspector = move || {
+        inspector_wanted.get().then(|| {
+            Suspend::new(async move {
+                inspector_view(editor, tools, diagnostics.read_only(), watched)
+                    .await
+                    .unwrap_or_else(|_| {
+                        view! {
+                            <aside class="inspector" data-testid="inspector-unavailable">
+                                <p class="error" role="alert">"The node panel could not be loaded from the server. Reload the page to try again."</p>
+                            </aside>
+                        }
+                        .into_any()
+                    })
+            })
+        })
     };
     let save_click = save.clone();
     let name = editor.with_untracked(|e| e.doc.name.clone());
@@ -772,6 +992,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 <button type="button" on:click=move |_| cam.update(|c| *c = c.zoom_at(1.2, 300.0, 200.0))>"Zoom in"</button>
                 <button type="button" on:click=move |_| cam.update(|c| *c = c.zoom_at(1.0 / 1.2, 300.0, 200.0))>"Zoom out"</button>
                 <button type="button" data-testid="fit" on:click=move |_| fit()>"Fit"</button>
+                <button type="button" data-testid="auto-layout" title="Lay the graph out in layers, left to right (one undo step)"
+                    on:click=move |_| arrange()>"Auto-layout"</button>
                 <button type="button" data-testid="shortcuts" title="Keyboard shortcuts (?)" on:click=move |_| help.set(true)>"?"</button>
                 <button type="button" class="primary" data-testid="save" prop:disabled=move || saving.get()
                     on:click=move |_| save_click()>{move || if saving.get() { "Saving…" } else { "Save" }}</button>
@@ -824,9 +1046,37 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                             {overlay}
                         </g>
                     </svg>
+                    <Minimap editor=editor cam=cam viewport=viewport busy=Signal::derive(move || drag.with(Option::is_some)) />
                 </div>
-                <Inspector editor=editor tools=tools diagnostics=diagnostics.read_only() watched=watched />
+                // Shown only while the inspector has something to show.
+                <div class="side-pane" class:collapsed=move || !panes.side_open.get()
+                    style:width=move || if panes.side_open.get() { format!("{}px", panes.side.get()) } else { String::new() }>
+                    <Show when=move || panes.side_open.get()>
+                        <Splitter size=panes.side bounds=panes::SIDE across=true panes=panes label="Resize the inspector" />
+                    </Show>
+                    <button type="button" class="pane-toggle" data-testid="side-toggle"
+                        title=move || if panes.side_open.get() { "Hide the inspector" } else { "Show the inspector" }
+                        aria-expanded=move || panes.side_open.get().to_string()
+                        on:click=move |_| { panes.side_open.update(|o| *o = !*o); panes.save(); }>
+                        {move || if panes.side_open.get() { "\u{203a}" } else { "\u{2039}" }}
+                    </button>
+                    <Suspense fallback=|| ()>{inspector}</Suspense>
+                </div>
             </div>
+            {ghost}
+            <div class="bottom-pane" class:collapsed=move || !panes.bottom_open.get()
+                style:height=move || if panes.bottom_open.get() { format!("{}px", panes.bottom.get()) } else { String::new() }>
+                <Show when=move || panes.bottom_open.get()>
+                    <Splitter size=panes.bottom bounds=panes::BOTTOM across=false panes=panes label="Resize the run panel" />
+                </Show>
+                <div class="pane-head">
+                    <button type="button" class="pane-toggle" data-testid="bottom-toggle"
+                        aria-expanded=move || panes.bottom_open.get().to_string()
+                        on:click=move |_| { panes.bottom_open.update(|o| *o = !*o); panes.save(); }>
+                        {move || if panes.bottom_open.get() { "\u{25be} Run" } else { "\u{25b8} Run" }}
+                    </button>
+                </div>
+                <div class="pane-body">
             <RunPanel editor=editor workflow_id=workflow_id.clone() watched=watched tools=tools diagnostics=diagnostics.read_only() />
             <ul class="diagnostics" data-testid="diagnostics">
                 {move || diagnostics.get().into_iter().map(|d| {
@@ -843,6 +1093,8 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                     }
                 }).collect_view()}
             </ul>
+                </div>
+            </div>
         </section>
     }
 }
