@@ -16,6 +16,21 @@ use glassbox_tests::ui::{
 };
 use serde_json::{json, Value};
 
+/// An attribute of the element matching `css`, read in one script (the
+/// element may be redrawn between a find and a read).
+async fn attr(c: &Client, css: &str, name: &str) -> Result<String, String> {
+    let v = c
+        .execute(
+            "const e = document.querySelector(arguments[0]); return e ? e.getAttribute(arguments[1]) : null;",
+            vec![css.into(), name.into()],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    v.as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("no {name} on {css}"))
+}
+
 /// A number the page computes.
 async fn number(c: &Client, script: &str) -> Result<f64, String> {
     c.execute(script, vec![])
@@ -205,21 +220,21 @@ async fn the_minimap_moves_the_view_and_auto_layout_untangles_fifty_nodes() {
         let minimap = appear(&c, "[data-testid=minimap]").await?;
         let shown = minimap.is_displayed().await.map_err(|e| e.to_string())?;
         let camera = "[data-testid=canvas] svg > g[transform]";
-        let before = find(&c, camera).await?.attr("transform").await.map_err(|e| e.to_string())?;
+        let before = attr(&c, camera, "transform").await?;
         let minimap = find(&c, "[data-testid=minimap]").await?;
         let corner = MouseActions::new("mouse".into())
             .then(PointerAction::MoveToElement { element: minimap, duration: None, x: 90.0, y: 55.0 })
             .then(PointerAction::Down { button: MOUSE_BUTTON_LEFT })
             .then(PointerAction::Up { button: MOUSE_BUTTON_LEFT });
         c.perform_actions(corner).await.map_err(|e| e.to_string())?;
-        let after = find(&c, camera).await?.attr("transform").await.map_err(|e| e.to_string())?;
+        let after = attr(&c, camera, "transform").await?;
 
         // Auto-layout: no two nodes overlap, every wire runs left to right,
         // and one undo puts the pile back.
-        let n0 = find(&c, "[data-node=n0]").await?.attr("data-x").await.map_err(|e| e.to_string())?;
+        let n0 = attr(&c, "[data-node=n0]", "data-x").await?;
         click(&c, "[data-testid=auto-layout]").await?;
         wait_until("the layout", || async {
-            Ok(find(&c, "[data-node=n0]").await?.attr("data-x").await.map_err(|e| e.to_string())? != n0)
+            Ok(attr(&c, "[data-node=n0]", "data-x").await? != n0)
         })
         .await?;
         let overlapping = number(
@@ -245,7 +260,7 @@ async fn the_minimap_moves_the_view_and_auto_layout_untangles_fifty_nodes() {
         let problems = layout_problems(&c).await?;
         browser.screenshot("layout-auto-layout").await?;
         click(&c, "[data-testid=undo]").await?;
-        let undone = find(&c, "[data-node=n0]").await?.attr("data-x").await.map_err(|e| e.to_string())?;
+        let undone = attr(&c, "[data-node=n0]", "data-x").await?;
         Ok::<_, String>((shown, before, after, overlapping, drawn, backwards, problems, n0, undone))
     }
     .await;
@@ -301,20 +316,15 @@ async fn palette_entries_drag_onto_the_canvas_and_the_panes_resize_and_collapse(
             Ok(count(&c, "[data-kind=template]").await? == 1)
         })
         .await?;
-        let (nx, ny, _, _) = find(&c, "[data-kind=template] > rect")
-            .await?
-            .rectangle()
-            .await
-            .map_err(|e| e.to_string())?;
+        let nx = number(&c, "return document.querySelector('[data-kind=template] > rect').getBoundingClientRect().left").await?;
+        let ny = number(&c, "return document.querySelector('[data-kind=template] > rect').getBoundingClientRect().top").await?;
         let off = ((nx - drop.0).abs(), (ny - drop.1).abs());
 
         // The inspector: wider by dragging its splitter, then collapsed.
         click(&c, "[data-kind=template] > rect").await?;
-        let inspector = appear(&c, "[data-testid=inspector]").await?;
-        let width = |el: fantoccini::elements::Element| async move {
-            el.rectangle().await.map(|r| r.2).map_err(|e| e.to_string())
-        };
-        let w0 = width(inspector.clone()).await?;
+        appear(&c, "[data-testid=inspector]").await?;
+        let width = || number(&c, "return document.querySelector('[data-testid=inspector]').getBoundingClientRect().width");
+        let w0 = width().await?;
         let splitter = find(&c, "[data-testid=side-splitter]").await?;
         let widen = MouseActions::new("mouse".into())
             .then(PointerAction::MoveToElement {
@@ -335,7 +345,7 @@ async fn palette_entries_drag_onto_the_canvas_and_the_panes_resize_and_collapse(
                 button: MOUSE_BUTTON_LEFT,
             });
         c.perform_actions(widen).await.map_err(|e| e.to_string())?;
-        let w1 = width(find(&c, "[data-testid=inspector]").await?).await?;
+        let w1 = width().await?;
         let canvas_open = canvas_size(&c).await?;
         click(&c, "[data-testid=side-toggle]").await?;
         let hidden = !find(&c, "[data-testid=inspector]")

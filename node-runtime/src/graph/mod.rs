@@ -325,7 +325,11 @@ pub fn template_variables(template: &str) -> Result<BTreeSet<String>, String> {
     if let Some(hit) = SEEN.with_borrow_mut(|seen| seen.get(template).cloned()) {
         return hit;
     }
-    let env = minijinja::Environment::new();
+    // An empty environment: the variables come from the template's syntax
+    // alone, and the built-in filters (most of minijinja's code) are not
+    // reached, so the editor's wasm opens without them (only the Template
+    // panel's preview renders).
+    let env = minijinja::Environment::empty();
     let found = env
         .template_from_str(template)
         .map(|tmpl| tmpl.undeclared_variables(false).into_iter().collect())
@@ -500,5 +504,10 @@ mod tests {
             assert_eq!(vars.into_iter().collect::<Vec<_>>(), [format!("v{i}")]);
         }
         assert!(template_variables("{{ b }}").expect("valid").contains("b"));
+        // Filters and tests need no environment to be read (only to render).
+        let vars =
+            template_variables("{{ name | upper }}{% if n is even %}{{ n | round }}{% endif %}")
+                .expect("valid");
+        assert_eq!(vars.into_iter().collect::<Vec<_>>(), ["n", "name"]);
     }
 }
