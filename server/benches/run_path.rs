@@ -1,0 +1,130 @@
+//! The run path as a user runs it (issue #30): the real `glassbox run`
+//! (the bench profile's binary), a scripted Agent Node making N sequential
+//! `json_query` calls with a 1 KB argument, stored durably in a fresh
+//! SQLite data directory per run.
+//!
+//! - per call: (wall time of N calls - wall time of 0 calls) / N, median of
+//!   11 runs each, at N = 100 and 400 (target <= 100 us at 100, and the
+//!   cost at 400 within 1.2x of that at 100);
+//! - stored bytes: the data directory (database, WAL and files) after the
+//!   run, minus a 0-call run's, at 50 / 100 / 200 turns (target <= 1 MB at
+//!   200).
+//!
+//!   cargo bench -p glassbox-server --bench run_path
+//!   GLASSBOX_BENCH_QUICK=1 (3 runs instead of 11)
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+/// `N` turns, each one `json_query` call whose data is a 1 KB string.
+fn workflow(calls: usize) -> Value {
+    let kilobyte = "x".repeat(1024);
+    let mut turns: Vec<Value> = (0..calls)
+        .map(|i| {
+            json!({"tool_calls": [{"name": "json_query", "arguments": {
+                "program": ".note | length", "data": {"i": i, "note": kilobyte}}}]})
+        })
+        .collect();
+    turns.push(json!({"text": "done"}));
+    json!({
+        "format_version": 1, "id": "seq", "name": "sequential calls", "revision": 0,
+        "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "go",
+            "tools": [{"tool": "json_query@1.0.0"}],
+            "policy": {"max_tool_calls": calls.max(1), "max_iterations": calls + 1},
+            "provider": {"kind": "scripted", "script": {"turns": turns}}}}],
+        "edges": []
+    })
+}
+
+/// Bytes under `dir`, recursively.
+fn bytes_under(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => bytes_under(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// One `glassbox run` of `file` in a fresh data directory: (wall ms, stored bytes).
+fn run_once(bin: &str, file: &Path, calls: usize) -> (f64, u64) {
+    let data = tempfile::tempdir().expect("tmp");
+    let started = Instant::now();
+    let out = Command::new(bin)
+        .arg("run")
+        .arg(file)
+        .arg("--data-dir")
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("glassbox run");
+    let wall = started.elapsed().as_secs_f64() * 1000.0;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let done = printed["agent_outputs"]["agent"]["tools_by_id"]
+        .as_object()
+        .map_or(0, |m| m.len());
+    assert_eq!(done, calls, "every call ran");
+    (wall, bytes_under(data.path()))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let bin = env!("CARGO_BIN_EXE_glassbox");
+    let runs = if std::env::var_os("GLASSBOX_BENCH_QUICK").is_some() {
+        3
+    } else {
+        11
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    println!("run path through `glassbox run` ({bin}), medians of {runs} runs, SQLite");
+    let mut wall = std::collections::BTreeMap::new();
+    let mut stored = std::collections::BTreeMap::new();
+    for calls in [0usize, 50, 100, 200, 400] {
+        let file = dir.path().join(format!("seq-{calls}.json"));
+        std::fs::write(&file, workflow(calls).to_string()).expect("write workflow");
+        let (walls, sizes): (Vec<f64>, Vec<f64>) = (0..runs)
+            .map(|_| {
+                let (w, b) = run_once(bin, &file, calls);
+                (w, b as f64)
+            })
+            .unzip();
+        wall.insert(calls, median(walls));
+        stored.insert(calls, median(sizes));
+    }
+    let per_call = |n: usize| (wall[&n] - wall[&0]) / n as f64 * 1000.0;
+    let (at100, at400) = (per_call(100), per_call(400));
+    println!(
+        "sequential 1 KB calls: {at100:.0} us per call at 100 (target <= 100 us: {:.1}x), {at400:.0} us at 400 ({:.2}x the cost at 100; target <= 1.2x); a 0-call run takes {:.0} ms",
+        at100 / 100.0,
+        at400 / at100,
+        wall[&0]
+    );
+    for turns in [50usize, 100, 200] {
+        let extra = (stored[&turns] - stored[&0]) / 1_000_000.0;
+        println!(
+            "stored for {turns} turns: {extra:.2} MB above a 0-call run{}",
+            if turns == 200 {
+                format!(" (target <= 1 MB: {extra:.1}x)")
+            } else {
+                String::new()
+            }
+        );
+    }
+}
