@@ -74,13 +74,19 @@ impl Tool for JsonQuery {
     }
 }
 
-/// Compiles and runs `program` over `data`.
-pub fn run_jq(
-    program: &str,
-    data: &Value,
-    deadline: Instant,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Result<Vec<Value>, ToolError> {
+/// A compiled jq program.
+type Program = jaq_core::compile::Filter<jaq_core::Native<data::JustLut<Val>>>;
+
+/// `program` compiled, from the most recent programs when it is one of
+/// them: loading jq's standard definitions and compiling costs far more
+/// than running a small program, and agents call the same few programs
+/// over and over.
+fn compiled(program: &str) -> Result<std::sync::Arc<Program>, ToolError> {
+    static KEPT: std::sync::LazyLock<moka::sync::Cache<String, std::sync::Arc<Program>>> =
+        std::sync::LazyLock::new(|| moka::sync::Cache::new(256));
+    if let Some(hit) = KEPT.get(program) {
+        return Ok(hit);
+    }
     let bad_program = |message: String| {
         ToolError::validation(message).with_details(json!({ "path": "/program" }))
     };
@@ -106,6 +112,19 @@ pub fn run_jq(
         .with_funs(funs)
         .compile(modules)
         .map_err(|errs| bad_program(format!("jq program does not compile: {errs:?}")))?;
+    let filter = std::sync::Arc::new(filter);
+    KEPT.insert(program.to_string(), filter.clone());
+    Ok(filter)
+}
+
+/// Compiles and runs `program` over `data`.
+pub fn run_jq(
+    program: &str,
+    data: &Value,
+    deadline: Instant,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Vec<Value>, ToolError> {
+    let filter = compiled(program)?;
     let input_text = data.to_string();
     let input = jaq_json::read::parse_single(input_text.as_bytes())
         .map_err(|e| ToolError::validation(format!("data is not JSON: {e}")))?;
@@ -154,6 +173,32 @@ pub fn run_jq(
 mod tests {
     use super::*;
     use tokio_util::sync::CancellationToken;
+
+    #[test]
+    fn a_program_is_compiled_once_and_a_bad_one_is_refused_every_time() {
+        let a = compiled(".items | map(.n) | add").expect("compiles");
+        let b = compiled(".items | map(.n) | add").expect("compiles");
+        assert!(
+            std::sync::Arc::ptr_eq(&a, &b),
+            "the second call reuses the first's"
+        );
+        for _ in 0..2 {
+            let Err(err) = compiled(".items | map(") else {
+                panic!("a program that does not parse is refused");
+            };
+            assert!(err.message.contains("does not parse"), "{err:?}");
+        }
+        check(
+            ".items | map(.n) | add",
+            json!({"items": [{"n": 1}, {"n": 2}]}),
+            Ok(json!([3])),
+        );
+        check(
+            ".items | map(.n) | add",
+            json!({"items": [{"n": 5}]}),
+            Ok(json!([5])),
+        );
+    }
 
     fn check(program: &str, data: Value, expected: Result<Value, &str>) {
         let got = run_jq(
