@@ -22,7 +22,6 @@ use crate::api;
 use crate::editor::model::Editor;
 use crate::editor::tools::ToolInfo;
 use crate::live::LiveRun;
-use crate::pages::timeline::AgentTimeline;
 
 /// A run being watched: its id and what its events said so far.
 pub type Watched = RwSignal<Option<(String, LiveRun)>>;
@@ -139,6 +138,24 @@ async fn sleep(d: Duration) {
         d,
     );
     let _ = rx.await;
+}
+
+/// An Agent node's live tool timeline, in a wasm module of its own (with
+/// the call drawer), fetched when a run is first watched: opening the
+/// editor does not wait for it.
+#[leptos::wasm_split::wasm_split(live_timeline, wasm_split_path = ::leptos::wasm_split, fallible)]
+#[allow(improper_ctypes_definitions)]
+fn agent_timeline(
+    agent: String,
+    editor: RwSignal<Editor>,
+    watched: Watched,
+    tools: LocalResource<Result<Vec<ToolInfo>, api::ApiError>>,
+) -> Result<AnyView, leptos::wasm_split::SplitLoaderError> {
+    use crate::pages::timeline::AgentTimeline;
+    Ok(
+        view! { <AgentTimeline agent=agent editor=editor watched=watched tools=tools /> }
+            .into_any(),
+    )
 }
 
 /// The Run button, the input form and the live panel.
@@ -290,7 +307,15 @@ pub fn RunPanel(
         .into_any(),
         None => view! {
             <For each=move || agents.get() key=|a| a.clone() let:agent>
-                <AgentTimeline agent=agent.1 editor=editor watched=watched tools=tools />
+                // Its own boundary: while the module loads, only this
+                // timeline waits (not the editor around it).
+                <Suspense fallback=|| ()>
+                    {Suspend::new(async move {
+                        agent_timeline(agent.1, editor, watched, tools).await.unwrap_or_else(|_| view! {
+                            <p class="error" role="alert">"The tool timeline could not be loaded from the server; reload the page to try again."</p>
+                        }.into_any())
+                    })}
+                </Suspense>
             </For>
         }
         .into_any(),
