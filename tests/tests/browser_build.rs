@@ -137,7 +137,7 @@ async fn a_workflow_built_from_scratch_in_the_browser_runs() {
         // The Template's preview renders the text as it is typed over the
         // last run's inputs.
         select(&c, &template).await?;
-        let text = find(&c, "[data-testid=template-text]").await?;
+        let text = appear(&c, "[data-testid=template-text]").await?;
         text.clear().await.map_err(|e| e.to_string())?;
         text.send_keys("Total: {{ value * 2 }}")
             .await
@@ -388,7 +388,7 @@ async fn a_wire_is_selected_deleted_and_brought_back_by_undo() {
         let stayed = c.current_url().await.map_err(|e| e.to_string())? == editor_url;
         // Ctrl+S saves while the focus is in a panel's field.
         select(&c, &other).await?;
-        let label = find(&c, "[data-testid=node-label]").await?;
+        let label = appear(&c, "[data-testid=node-label]").await?;
         label
             .send_keys("\u{E009}s\u{E000}")
             .await

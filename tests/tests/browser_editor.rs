@@ -748,7 +748,7 @@ async fn a_tool_nodes_fields_are_fixed_or_wired() {
         })
         .await?;
         // Another tool: its schema's fields; a bad JSON value is refused by name.
-        find(
+        appear(
             &c,
             "[data-testid=tool-ref] option[value='json_query@1.0.0']",
         )
@@ -909,7 +909,7 @@ async fn a_tool_nodes_form_follows_the_schema_and_shows_the_servers_checks() {
         let token = new_workflow(&browser, &server, "Schema form").await?;
         let tool = add_node(&c, "tool").await?;
         click(&c, &format!("[data-node={tool}] .node-label")).await?;
-        find(
+        appear(
             &c,
             "[data-testid=tool-ref] option[value='http_request@1.0.0']",
         )
