@@ -66,6 +66,12 @@ lazy_page!(RunRoute, run_page, pages::RunPage, "run");
 lazy_page!(TraceRoute, trace_page, pages::TracePage, "trace");
 lazy_page!(ToolsRoute, tools_page, pages::Tools, "tools");
 lazy_page!(SettingsRoute, settings_page, pages::Settings, "settings");
+lazy_page!(
+    WorkflowsRoute,
+    workflows_page,
+    pages::Workflows,
+    "workflows"
+);
 
 /// The root component: navigation and the client-side routes.
 #[component]
@@ -110,7 +116,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/runs/:id") view={Lazy::<RunRoute>::new()} />
                     <Route path=path!("/runs/:id/trace") view={Lazy::<TraceRoute>::new()} />
                     <Route path=path!("/tools") view={Lazy::<ToolsRoute>::new()} />
-                    <Route path=path!("/workflows") view=pages::Workflows />
+                    <Route path=path!("/workflows") view={Lazy::<WorkflowsRoute>::new()} />
                     <Route path=path!("/settings") view={Lazy::<SettingsRoute>::new()} />
                     <Route path=path!("/workflows/:id") view={Lazy::<EditorRoute>::new()} />
                 </Routes>
