@@ -637,6 +637,14 @@ pub async fn app_and_browser_with(env: &[(&str, &str)]) -> Option<(Server, Brows
     app_and_browser_flags(env, &[]).await
 }
 
+/// [`app_and_browser`] with the repository's example workflows loaded on
+/// the server's first start, as `cargo xtask run` does.
+pub async fn app_and_browser_with_examples() -> Option<(Server, Browser)> {
+    let examples = workspace_root().join("examples");
+    let examples = examples.to_string_lossy().into_owned();
+    app_and_browser_with(&[("GLASSBOX_EXAMPLES_DIR", examples.as_str())]).await
+}
+
 /// [`app_and_browser_with`] with extra Chromium flags.
 pub async fn app_and_browser_flags(
     env: &[(&str, &str)],

@@ -252,3 +252,28 @@ pub async fn canvas_size(c: &Client) -> Result<(f64, f64), String> {
     let n = |i: usize| v[i].as_f64().unwrap_or(0.0);
     Ok((n(0), n(1)))
 }
+
+/// Presses the mouse on `element`'s centre, moves it by `(dx, dy)` over
+/// 200 ms and lets go (a drag, as a user makes it).
+pub async fn drag_by(c: &Client, element: Element, by: (f64, f64)) -> Result<(), String> {
+    use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
+    let drag = MouseActions::new("mouse".into())
+        .then(PointerAction::MoveToElement {
+            element,
+            duration: None,
+            x: 0.0,
+            y: 0.0,
+        })
+        .then(PointerAction::Down {
+            button: MOUSE_BUTTON_LEFT,
+        })
+        .then(PointerAction::MoveBy {
+            duration: Some(Duration::from_millis(200)),
+            x: by.0,
+            y: by.1,
+        })
+        .then(PointerAction::Up {
+            button: MOUSE_BUTTON_LEFT,
+        });
+    c.perform_actions(drag).await.map_err(|e| e.to_string())
+}

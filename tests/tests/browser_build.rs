@@ -16,8 +16,8 @@ use fantoccini::Client;
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
 use glassbox_tests::mock_provider::{Api, MockProvider};
 use glassbox_tests::ui::{
-    add_node, appear, click, count, find, new_workflow, save_secret, text_or_empty, type_and_leave,
-    value_of, wait_until,
+    add_node, appear, click, count, drag_by, find, new_workflow, save_secret, text_or_empty,
+    type_and_leave, value_of, wait_until,
 };
 
 /// Opens node `id`'s panel (after fitting the graph to the view, so a
@@ -354,25 +354,7 @@ async fn a_wire_is_selected_deleted_and_brought_back_by_undo() {
             wired.rectangle().await.map_err(|e| e.to_string())?,
             free.rectangle().await.map_err(|e| e.to_string())?,
         );
-        let rewire = MouseActions::new("mouse".into())
-            .then(PointerAction::MoveToElement {
-                element: wired,
-                duration: None,
-                x: 0.0,
-                y: 0.0,
-            })
-            .then(PointerAction::Down {
-                button: MOUSE_BUTTON_LEFT,
-            })
-            .then(PointerAction::MoveBy {
-                duration: Some(Duration::from_millis(200)),
-                x: b.0 - a.0,
-                y: b.1 - a.1,
-            })
-            .then(PointerAction::Up {
-                button: MOUSE_BUTTON_LEFT,
-            });
-        c.perform_actions(rewire).await.map_err(|e| e.to_string())?;
+        drag_by(&c, wired, (b.0 - a.0, b.1 - a.1)).await?;
         let target = format!("path.edge[data-target='{other}.result']");
         wait_until("the rewired wire", || async {
             Ok(count(&c, &target).await? == 1)

@@ -3,15 +3,13 @@
 //! example; a card's button makes a new workflow from it and opens it in the
 //! editor with the example's nodes; Rename edits the description too.
 
-use glassbox_tests::harness::{app_and_browser_with, http, json, workspace_root};
+use glassbox_tests::harness::{http, json};
 use glassbox_tests::ui::{appear, click, count, find, text_or_empty, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_from_example_opens_a_new_workflow_with_the_examples_nodes() {
-    let examples = workspace_root().join("examples");
-    let examples = examples.to_string_lossy().into_owned();
-    let Some((server, browser)) =
-        app_and_browser_with(&[("GLASSBOX_EXAMPLES_DIR", examples.as_str())]).await
+    // The server loads the examples, as `cargo xtask run` does.
+    let Some((server, browser)) = glassbox_tests::harness::app_and_browser_with_examples().await
     else {
         return;
     };

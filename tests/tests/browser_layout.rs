@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
 use fantoccini::Client;
-use glassbox_tests::harness::{app_and_browser, app_and_browser_with, http, json, workspace_root};
+use glassbox_tests::harness::{app_and_browser, http, json};
 use glassbox_tests::ui::{
-    appear, canvas_size, click, count, create_workflow, find, layout_problems, text_or_empty,
-    wait_until,
+    appear, canvas_size, click, count, create_workflow, drag_by, find, layout_problems,
+    text_or_empty, wait_until,
 };
 use serde_json::{json, Value};
 
@@ -42,10 +42,8 @@ async fn number(c: &Client, script: &str) -> Result<f64, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_example_opens_fitted_with_no_control_overlapping_another() {
-    let examples = workspace_root().join("examples");
-    let examples = examples.to_string_lossy().into_owned();
-    let Some((server, browser)) =
-        app_and_browser_with(&[("GLASSBOX_EXAMPLES_DIR", examples.as_str())]).await
+    // The server loads the examples, as `cargo xtask run` does.
+    let Some((server, browser)) = glassbox_tests::harness::app_and_browser_with_examples().await
     else {
         return;
     };
@@ -293,25 +291,7 @@ async fn palette_entries_drag_onto_the_canvas_and_the_panes_resize_and_collapse(
         let (cx, cy, _, _) = canvas.rectangle().await.map_err(|e| e.to_string())?;
         let drop = (cx + 400.0, cy + 250.0);
         let start = (ex + ew / 2.0, ey + eh / 2.0);
-        let drag = MouseActions::new("mouse".into())
-            .then(PointerAction::MoveToElement {
-                element: entry,
-                duration: None,
-                x: 0.0,
-                y: 0.0,
-            })
-            .then(PointerAction::Down {
-                button: MOUSE_BUTTON_LEFT,
-            })
-            .then(PointerAction::MoveBy {
-                duration: Some(Duration::from_millis(300)),
-                x: drop.0 - start.0,
-                y: drop.1 - start.1,
-            })
-            .then(PointerAction::Up {
-                button: MOUSE_BUTTON_LEFT,
-            });
-        c.perform_actions(drag).await.map_err(|e| e.to_string())?;
+        drag_by(&c, entry, (drop.0 - start.0, drop.1 - start.1)).await?;
         wait_until("the dropped node", || async {
             Ok(count(&c, "[data-kind=template]").await? == 1)
         })
@@ -326,25 +306,7 @@ async fn palette_entries_drag_onto_the_canvas_and_the_panes_resize_and_collapse(
         let width = || number(&c, "return document.querySelector('[data-testid=inspector]').getBoundingClientRect().width");
         let w0 = width().await?;
         let splitter = find(&c, "[data-testid=side-splitter]").await?;
-        let widen = MouseActions::new("mouse".into())
-            .then(PointerAction::MoveToElement {
-                element: splitter,
-                duration: None,
-                x: 0.0,
-                y: 0.0,
-            })
-            .then(PointerAction::Down {
-                button: MOUSE_BUTTON_LEFT,
-            })
-            .then(PointerAction::MoveBy {
-                duration: Some(Duration::from_millis(200)),
-                x: -120.0,
-                y: 0.0,
-            })
-            .then(PointerAction::Up {
-                button: MOUSE_BUTTON_LEFT,
-            });
-        c.perform_actions(widen).await.map_err(|e| e.to_string())?;
+        drag_by(&c, splitter, (-120.0, 0.0)).await?;
         let w1 = width().await?;
         let canvas_open = canvas_size(&c).await?;
         click(&c, "[data-testid=side-toggle]").await?;

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use glassbox_tests::harness::{app_and_browser_with, http, json, wait_for_text};
+use glassbox_tests::harness::{http, json, wait_for_text};
 use glassbox_tests::mcp_peer::everything_script;
 use glassbox_tests::ui::{appear, click, count, text_or_empty, type_and_leave, wait_until};
 
@@ -16,10 +16,7 @@ use glassbox_tests::ui::{appear, click, count, text_or_empty, type_and_leave, wa
 async fn an_mcp_server_is_added_in_settings_and_its_tools_run_from_the_editor() {
     let script = everything_script();
     // The server loads the examples, as `cargo xtask run` does.
-    let examples = glassbox_tests::harness::workspace_root().join("examples");
-    let examples = examples.to_string_lossy().into_owned();
-    let Some((server, browser)) =
-        app_and_browser_with(&[("GLASSBOX_EXAMPLES_DIR", examples.as_str())]).await
+    let Some((server, browser)) = glassbox_tests::harness::app_and_browser_with_examples().await
     else {
         return;
     };
