@@ -1095,6 +1095,8 @@ async fn a_run_from_the_editor_shows_node_states_and_the_tool_timeline_live() {
         .await?;
         let state = wait_run_succeeded(&c, "the run to finish").await;
         state?;
+        // The timeline is a module fetched when the run is first watched.
+        appear(&c, "[data-testid=timeline] tr").await?;
         let rows = c
             .find_all(fantoccini::Locator::Css("[data-testid=timeline] tr"))
             .await
@@ -1199,6 +1201,8 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
         .await?;
         let waiting = attr_or_none(&c, "[data-node=agent]", "data-run-state").await?;
         browser.screenshot("editor-approvals").await?;
+        // The timeline is a module fetched when the run is first watched.
+        appear(&c, "[data-testid=timeline] tr").await?;
         let rows = c
             .find_all(fantoccini::Locator::Css("[data-testid=timeline] tr"))
             .await
@@ -1316,6 +1320,8 @@ async fn the_live_view_recovers_from_a_dropped_connection_without_gaps_or_duplic
         server = Some(restarted);
         let note = wait_for_text(&c, "[data-testid=run-note]", Duration::from_secs(20)).await?;
         wait_run_succeeded(&c, "the run to finish").await?;
+        // The timeline is a module fetched when the run is first watched.
+        appear(&c, "[data-testid=timeline] tr").await?;
         let calls = c
             .find_all(fantoccini::Locator::Css("[data-testid=timeline] tr"))
             .await
@@ -1373,7 +1379,7 @@ async fn a_materialized_call_runs_as_its_own_node_with_the_same_output() {
         click(&c, "[data-testid=run]").await?;
         wait_until("the first run", finished).await?;
         let first_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
-        let call = find(&c, "[data-testid=timeline] tr").await?.attr("data-call").await.map_err(|e| e.to_string())?.unwrap_or_default();
+        let call = appear(&c, "[data-testid=timeline] tr").await?.attr("data-call").await.map_err(|e| e.to_string())?.unwrap_or_default();
         click(&c, "[data-testid=timeline] tr [data-testid=materialize]").await?;
         appear(&c, "[data-kind=tool]").await?;
         let node = find(&c, "[data-kind=tool]").await?.attr("data-node").await.map_err(|e| e.to_string())?.unwrap_or_default();
@@ -1570,7 +1576,7 @@ async fn an_approved_write_cut_off_by_a_crash_shows_as_outcome_unknown() {
         let dist = glassbox_tests::harness::built_app_dir()?;
         server = Some(dead.restart_same_port(Some(&dist))?);
         wait_run_succeeded(&c, "the run to finish").await?;
-        let row = find(&c, "[data-testid=timeline] tr").await?;
+        let row = appear(&c, "[data-testid=timeline] tr").await?;
         let state = row.attr("data-state").await.map_err(|e| e.to_string())?;
         let text = row.text().await.map_err(|e| e.to_string())?;
         // The drawer holds what is known: the input, the approval, the
