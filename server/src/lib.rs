@@ -123,7 +123,14 @@ pub fn app(state: AppState) -> Router {
     let mcp = mcp::serve::router(state.clone());
     let example_api = example_api::router(state.clone());
     Router::new()
-        .nest(node_runtime::wire::API_PREFIX, api::router())
+        // JSON answers gzipped when the client accepts it (the editor's
+        // workflow and tool list are most of what opening it fetches
+        // besides the app); event streams are never compressed (the
+        // default predicate leaves `text/event-stream` alone).
+        .nest(
+            node_runtime::wire::API_PREFIX,
+            api::router().layer(tower_http::compression::CompressionLayer::new()),
+        )
         .with_state(state)
         .merge(mcp)
         .merge(example_api)

@@ -120,3 +120,31 @@ async fn built_app_is_served_with_spa_fallback() {
     let (status, _, _) = get(&state, "/api/v1/workflows-that-do-not-exist").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// JSON answers are gzipped for a client that accepts it (browsers do),
+/// and sent as they are to one that does not.
+#[tokio::test]
+async fn api_answers_are_gzipped_when_accepted() {
+    let (state, _dir) = state(None).await;
+    let request = |accept: Option<&str>| {
+        let mut r = Request::get("/api/v1/health");
+        if let Some(a) = accept {
+            r = r.header("accept-encoding", a);
+        }
+        r.body(Body::empty()).expect("request")
+    };
+    let res = app(state.clone())
+        .oneshot(request(Some("gzip, deflate, br")))
+        .await
+        .expect("infallible");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-encoding"], "gzip");
+    let body = res.into_body().collect().await.expect("body").to_bytes();
+    assert_eq!(&body[..2], &[0x1f, 0x8b], "a gzip stream");
+
+    let res = app(state).oneshot(request(None)).await.expect("infallible");
+    assert!(res.headers().get("content-encoding").is_none());
+    let body = res.into_body().collect().await.expect("body").to_bytes();
+    let health: node_runtime::wire::Health = serde_json::from_slice(&body).expect("plain json");
+    assert_eq!(health.status, "ok");
+}

@@ -140,10 +140,41 @@ async fn sleep(d: Duration) {
     let _ = rx.await;
 }
 
+/// Follows a started run into `watched` (then its node results). It and
+/// [`agent_timeline`] are the wasm module `live_run` (the event stream's
+/// client, the event model, the timeline and the call drawer), fetched when
+/// a run is first started: opening the editor does not wait for it.
+#[leptos::wasm_split::wasm_split(live_run, wasm_split_path = ::leptos::wasm_split, fallible)]
+#[allow(improper_ctypes_definitions)]
+fn watch_run(
+    run_id: String,
+    watched: Watched,
+    note: RwSignal<Option<String>>,
+    problem: RwSignal<Option<String>>,
+) -> Result<(), leptos::wasm_split::SplitLoaderError> {
+    let id = run_id.clone();
+    follow(run_id, watched, note, move || {
+        let id = id.clone();
+        leptos::task::spawn_local(async move {
+            match api::get_run(&id).await {
+                Ok(d) => watched.update(|w| {
+                    if let Some((run, live)) = w {
+                        if *run == id {
+                            live.results = d.nodes.clone();
+                        }
+                    }
+                }),
+                Err(e) => problem.set(Some(e.to_string())),
+            }
+        });
+    });
+    Ok(())
+}
+
 /// An Agent node's live tool timeline, in a wasm module of its own (with
 /// the call drawer), fetched when a run is first watched: opening the
 /// editor does not wait for it.
-#[leptos::wasm_split::wasm_split(live_timeline, wasm_split_path = ::leptos::wasm_split, fallible)]
+#[leptos::wasm_split::wasm_split(live_run, wasm_split_path = ::leptos::wasm_split, fallible)]
 #[allow(improper_ctypes_definitions)]
 fn agent_timeline(
     agent: String,
@@ -224,22 +255,13 @@ pub fn RunPanel(
             match api::start_run(&workflow_id, &inputs).await {
                 Ok(run_id) => {
                     watched.set(Some((run_id.clone(), LiveRun::default())));
-                    let id = run_id.clone();
-                    follow(run_id, watched, note, move || {
-                        let id = id.clone();
-                        leptos::task::spawn_local(async move {
-                            match api::get_run(&id).await {
-                                Ok(d) => watched.update(|w| {
-                                    if let Some((run, live)) = w {
-                                        if *run == id {
-                                            live.results = d.nodes.clone();
-                                        }
-                                    }
-                                }),
-                                Err(e) => problem.set(Some(e.to_string())),
-                            }
-                        });
-                    });
+                    if watch_run(run_id, watched, note, problem).await.is_err() {
+                        problem.set(Some(
+                            "The live view could not be loaded from the server; \
+                             the run goes on: see it under Runs."
+                                .into(),
+                        ));
+                    }
                 }
                 Err(e) => problem.set(Some(e.to_string())),
             }
