@@ -13,10 +13,9 @@
 //!   cargo bench -p glassbox-server --bench run_path
 //!   GLASSBOX_BENCH_QUICK=1 (3 runs instead of 11)
 
-use std::path::Path;
-use std::process::Command;
-use std::time::Instant;
+mod common;
 
+use common::{glassbox_run, median, quick, report};
 use serde_json::{json, Value};
 
 /// `N` turns, each one `json_query` call whose data is a 1 KB string.
@@ -39,59 +38,9 @@ fn workflow(calls: usize) -> Value {
     })
 }
 
-/// Bytes under `dir`, recursively.
-fn bytes_under(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => bytes_under(&e.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
-}
-
-/// One `glassbox run` of `file` in a fresh data directory: (wall ms, stored bytes).
-fn run_once(bin: &str, file: &Path, calls: usize) -> (f64, u64) {
-    let data = tempfile::tempdir().expect("tmp");
-    let started = Instant::now();
-    let out = Command::new(bin)
-        .arg("run")
-        .arg(file)
-        .arg("--data-dir")
-        .arg(data.path())
-        .env_remove("GLASSBOX_DATABASE_URL")
-        .env("RUST_LOG", "error")
-        .output()
-        .expect("glassbox run");
-    let wall = started.elapsed().as_secs_f64() * 1000.0;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let done = printed["agent_outputs"]["agent"]["tools_by_id"]
-        .as_object()
-        .map_or(0, |m| m.len());
-    assert_eq!(done, calls, "every call ran");
-    (wall, bytes_under(data.path()))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
     let bin = env!("CARGO_BIN_EXE_glassbox");
-    let runs = if std::env::var_os("GLASSBOX_BENCH_QUICK").is_some() {
-        3
-    } else {
-        11
-    };
+    let runs = if quick() { 3 } else { 11 };
     let dir = tempfile::tempdir().expect("tmp");
     println!("run path through `glassbox run` ({bin}), medians of {runs} runs, SQLite");
     let mut wall = std::collections::BTreeMap::new();
@@ -101,7 +50,11 @@ fn main() {
         std::fs::write(&file, workflow(calls).to_string()).expect("write workflow");
         let (walls, sizes): (Vec<f64>, Vec<f64>) = (0..runs)
             .map(|_| {
-                let (w, b) = run_once(bin, &file, calls);
+                let (w, printed, b) = glassbox_run(bin, &file, &[]);
+                let done = printed["agent_outputs"]["agent"]["tools_by_id"]
+                    .as_object()
+                    .map_or(0, |m| m.len());
+                assert_eq!(done, calls, "every call ran");
                 (w, b as f64)
             })
             .unzip();
@@ -116,8 +69,21 @@ fn main() {
         at400 / at100,
         wall[&0]
     );
+    report("sequential_1kb_calls_at_100", at100, "us/call", Some(100.0));
+    report(
+        "sequential_cost_400_over_100",
+        at400 / at100,
+        "x",
+        Some(1.2),
+    );
     for turns in [50usize, 100, 200] {
         let extra = (stored[&turns] - stored[&0]) / 1_000_000.0;
+        report(
+            &format!("stored_above_0_calls_at_{turns}_turns"),
+            extra,
+            "MB",
+            (turns == 200).then_some(1.0),
+        );
         println!(
             "stored for {turns} turns: {extra:.2} MB above a 0-call run{}",
             if turns == 200 {

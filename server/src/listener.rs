@@ -100,6 +100,12 @@ impl axum::serve::Listener for Limited {
             Err(_) => std::future::pending().await,
         };
         let (io, addr) = axum::serve::Listener::accept(&mut self.inner).await;
+        // Small writes go out at once: without this, an event stream's next
+        // event (a few hundred bytes) waits for the ACK of the previous one,
+        // which the client delays by up to 40 ms (Nagle's algorithm).
+        if let Err(err) = io.set_nodelay(true) {
+            tracing::debug!(error = %err, "TCP_NODELAY could not be set");
+        }
         (
             Guarded {
                 io,

@@ -3,6 +3,7 @@
 //! does per phase, and reports timings.
 
 mod app;
+mod bench;
 mod install;
 mod phase;
 mod run;
@@ -34,6 +35,10 @@ commands:
   test [--skip-browser]
        install what is missing and run every check: fmt, clippy, all tests,
        the wasm build of the app and the browser tests
+  bench [--smoke]
+       the product's speed: the black-box scenarios through the glassbox
+       binary and the criterion benches, as a table of figure vs target;
+       --smoke: quick, checked against server/benches/baseline.txt (CI)
   split-wasm
        Trunk's post-build hook (Trunk.toml): splits the app's wasm at its
        lazy routes; not run by hand
@@ -46,6 +51,7 @@ fn main() -> ExitCode {
     let result = match command.as_deref() {
         Some("run") => run::run(&rest),
         Some("test") => test::test(&rest),
+        Some("bench") => bench::bench(&rest),
         Some("split-wasm") => split::split_wasm(),
         Some("-h" | "--help" | "help") | None => {
             print!("{USAGE}");

@@ -162,6 +162,11 @@ pub fn test(args: &[String]) -> Result<(), String> {
         }
         run_counting(&mut cmd, &mut counts)
     });
+    check(
+        &mut phases,
+        "bench smoke (within 3x of the baseline)",
+        &mut || crate::bench::bench(&["--smoke".to_string()]),
+    );
 
     phases.print_summary();
     if !failures.is_empty() {

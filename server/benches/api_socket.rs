@@ -1,0 +1,227 @@
+//! 100 concurrent runs through the HTTP API over a real socket, as a
+//! client sees them (issue #30): the release `glassbox serve` on loopback,
+//! a fresh SQLite data dir; each client task POSTs `/api/v1/runs`, follows
+//! the run's event stream to its end, and the time beyond the ideal (two
+//! scripted turns of 200 ms, three tool calls) is the latency the product
+//! adds. p50/p99 over the rounds, on an otherwise idle machine and with
+//! both cores kept busy by spinning threads (under load).
+//!
+//!   cargo bench -p glassbox-server --bench api_socket
+//!   GLASSBOX_BENCH_QUICK=1 (2 rounds of each instead of 5)
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{percentile, quick, report};
+use serde_json::{json, Value};
+
+const RUNS: usize = 100;
+const TURN_MS: u64 = 200;
+
+fn workflow() -> Value {
+    let calls: Vec<Value> = ["1+1", "2+2", "3+3"]
+        .iter()
+        .map(|e| json!({"name": "calculator", "arguments": {"expression": e}}))
+        .collect();
+    json!({
+        "format_version": 1, "id": "bench", "name": "bench", "revision": 0,
+        "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "go",
+            "tools": [{"tool": "calculator@1.0.0"}],
+            "provider": {"kind": "scripted", "script": {"turns": [
+                {"latency_ms": TURN_MS, "tool_calls": calls},
+                {"latency_ms": TURN_MS, "text": "done"}]}}}}],
+        "edges": []
+    })
+}
+
+/// `glassbox serve` on a free loopback port: (process, base URL, sign-in token).
+fn serve(bin: &str, data: &std::path::Path) -> (Child, String, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut child = Command::new(bin)
+        .args(["serve", "--port", &port.to_string(), "--data-dir"])
+        .arg(data)
+        .arg("--static-dir")
+        .arg(data.join("no-app"))
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("glassbox serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let (mut ready, mut token) = (false, None);
+    while !(ready && token.is_some()) {
+        let line = lines
+            .next()
+            .expect("glassbox serve printed its ready line")
+            .expect("line");
+        ready |= line.contains(" is ready at ");
+        if let Some(t) = line.split("/signin?token=").nth(1) {
+            token = Some(t.split_whitespace().next().unwrap_or_default().to_string());
+        }
+    }
+    // Keep draining its output so it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (
+        child,
+        format!("http://127.0.0.1:{port}"),
+        token.unwrap_or_default(),
+    )
+}
+
+async fn post(client: &reqwest::Client, url: String, token: &str, body: Value) -> Value {
+    let res = client
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST");
+    let status = res.status();
+    let bytes = res.bytes().await.expect("body");
+    assert!(
+        status.is_success(),
+        "{status}: {}",
+        String::from_utf8_lossy(&bytes)
+    );
+    serde_json::from_slice(&bytes).expect("JSON answer")
+}
+
+/// One run as a client sees it: POST, then its event stream to the end:
+/// (milliseconds the POST took, milliseconds beyond the ideal in all).
+async fn one_run(
+    client: reqwest::Client,
+    base: Arc<String>,
+    token: Arc<String>,
+    wf: Arc<String>,
+) -> (f64, f64) {
+    let started = Instant::now();
+    let run = post(
+        &client,
+        format!("{base}/api/v1/runs"),
+        &token,
+        json!({"workflow_id": *wf}),
+    )
+    .await;
+    let posted = started.elapsed().as_secs_f64() * 1000.0;
+    let id = run["run_id"].as_str().expect("run id").to_string();
+    let mut res = client
+        .get(format!("{base}/api/v1/runs/{id}/events"))
+        .bearer_auth(&*token)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("events");
+    assert!(res.status().is_success(), "events: {}", res.status());
+    let mut text = Vec::new();
+    while let Some(chunk) = res.chunk().await.expect("event stream") {
+        text.extend_from_slice(&chunk);
+    }
+    let added = started.elapsed().as_secs_f64() * 1000.0 - (2 * TURN_MS) as f64;
+    let text = String::from_utf8_lossy(&text);
+    assert!(
+        text.contains(r#""type":"RunFinished","outcome":"succeeded""#),
+        "the run succeeded: {text}"
+    );
+    (posted, added)
+}
+
+/// `rounds` rounds of `RUNS` concurrent runs: every run's POST ms and
+/// added ms, each sorted.
+async fn rounds(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    wf: &str,
+    rounds: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let (base, token, wf) = (
+        Arc::new(base.to_string()),
+        Arc::new(token.to_string()),
+        Arc::new(wf.to_string()),
+    );
+    let (mut posts, mut added) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let tasks: Vec<_> = (0..RUNS)
+            .map(|_| {
+                tokio::spawn(one_run(
+                    client.clone(),
+                    base.clone(),
+                    token.clone(),
+                    wf.clone(),
+                ))
+            })
+            .collect();
+        for t in tasks {
+            let (p, a) = t.await.expect("run task");
+            posts.push(p);
+            added.push(a);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    posts.sort_by(f64::total_cmp);
+    added.sort_by(f64::total_cmp);
+    (posts, added)
+}
+
+fn main() {
+    let bin = env!("CARGO_BIN_EXE_glassbox");
+    let n = if quick() { 2 } else { 5 };
+    let data = tempfile::tempdir().expect("tmp");
+    let (mut server, base, signin) = serve(bin, data.path());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let client = reqwest::Client::builder().pool_max_idle_per_host(RUNS * 2).build().expect("client");
+        let session = post(&client, format!("{base}/api/v1/auth/exchange"), "", json!({"token": signin})).await;
+        let token = session["session_token"].as_str().expect("session token").to_string();
+        let created = post(&client, format!("{base}/api/v1/workflows"), &token, workflow()).await;
+        let wf = created["id"].as_str().expect("workflow id").to_string();
+        // One warm-up round (connections, caches), not counted.
+        let _ = rounds(&client, &base, &token, &wf, 1).await;
+        println!("{RUNS} concurrent runs over a real socket (`glassbox serve` {bin}), {n} rounds, ideal {} ms a run", 2 * TURN_MS);
+        let (posts, idle) = rounds(&client, &base, &token, &wf, n).await;
+        let (p50, p99) = (percentile(&idle, 0.5), percentile(&idle, 0.99));
+        println!(
+            "  idle machine: POST /runs answered in p50 {:.2} ms, p99 {:.2} ms",
+            percentile(&posts, 0.5),
+            percentile(&posts, 0.99)
+        );
+        println!("  idle machine: added p50 {p50:.2} ms, p99 {p99:.2} ms (target p99 <= 5 ms: {:.1}x), max {:.2} ms", p99 / 5.0, idle[idle.len() - 1]);
+        report("concurrent_100_runs_socket_added_p50", p50, "ms", None);
+        report("concurrent_100_runs_socket_added_p99", p99, "ms", Some(5.0));
+        // Under load: a spinning thread per core for the whole rounds.
+        let spin = Arc::new(AtomicBool::new(true));
+        let spinners: Vec<_> = (0..2)
+            .map(|_| {
+                let spin = spin.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while spin.load(Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                    }
+                })
+            })
+            .collect();
+        let (_, loaded) = rounds(&client, &base, &token, &wf, n).await;
+        spin.store(false, Ordering::Relaxed);
+        spinners.into_iter().for_each(|s| s.join().expect("spinner"));
+        let (p50, p99) = (percentile(&loaded, 0.5), percentile(&loaded, 0.99));
+        println!("  both cores busy (two spinning threads): added p50 {p50:.2} ms, p99 {p99:.2} ms, max {:.2} ms", loaded[loaded.len() - 1]);
+        report("concurrent_100_runs_socket_added_p99_under_load", p99, "ms", None);
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+}

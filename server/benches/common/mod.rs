@@ -1,0 +1,74 @@
+//! What the product benches share: one `glassbox run` of a workflow file,
+//! medians and percentiles, and the machine-readable figure line
+//! `cargo xtask bench` collects into its table.
+
+#![allow(dead_code)] // each bench uses a part
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use serde_json::Value;
+
+/// Prints one figure for `cargo xtask bench`: `BENCH <name> <value>
+/// <unit> <target>`, where `target` is the most the figure may be (every
+/// figure here is "lower is better"), `-` when it has none. The
+/// human-readable lines stay as they are.
+pub fn report(name: &str, value: f64, unit: &str, target: Option<f64>) {
+    let target = target.map_or_else(|| "-".to_string(), |t| t.to_string());
+    println!("BENCH {name} {value:.3} {unit} {target}");
+}
+
+/// The `GLASSBOX_BENCH_QUICK` setting: fewer repetitions (CI's smoke).
+pub fn quick() -> bool {
+    std::env::var_os("GLASSBOX_BENCH_QUICK").is_some()
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The `p` quantile (0..=1) of a sorted slice.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// One `glassbox run` of `file` in a fresh SQLite data directory, with
+/// `env`: (wall ms, what it printed, bytes stored under the data dir).
+pub fn glassbox_run(bin: &str, file: &Path, env: &[(&str, String)]) -> (f64, Value, u64) {
+    let data = tempfile::tempdir().expect("tmp");
+    let started = Instant::now();
+    let out = Command::new(bin)
+        .arg("run")
+        .arg(file)
+        .arg("--data-dir")
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .env("RUST_LOG", "error")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("glassbox run");
+    let wall = started.elapsed().as_secs_f64() * 1000.0;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    (wall, printed, bytes_under(data.path()))
+}
+
+/// Bytes under `dir`, recursively.
+fn bytes_under(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => bytes_under(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
