@@ -522,6 +522,7 @@ async fn conformance(store: Store) {
     group_writer(&store).await;
     run_lifecycle_writes(&store).await;
     paging(&store).await;
+    payloads(&store).await;
 
     // Deleting a workflow removes its revisions.
     store.delete_workflow("a", "w1").await.expect("delete");
@@ -537,6 +538,75 @@ async fn conformance(store: Store) {
 /// Lists come a bounded page at a time, newest first, and the cursor walks
 /// them without a gap or a repeat, also among rows created in the same
 /// instant.
+/// Payloads: stored once per run, put back byte for byte (nested too),
+/// scoped to their run, deleted with it; a missing one is `Corrupt`.
+async fn payloads(store: &Store) {
+    for id in ["p1", "p2"] {
+        store
+            .create_run(&run_row(id, "a", None, "succeeded"))
+            .await
+            .expect("run");
+    }
+    let input = json!({"data": {"i": 1, "note": "é".repeat(300)}, "program": ".note | length"});
+    let envelope = json!({"call_id": "c", "input": input, "output": 300});
+    let text =
+        json!({"event": {"outputs": {"tools_by_id": {"c": envelope}}, "input": input}}).to_string();
+    let mut set = PayloadSet::default();
+    let event = set.dehydrate(&text);
+    let whole = set.dehydrate_whole(&input.to_string());
+    let small = set.dehydrate("{\"input\":1}");
+    let rows = set.into_rows();
+    assert_eq!(rows.len(), 2, "the input once, the outputs once");
+    assert!(event.text.len() < 200, "{}", event.text);
+    assert_eq!(whole.text, "null");
+    assert_eq!(small.refs, None);
+    store.put_payloads("p1", &rows).await.expect("payloads");
+    store
+        .put_payloads("p1", &rows)
+        .await
+        .expect("stored again: kept");
+    let back = store
+        .inflate(
+            "p1",
+            vec![
+                (event.text.clone(), event.refs.clone()),
+                (whole.text.clone(), whole.refs.clone()),
+                (small.text.clone(), small.refs.clone()),
+            ],
+        )
+        .await
+        .expect("inflates");
+    assert_eq!(back, [text, input.to_string(), "{\"input\":1}".to_string()]);
+    // Another run has none of them.
+    assert!(matches!(
+        store
+            .inflate("p2", vec![(event.text.clone(), event.refs.clone())])
+            .await,
+        Err(StoreError::Corrupt(_))
+    ));
+    // Bad refs are corrupt data, not a panic.
+    assert!(matches!(
+        store
+            .inflate("p1", vec![("nul".into(), whole.refs.clone())])
+            .await,
+        Err(StoreError::Corrupt(_))
+    ));
+    let count = |run: &'static str| async move {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM payloads WHERE run_id = $1")
+            .bind(run)
+            .fetch_one(store.pool())
+            .await
+            .expect("count")
+    };
+    assert_eq!(count("p1").await, 2);
+    sqlx::query("DELETE FROM runs WHERE id = $1")
+        .bind("p1")
+        .execute(store.writer())
+        .await
+        .expect("delete run");
+    assert_eq!(count("p1").await, 0, "deleted with the run");
+}
+
 async fn paging(store: &Store) {
     use glassbox_server::storage::{Page, PAGE_MAX};
     store.ensure_workspace("paged", "Paged").await.expect("ws");

@@ -16,7 +16,7 @@
 //! Layout: `rows` (the row structs), one module per table group with its
 //! statements as `impl Store` methods (`tenancy`, `workflows`, `runs`,
 //! `approvals`, `invocations`, `secrets`, `connections`, `mcp`, `blobs`,
-//! `bundles`, `durable`),
+//! `bundles`, `durable`, `payloads`),
 //! `values` (multi-row statements) and `group` (the group-commit worker,
 //! which only uses the others).
 
@@ -28,6 +28,7 @@ mod durable;
 mod group;
 mod invocations;
 mod mcp;
+mod payloads;
 mod rows;
 mod runs;
 mod secrets;
@@ -44,6 +45,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::AnyPool;
 
 pub use group::{BlobRef, GroupWriter, RunEnd, RunWrite};
+pub use payloads::{hash_of, Dehydrated, PayloadRow, PayloadSet, MIN_PAYLOAD};
 pub use rows::*;
 pub use tenancy::session_id;
 

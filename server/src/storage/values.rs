@@ -10,6 +10,7 @@ pub(super) enum Arg {
     Text(Option<String>),
     Int(Option<i64>),
     Real(f64),
+    Blob(Option<Vec<u8>>),
 }
 
 impl From<&str> for Arg {
@@ -64,6 +65,11 @@ pub(super) struct Values {
 pub(super) const RUNS: Values = Values {
     head: "INSERT INTO runs (id, workspace_id, workflow_id, workflow_revision, kind, replay_of, status, trigger_kind, inputs, outputs, error, record, created_at, finished_at, trace_id, started_by)",
     tail: "",
+};
+/// A run's payloads (see `payloads`): a payload is stored once.
+pub(super) const PAYLOADS: Values = Values {
+    head: "INSERT INTO payloads (run_id, hash, codec, size, data, refs)",
+    tail: "ON CONFLICT (run_id, hash) DO NOTHING",
 };
 /// A started run: `queued` becomes `running`, nothing else changes.
 pub(super) const RUN_STARTED: Values = Values {
@@ -238,6 +244,7 @@ impl Script {
                 Arg::Text(v) => query.bind(v),
                 Arg::Int(v) => query.bind(v),
                 Arg::Real(v) => query.bind(v),
+                Arg::Blob(v) => query.bind(v),
             };
         }
         query.execute(&mut *conn).await?;

@@ -1,0 +1,615 @@
+//! Each payload stored once per run (issue 30).
+//!
+//! A tool call's input and output travel through many texts of a run: its
+//! events, its invocation record, the node's outputs, the replay bundle,
+//! the run's record, the node's checkpoint. Each of those texts is stored
+//! *dehydrated*: every JSON value of at least [`MIN_PAYLOAD`] bytes that
+//! follows one of the [`ANCHORS`] keys is cut out, kept once in the
+//! `payloads` table under the BLAKE3 of its bytes, and replaced in the text
+//! by the four bytes `null`. What is stored is that *skeleton* (still valid
+//! JSON) and its refs, `[[offset,"hash"],...]`: the offsets of those
+//! `null`s in the skeleton, ascending. A payload is itself dehydrated the
+//! same way (an `outputs` payload refers to its calls' `input` payloads).
+//!
+//! Reading splices each payload back in place of the four bytes at its
+//! offset, so `inflate(dehydrate(t)) == t` byte for byte for any text,
+//! whatever it means: nothing is re-serialized. Payloads are scoped to the
+//! run (the key is `(run_id, hash)`, deleted with it), so no reference
+//! counting is needed and no run can probe another's payloads.
+//!
+//! Dehydrating (scanning and hashing) happens on the run's own task; the
+//! group writer only stores the rows it is given.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::*;
+
+/// The smallest value worth cutting out: below it, a reference and a row
+/// cost more than they save.
+pub const MIN_PAYLOAD: usize = 256;
+
+/// The object keys whose values are payloads: envelope `input`/`output`,
+/// a model's tool call `arguments`, a tool result's `content`, a node's
+/// `inputs`/`outputs`, a node record's `bundle`.
+const ANCHORS: [&[u8]; 7] = [
+    b"input",
+    b"output",
+    b"inputs",
+    b"outputs",
+    b"arguments",
+    b"content",
+    b"bundle",
+];
+
+/// How deep payloads may nest when read back (three levels in practice:
+/// bundle, outputs, input). More means the stored data is corrupt.
+const MAX_DEPTH: usize = 16;
+
+/// A payload to store: its hash, its inflated length, and its text as a
+/// skeleton with its own refs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayloadRow {
+    /// Lowercase hex BLAKE3 of the inflated bytes.
+    pub hash: String,
+    /// The inflated length in bytes.
+    pub size: i64,
+    /// The skeleton.
+    pub data: String,
+    /// The skeleton's refs (JSON), `None` when it has none.
+    pub refs: Option<String>,
+}
+
+/// A text as stored: the skeleton and its refs (`None`: the text itself).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Dehydrated {
+    pub text: String,
+    pub refs: Option<String>,
+}
+
+/// The payloads cut from the texts of one write, each once.
+#[derive(Debug, Default)]
+pub struct PayloadSet {
+    rows: Vec<PayloadRow>,
+    seen: HashSet<String>,
+}
+
+impl PayloadSet {
+    /// The text with its payloads cut out (the skeleton is kept inline).
+    pub fn dehydrate(&mut self, text: &str) -> Dehydrated {
+        let (text, refs) = self.cut(text);
+        Dehydrated {
+            text,
+            refs: refs_text(&refs),
+        }
+    }
+
+    /// The whole text as one payload when it is big enough (the stored
+    /// skeleton is then `null`), else as [`Self::dehydrate`]. For columns
+    /// that are themselves a payload another text carries (a node's
+    /// outputs, a bundle).
+    pub fn dehydrate_whole(&mut self, text: &str) -> Dehydrated {
+        if text.len() < MIN_PAYLOAD {
+            return self.dehydrate(text);
+        }
+        let hash = self.add(text);
+        Dehydrated {
+            text: "null".into(),
+            refs: refs_text(&[(0, hash)]),
+        }
+    }
+
+    /// The rows to store (each payload once).
+    pub fn into_rows(self) -> Vec<PayloadRow> {
+        self.rows
+    }
+
+    /// Keeps `text` as a payload (once) and returns its hash.
+    fn add(&mut self, text: &str) -> String {
+        let hash = hash_of(text);
+        if !self.seen.contains(&hash) {
+            self.seen.insert(hash.clone());
+            let (data, refs) = self.cut(text);
+            self.rows.push(PayloadRow {
+                hash: hash.clone(),
+                size: i64::try_from(text.len()).unwrap_or(i64::MAX),
+                data,
+                refs: refs_text(&refs),
+            });
+        }
+        hash
+    }
+
+    /// One pass over `text`: each anchored value of at least
+    /// [`MIN_PAYLOAD`] bytes becomes `null` and a ref. The scan tracks
+    /// strings and nesting, so nothing inside a string is ever taken for a
+    /// key; text that is not JSON is only cut less, never altered.
+    fn cut(&mut self, text: &str) -> (String, Vec<(usize, String)>) {
+        let b = text.as_bytes();
+        let mut skeleton = String::new();
+        let mut refs = Vec::new();
+        let mut copied = 0;
+        // true: an object.
+        let mut stack: Vec<bool> = Vec::new();
+        let mut expect_key = false;
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'"' => {
+                    let Some(end) = string_end(b, i) else { break };
+                    if expect_key && stack.last() == Some(&true) {
+                        expect_key = false;
+                        if ANCHORS.contains(&&b[i + 1..end - 1]) {
+                            let colon = skip_ws(b, end);
+                            if b.get(colon) == Some(&b':') {
+                                let v = skip_ws(b, colon + 1);
+                                if let Some(ve) = value_end(b, v) {
+                                    if ve - v >= MIN_PAYLOAD {
+                                        let hash = self.add(&text[v..ve]);
+                                        if skeleton.is_empty() {
+                                            skeleton.reserve(text.len() / 2);
+                                        }
+                                        skeleton.push_str(&text[copied..v]);
+                                        refs.push((skeleton.len(), hash));
+                                        skeleton.push_str("null");
+                                        copied = ve;
+                                        i = ve;
+                                        continue;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    i = end;
+                    continue;
+                }
+                b'{' => {
+                    stack.push(true);
+                    expect_key = true;
+                }
+                b'[' => {
+                    stack.push(false);
+                    expect_key = false;
+                }
+                b'}' | b']' => {
+                    stack.pop();
+                    expect_key = false;
+                }
+                b',' => expect_key = stack.last() == Some(&true),
+                _ => {}
+            }
+            i += 1;
+        }
+        skeleton.push_str(&text[copied..]);
+        (skeleton, refs)
+    }
+}
+
+/// Lowercase hex BLAKE3 of a payload's bytes.
+pub fn hash_of(text: &str) -> String {
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+fn refs_text(refs: &[(usize, String)]) -> Option<String> {
+    if refs.is_empty() {
+        None
+    } else {
+        serde_json::to_string(refs).ok()
+    }
+}
+
+fn parse_refs(refs: Option<&str>) -> Result<Vec<(usize, String)>, String> {
+    match refs {
+        None => Ok(Vec::new()),
+        Some(t) => serde_json::from_str(t).map_err(|e| format!("bad refs: {e}")),
+    }
+}
+
+/// The index just past the string that opens at `i`; `None` when it does
+/// not close.
+fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    while j < b.len() {
+        match b[j] {
+            b'\\' => j += 2,
+            b'"' => return Some(j + 1),
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+        i += 1;
+    }
+    i
+}
+
+/// The index just past the JSON value that starts at `v`; `None` when it
+/// does not end.
+fn value_end(b: &[u8], v: usize) -> Option<usize> {
+    match b.get(v)? {
+        b'"' => string_end(b, v),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = v;
+            while j < b.len() {
+                match b[j] {
+                    b'"' => {
+                        j = string_end(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            None
+        }
+        _ => {
+            let mut j = v;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            {
+                j += 1;
+            }
+            Some(j)
+        }
+    }
+}
+
+/// A `payloads` row as read.
+#[derive(Debug, Clone)]
+pub(super) struct StoredPayload {
+    pub codec: i64,
+    pub size: i64,
+    pub data: Vec<u8>,
+    pub refs: Option<String>,
+}
+
+/// Puts payloads back into skeletons, each payload inflated once.
+pub(super) struct Inflater<'a> {
+    rows: &'a HashMap<String, StoredPayload>,
+    done: HashMap<String, Arc<str>>,
+}
+
+impl<'a> Inflater<'a> {
+    pub(super) fn new(rows: &'a HashMap<String, StoredPayload>) -> Self {
+        Self {
+            rows,
+            done: HashMap::new(),
+        }
+    }
+
+    /// The text a skeleton and its refs stand for.
+    pub(super) fn inflate(&mut self, skeleton: &str, refs: Option<&str>) -> Result<String, String> {
+        let refs = parse_refs(refs)?;
+        self.splice(skeleton, &refs, 0)
+    }
+
+    fn splice(
+        &mut self,
+        skeleton: &str,
+        refs: &[(usize, String)],
+        depth: usize,
+    ) -> Result<String, String> {
+        if refs.is_empty() {
+            return Ok(skeleton.to_string());
+        }
+        let mut pieces = Vec::with_capacity(refs.len());
+        let mut at = 0;
+        let mut len = skeleton.len();
+        for (offset, hash) in refs {
+            let end = offset.checked_add(4).unwrap_or(usize::MAX);
+            if *offset < at || skeleton.get(*offset..end) != Some("null") {
+                return Err(format!("a ref at {offset} does not point at a `null`"));
+            }
+            let payload = self.payload(hash, depth)?;
+            len += payload.len();
+            pieces.push((at, *offset, payload));
+            at = end;
+        }
+        let mut out = String::with_capacity(len);
+        for (from, to, payload) in pieces {
+            out.push_str(&skeleton[from..to]);
+            out.push_str(&payload);
+        }
+        out.push_str(&skeleton[at..]);
+        Ok(out)
+    }
+
+    fn payload(&mut self, hash: &str, depth: usize) -> Result<Arc<str>, String> {
+        if let Some(text) = self.done.get(hash) {
+            return Ok(text.clone());
+        }
+        if depth >= MAX_DEPTH {
+            return Err(format!("payload {hash} nests too deep"));
+        }
+        let row = self
+            .rows
+            .get(hash)
+            .ok_or_else(|| format!("payload {hash} is missing"))?;
+        if row.codec != 0 {
+            return Err(format!("payload {hash} has unknown codec {}", row.codec));
+        }
+        let data = std::str::from_utf8(&row.data)
+            .map_err(|e| format!("payload {hash} is not UTF-8: {e}"))?;
+        let refs = parse_refs(row.refs.as_deref()).map_err(|e| format!("payload {hash}: {e}"))?;
+        let text = self.splice(data, &refs, depth + 1)?;
+        if i64::try_from(text.len()).ok() != Some(row.size) {
+            return Err(format!(
+                "payload {hash} inflates to {} bytes, not {}",
+                text.len(),
+                row.size
+            ));
+        }
+        if cfg!(debug_assertions) && hash_of(&text) != hash {
+            return Err(format!("payload {hash} does not match its hash"));
+        }
+        let text: Arc<str> = text.into();
+        self.done.insert(hash.to_string(), text.clone());
+        Ok(text)
+    }
+}
+
+pub(super) fn payload_args(run_id: &str, p: &PayloadRow) -> Vec<Arg> {
+    vec![
+        run_id.into(),
+        (&p.hash).into(),
+        0i64.into(),
+        p.size.into(),
+        Arg::Blob(Some(p.data.as_bytes().to_vec())),
+        (&p.refs).into(),
+    ]
+}
+
+impl Store {
+    /// Stores payloads of run `run_id` (one already stored is kept).
+    pub async fn put_payloads(&self, run_id: &str, rows: &[PayloadRow]) -> Result<(), StoreError> {
+        let rows = rows.iter().map(|p| payload_args(run_id, p)).collect();
+        self.write_values(&PAYLOADS, rows).await
+    }
+
+    /// The texts that `(skeleton, refs)` pairs of run `run_id` stand for,
+    /// in order; a pair without refs is its text already. A missing or bad
+    /// payload is [`StoreError::Corrupt`].
+    pub async fn inflate(
+        &self,
+        run_id: &str,
+        texts: Vec<(String, Option<String>)>,
+    ) -> Result<Vec<String>, StoreError> {
+        if texts.iter().all(|(_, refs)| refs.is_none()) {
+            return Ok(texts.into_iter().map(|(t, _)| t).collect());
+        }
+        let corrupt = |e: String| StoreError::Corrupt(format!("run {run_id}: {e}"));
+        let mut want: Vec<String> = Vec::new();
+        for (_, refs) in &texts {
+            want.extend(
+                parse_refs(refs.as_deref())
+                    .map_err(corrupt)?
+                    .into_iter()
+                    .map(|(_, h)| h),
+            );
+        }
+        let mut asked: HashSet<String> = HashSet::new();
+        let mut rows: HashMap<String, StoredPayload> = HashMap::new();
+        // One round per level of nesting.
+        while !want.is_empty() {
+            want.retain(|h| asked.insert(h.clone()));
+            let mut nested = Vec::new();
+            for chunk in want.chunks(MAX_PARAMS - 1) {
+                let marks: Vec<String> = (2..chunk.len() + 2).map(|n| format!("${n}")).collect();
+                let sql = format!(
+                    "SELECT hash, codec, size, data, refs FROM payloads WHERE run_id = $1 AND hash IN ({})",
+                    marks.join(", ")
+                );
+                let mut query =
+                    sqlx::query_as::<_, (String, i64, i64, Vec<u8>, Option<String>)>(&sql)
+                        .persistent(false)
+                        .bind(run_id);
+                for h in chunk {
+                    query = query.bind(h);
+                }
+                for (hash, codec, size, data, refs) in query.fetch_all(self.pool()).await? {
+                    let inner = parse_refs(refs.as_deref())
+                        .map_err(|e| corrupt(format!("payload {hash}: {e}")))?;
+                    nested.extend(inner.into_iter().map(|(_, h)| h));
+                    rows.insert(
+                        hash,
+                        StoredPayload {
+                            codec,
+                            size,
+                            data,
+                            refs,
+                        },
+                    );
+                }
+            }
+            want = nested;
+        }
+        let mut inflater = Inflater::new(&rows);
+        texts
+            .into_iter()
+            .map(|(text, refs)| match refs {
+                None => Ok(text),
+                Some(refs) => inflater.inflate(&text, Some(&refs)).map_err(corrupt),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every text back from its skeleton, refs and payload rows.
+    fn round_trip(text: &str) -> (String, usize) {
+        let mut set = PayloadSet::default();
+        let d = set.dehydrate(text);
+        let w = set.dehydrate_whole(text);
+        let rows: HashMap<String, StoredPayload> = set
+            .into_rows()
+            .into_iter()
+            .map(|p| {
+                (
+                    p.hash,
+                    StoredPayload {
+                        codec: 0,
+                        size: p.size,
+                        data: p.data.into_bytes(),
+                        refs: p.refs,
+                    },
+                )
+            })
+            .collect();
+        let mut inflater = Inflater::new(&rows);
+        let back = inflater
+            .inflate(&d.text, d.refs.as_deref())
+            .expect("inflates");
+        let whole = inflater
+            .inflate(&w.text, w.refs.as_deref())
+            .expect("inflates whole");
+        assert_eq!(whole, text);
+        (back, rows.len())
+    }
+
+    fn big(n: usize) -> String {
+        "x".repeat(n)
+    }
+
+    #[test]
+    fn anchored_big_values_are_cut_once_and_nested() {
+        let input = serde_json::json!({"data": {"note": big(1024)}, "program": ".note"});
+        let envelope = serde_json::json!({"input": input, "output": 1024, "call_id": "c"});
+        let text = serde_json::json!({
+            "outputs": {"tools_by_id": {"c": envelope}, "last_tool": envelope},
+            "arguments": input,
+            "other": input,
+            "s": "\"input\":".to_string() + &big(300),
+        })
+        .to_string();
+        let mut set = PayloadSet::default();
+        let d = set.dehydrate(&text);
+        // `outputs` and `arguments` are cut; `other` is no anchor; the
+        // string that reads like a key is no key.
+        let refs: Vec<(usize, String)> = parse_refs(d.refs.as_deref()).expect("refs");
+        assert_eq!(refs.len(), 2);
+        assert!(d.text.contains("\"other\":{"));
+        assert!(serde_json::from_str::<serde_json::Value>(&d.text).is_ok());
+        // Rows: the input (`arguments`, and inside `outputs` twice), outputs.
+        let rows = set.into_rows();
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(rows[0].hash, hash_of(&input.to_string()));
+        assert_eq!(round_trip(&text).0, text);
+    }
+
+    #[test]
+    fn small_and_broken_texts_are_kept_as_they_are() {
+        for text in ["", "{", "{\"input\":", "{\"input\":\"abc", "[1,2", "null"] {
+            let mut set = PayloadSet::default();
+            let d = set.dehydrate(text);
+            assert_eq!((d.text.as_str(), d.refs), (text, None));
+        }
+        let unterminated = format!("{{\"input\":[\"{}\"", big(400));
+        assert_eq!(PayloadSet::default().dehydrate(&unterminated).refs, None);
+        assert_eq!(round_trip(&unterminated).0, unterminated);
+    }
+
+    #[test]
+    fn bad_refs_are_errors_not_panics() {
+        let rows = HashMap::new();
+        let mut inflater = Inflater::new(&rows);
+        for (skeleton, refs) in [
+            ("null", "[[0,\"h\"]]"),
+            ("nul", "[[0,\"h\"]]"),
+            ("null", "[[18446744073709551615,\"h\"]]"),
+            ("null", "not json"),
+            ("énull", "[[1,\"h\"]]"),
+        ] {
+            assert!(
+                inflater.inflate(skeleton, Some(refs)).is_err(),
+                "{skeleton} {refs}"
+            );
+        }
+        let mut rows = HashMap::new();
+        rows.insert(
+            "h".to_string(),
+            StoredPayload {
+                codec: 0,
+                size: 4,
+                data: b"null".to_vec(),
+                refs: Some("[[0,\"h\"]]".into()),
+            },
+        );
+        let mut inflater = Inflater::new(&rows);
+        assert!(
+            inflater.inflate("null", Some("[[0,\"h\"]]")).is_err(),
+            "a cycle"
+        );
+    }
+
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let key = prop_oneof![
+            Just("input".to_string()),
+            Just("output".to_string()),
+            Just("outputs".to_string()),
+            Just("arguments".to_string()),
+            Just("content".to_string()),
+            Just("bundle".to_string()),
+            "[a-z\"\\\\]{0,6}",
+        ];
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "[a-z\"\\\\é{}:, ]{0,300}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::from),
+                prop::collection::btree_map(key.clone(), inner, 0..6)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn json_like_text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("{".to_string()),
+            Just("}".to_string()),
+            Just("[".to_string()),
+            Just("]".to_string()),
+            Just(",".to_string()),
+            Just(":".to_string()),
+            Just(" ".to_string()),
+            Just("\"input\"".to_string()),
+            Just("\"outputs\": ".to_string()),
+            Just("\"".to_string()),
+            Just("\\".to_string()),
+            Just("null".to_string()),
+            "[a-zé\"\\\\ ]{0,300}",
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn json_round_trips_byte_for_byte(value in json_value()) {
+            let text = value.to_string();
+            prop_assert_eq!(round_trip(&text).0, text.clone());
+            let pretty = serde_json::to_string_pretty(&value).expect("pretty");
+            prop_assert_eq!(round_trip(&pretty).0, pretty.clone());
+        }
+
+        #[test]
+        fn any_text_round_trips_byte_for_byte(text in json_like_text()) {
+            prop_assert_eq!(round_trip(&text).0, text.clone());
+        }
+    }
+}
