@@ -132,6 +132,11 @@ fn main() {
         per_node[0],
         per_node[per_node.len() - 1]
     );
+    // The figure `cargo xtask bench` tabulates (`BENCH <name> <value> <unit> <target>`).
+    println!(
+        "BENCH engine_per_node_overhead {:.3} us 100",
+        per_node[per_node.len() / 2]
+    );
 
     // A cancel 5 ms into a rendering that runs until its fuel is spent.
     let runaway = "{% for i in range(10000) %}{% for j in range(10000) %}x{% endfor %}{% endfor %}";
@@ -176,5 +181,9 @@ fn main() {
         latencies[latencies.len() / 2],
         latencies[latencies.len() - 1],
         whole.as_secs_f64() * 1e3
+    );
+    println!(
+        "BENCH engine_cancel_latency {:.3} ms 100",
+        latencies[latencies.len() / 2]
     );
 }

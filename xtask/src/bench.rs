@@ -4,10 +4,11 @@
 //! The black-box scenarios (`server/benches`, each a bench binary that
 //! drives the `glassbox` binary cargo builds beside it: `glassbox run`, or
 //! `glassbox serve` over a loopback socket) print one `BENCH <name> <value>
-//! <unit> <target|->` line per figure; node-runtime's criterion benches
-//! (the loop, the executor and the engine in memory) are read from their
-//! `estimates.json`. A full run also runs `api_runs` (the API in process,
-//! and server start) and uses the bench profile (release).
+//! <unit> <target|->` line per figure; so do node-runtime's plain benches
+//! (the agent loop and the engine, in memory), and its criterion benches
+//! (the executor) are read from their `estimates.json`. A full run also
+//! runs `api_runs` (the API in process, and server start) and uses the
+//! bench profile (release).
 //!
 //! `--smoke` (a phase of `cargo xtask test`, so CI runs it): the black-box
 //! scenarios only, with fewer repetitions (`GLASSBOX_BENCH_QUICK`), in the
@@ -18,7 +19,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use crate::install;
 use crate::phase::{cargo, describe, workspace_root};
@@ -121,8 +122,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the black-box scenarios, echoing their output, and collects their
-/// `BENCH` lines.
+/// Runs the black-box scenarios and collects their figures.
 fn product_figures(root: &Path, smoke: bool) -> Result<Vec<Figure>, String> {
     let mut cmd = cargo();
     cmd.arg("bench").args(["-p", "glassbox-server"]);
@@ -134,30 +134,14 @@ fn product_figures(root: &Path, smoke: bool) -> Result<Vec<Figure>, String> {
     for b in PRODUCT_BENCHES.iter().chain(full) {
         cmd.args(["--bench", b]);
     }
-    cmd.current_dir(root).stdout(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start `{}`: {e}", describe(&cmd)))?;
-    let mut figures = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            match parse_figure(&line) {
-                Some(f) => figures.push(f),
-                None => println!("{line}"),
-            }
-        }
-    }
-    let status = child.wait().map_err(|e| e.to_string())?;
-    if !status.success() {
-        return Err(format!("`{}` failed ({status})", describe(&cmd)));
-    }
-    Ok(figures)
+    run_collecting(cmd.current_dir(root))
 }
 
-/// Runs node-runtime's criterion benches and reads each one's median from
-/// `<target>/criterion/<id>/new/estimates.json`, in microseconds.
+/// Runs node-runtime's benches (the plain ones print `BENCH` lines; the
+/// criterion ones leave `<target>/criterion/<id>/new/estimates.json`, whose
+/// median is read, in microseconds).
 fn criterion_figures(root: &Path) -> Result<Vec<Figure>, String> {
-    crate::phase::run_cmd(
+    let mut figures = run_collecting(
         cargo()
             .args([
                 "bench",
@@ -172,7 +156,32 @@ fn criterion_figures(root: &Path) -> Result<Vec<Figure>, String> {
     let mut found = Vec::new();
     collect_estimates(&dir, &dir, &mut found);
     found.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(found)
+    figures.extend(found);
+    Ok(figures)
+}
+
+/// Runs `cmd`, echoing its output but for its `BENCH` lines, which it
+/// returns as figures.
+fn run_collecting(cmd: &mut Command) -> Result<Vec<Figure>, String> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start `{}`: {e}", describe(cmd)))?;
+    let mut figures = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            match parse_figure(&line) {
+                Some(f) => figures.push(f),
+                None => println!("{line}"),
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(figures)
+    } else {
+        Err(format!("`{}` failed ({status})", describe(cmd)))
+    }
 }
 
 fn collect_estimates(base: &Path, dir: &Path, out: &mut Vec<Figure>) {
