@@ -596,3 +596,99 @@ async fn a_run_whose_record_cannot_be_stored_does_not_start() {
         assert_eq!(n, 0, "{table} holds rows of a run that did not start");
     }
 }
+
+/// A run whose calls carry big inputs stores each once (issue 30): the
+/// bundle, node outputs and record refer to payloads, and every reader
+/// gives back the very texts the run wrote, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_payloads_are_stored_once_and_read_back_whole() {
+    let (api, _) = Api::new().await;
+    let kilobyte = "x".repeat(1024);
+    let mut turns: Vec<Value> = (0..3)
+        .map(|i| {
+            json!({"tool_calls": [{"name": "json_query", "arguments": {
+                "program": ".note | length", "data": {"i": i, "note": kilobyte}}}]})
+        })
+        .collect();
+    turns.push(json!({"text": "done"}));
+    let workflow = node_runtime::graph::Workflow::from_value(&json!({
+        "format_version": 1, "id": "wf", "name": "wf", "revision": 1,
+        "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "go",
+            "tools": [{"tool": "json_query@1.0.0"}],
+            "provider": {"kind": "scripted", "script": {"turns": turns}}}}],
+        "edges": []
+    }))
+    .expect("workflow");
+    let owner = node_runtime::secrets::SecretOwner {
+        user_id: None,
+        workspace_id: "default".into(),
+        org_id: None,
+    };
+    let db = api.state.db();
+    let run_id = api
+        .state
+        .runs()
+        .start(owner, workflow, serde_json::Map::new(), "api")
+        .await
+        .expect("starts");
+    let run = loop {
+        let run = db.get_run("default", &run_id).await.expect("run");
+        if run.record.is_some() {
+            break run;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(run.status, "succeeded");
+    assert!(run.record_refs.is_some(), "the record refers to payloads");
+    let stored: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM payloads WHERE run_id = $1")
+        .bind(&run_id)
+        .fetch_one(db.pool())
+        .await
+        .expect("count");
+    // The bundle, the node's outputs, the three inputs, the script's
+    // arguments (the same bytes as the inputs), the record's node inputs.
+    assert!((5..=8).contains(&stored.0), "{stored:?}");
+    // The bundle as the run wrote it: its typed form serializes to it.
+    let text = db
+        .get_bundle("default", &run_id, "agent")
+        .await
+        .expect("bundle");
+    let bundle =
+        node_runtime::replay_bundle::ReplayBundle::from_json(&text).expect("a valid bundle");
+    assert_eq!(bundle.to_json(), text);
+    assert_eq!(bundle.envelopes.len(), 3);
+    // Each call's input, as its event carries it, is in the bundle as is.
+    for event in db
+        .events_after("default", &run_id, 0)
+        .await
+        .expect("events")
+    {
+        let value: Value = serde_json::from_str(&event.event).expect("event");
+        if let Some(input) = value.pointer("/event/envelope/input") {
+            assert!(text.contains(&format!("\"input\":{input}")));
+        }
+    }
+    let nodes = db.node_runs("default", &run_id).await.expect("nodes");
+    let outputs: std::collections::BTreeMap<String, Value> =
+        serde_json::from_str(&nodes[0].outputs).expect("outputs");
+    assert_eq!(
+        serde_json::to_string(&outputs).expect("json"),
+        nodes[0].outputs
+    );
+    let record = db.run_record(&run).await.expect("record").expect("some");
+    assert_eq!(
+        record["nodes"]["agent"]["outputs"],
+        serde_json::to_value(&outputs).expect("v")
+    );
+    assert_eq!(
+        record["nodes"]["agent"]["bundle"],
+        serde_json::from_str::<Value>(&text).expect("json")
+    );
+    let outcome = api
+        .state
+        .runs()
+        .replay_record("default", &record, Some(&run_id))
+        .await
+        .expect("replays");
+    assert!(outcome.matches);
+}

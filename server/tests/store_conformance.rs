@@ -260,6 +260,7 @@ async fn conformance(store: Store) {
         started_at: now(),
         finished_at: now(),
         trace_id: None,
+        outputs_refs: None,
     };
     store
         .put_node_runs("r1", &[node("a", "done"), node("b", "failed")])
@@ -708,31 +709,92 @@ async fn run_lifecycle_writes(store: &Store) {
         "waiting_for_approval",
         "a status other than queued stays"
     );
-    writer
-        .write(RunWrite::NodeCheckpoint {
-            run_id: "l1".into(),
-            node_id: "agent".into(),
-            record: "{}".into(),
-        })
-        .await
-        .expect("checkpoint");
+    // A node's checkpoint and the run's end refer to the same payloads
+    // (its outputs, its bundle); every reader gives the texts back whole.
+    let input = json!({"note": "x".repeat(400)});
+    let bundle =
+        json!({"exchanges": [{"arguments": input}], "envelopes": [{"input": input}]}).to_string();
+    let outputs = json!({"response": "y".repeat(300), "last_tool": {"input": input}}).to_string();
+    let node_record = format!(
+        "{{\"bundle\":{bundle},\"node_id\":\"agent\",\"outputs\":{outputs},\"status\":\"succeeded\"}}"
+    );
+    let checkpoint = RunWrite::node_checkpoint("l1", "agent", &node_record);
+    let RunWrite::NodeCheckpoint {
+        record, payloads, ..
+    } = &checkpoint
+    else {
+        unreachable!("a node checkpoint")
+    };
+    assert!(record.len() < 200, "{record}");
+    assert_eq!(payloads.len(), 3, "bundle, outputs, input once");
+    writer.write(checkpoint).await.expect("checkpoint");
     store
         .put_agent_checkpoint("l1", "agent2", "{}")
         .await
         .expect("agent checkpoint");
-    assert_eq!(store.checkpoints("l1").await.expect("q").len(), 2);
-    writer
-        .write(RunWrite::End(Box::new(RunEnd {
+    assert_eq!(
+        store.checkpoints("l1").await.expect("q"),
+        [
+            ("agent".into(), "node".into(), node_record.clone()),
+            ("agent2".into(), "agent".into(), "{}".into())
+        ]
+    );
+    let run_record = format!(
+        "{{\"nodes\":{{\"agent\":{{\"bundle\":null,\"node_id\":\"agent\",\"outputs\":{outputs}}}}},\"workflow\":{{}}}}"
+    );
+    let mut end = RunEnd {
+        run_id: "l1".into(),
+        status: "succeeded".into(),
+        record: Some(run_record.clone()),
+        nodes: vec![NodeRunRow {
             run_id: "l1".into(),
+            node_id: "agent".into(),
             status: "succeeded".into(),
-            spans: vec![span("l1", "s22")],
-            ..RunEnd::default()
-        })))
+            error: None,
+            outputs: outputs.clone(),
+            started_at: now(),
+            finished_at: now(),
+            trace_id: None,
+            outputs_refs: None,
+        }],
+        bundles: vec![("agent".into(), bundle.clone(), None)],
+        spans: vec![span("l1", "s22")],
+        ..RunEnd::default()
+    };
+    end.dehydrate();
+    assert_eq!(end.bundles[0].1, "null");
+    assert_eq!(end.nodes[0].outputs, "null");
+    writer
+        .write(RunWrite::End(Box::new(end)))
         .await
         .expect("end");
+    let l1 = store.get_run("a", "l1").await.expect("l1");
+    assert_eq!(l1.status, "succeeded");
+    assert_ne!(l1.record.as_deref(), Some(run_record.as_str()));
     assert_eq!(
-        store.get_run("a", "l1").await.expect("l1").status,
-        "succeeded"
+        store.run_record(&l1).await.expect("record"),
+        Some({
+            let mut v: serde_json::Value = serde_json::from_str(&run_record).expect("json");
+            v["nodes"]["agent"]["bundle"] = serde_json::from_str(&bundle).expect("json");
+            v
+        })
+    );
+    assert_eq!(
+        store.get_bundle("a", "l1", "agent").await.expect("bundle"),
+        bundle
+    );
+    assert_eq!(
+        store.node_runs("a", "l1").await.expect("nodes")[0].outputs,
+        outputs
+    );
+    assert_eq!(
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM payloads WHERE run_id = $1")
+            .bind("l1")
+            .fetch_one(store.pool())
+            .await
+            .expect("count"),
+        3,
+        "each payload once"
     );
     assert_eq!(
         store
@@ -845,8 +907,9 @@ async fn group_writer(store: &Store) {
                 started_at: now(),
                 finished_at: now(),
                 trace_id: Some("t".into()),
+                outputs_refs: None,
             }],
-            bundles: vec![("agent".into(), "{\"turns\":[]}".into())],
+            bundles: vec![("agent".into(), "{\"turns\":[]}".into(), None)],
             pins: vec![("w9".into(), "agent".into(), "p".into(), "7".into())],
             ..RunEnd::default()
         }))),

@@ -17,11 +17,11 @@ pub(super) struct StoreCheckpoints {
 impl Checkpoints for StoreCheckpoints {
     fn node_ended<'a>(&'a self, record: &'a NodeRecord) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let write = RunWrite::NodeCheckpoint {
-                run_id: self.run_id.clone(),
-                node_id: record.node_id.clone(),
-                record: serde_json::to_string(record).unwrap_or_default(),
-            };
+            let write = RunWrite::node_checkpoint(
+                &self.run_id,
+                &record.node_id,
+                &serde_json::to_string(record).unwrap_or_default(),
+            );
             // Queued, not awaited: the group writer keeps the run's order,
             // and a checkpoint lost to a crash only means that node runs
             // again on resume (an approved write still runs once: the

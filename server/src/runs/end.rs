@@ -37,6 +37,7 @@ pub(super) fn end_of(
                     started_at: n.started_at.clone(),
                     finished_at: n.finished_at.clone(),
                     trace_id: Some(trace_id.clone()),
+                    outputs_refs: None,
                 })
                 .collect();
             // Each agent bundle is stored once, in `replay_bundles`; the
@@ -44,7 +45,7 @@ pub(super) fn end_of(
             let bundles = run
                 .nodes
                 .iter_mut()
-                .filter_map(|(id, r)| r.bundle.take().map(|b| (id.clone(), b.to_json())))
+                .filter_map(|(id, r)| r.bundle.take().map(|b| (id.clone(), b.to_json(), None)))
                 .collect();
             let mut pin_values = Vec::new();
             for node in &workflow.nodes {
@@ -87,7 +88,7 @@ pub(super) fn end_of(
                 nodes,
                 bundles,
                 pins: pin_values,
-                spans: Vec::new(),
+                ..RunEnd::default()
             }
         }
         Err(e) => RunEnd {

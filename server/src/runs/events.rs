@@ -99,6 +99,9 @@ pub(super) async fn write_events(
     let ended = match end.await {
         Ok(mut end) => {
             end.spans = spans.take();
+            // Each payload stored once: the record, node rows and bundles
+            // refer to them (dehydrated here, on the run's task).
+            end.dehydrate();
             Some(writer.submit(RunWrite::End(Box::new(end))))
         }
         Err(_) => None,

@@ -9,7 +9,12 @@ impl Store {
         node_id: &str,
         bundle: &str,
     ) -> Result<(), StoreError> {
-        let row = vec![run_id.into(), node_id.into(), bundle.into()];
+        let row = vec![
+            run_id.into(),
+            node_id.into(),
+            bundle.into(),
+            Arg::Text(None),
+        ];
         self.write_values(&BUNDLES, vec![row]).await
     }
 
@@ -19,23 +24,31 @@ impl Store {
     /// so each bundle is stored once; records from before that carry them
     /// inline and are returned as they are. None while the run has no
     /// record (it has not finished).
+    /// Stored texts are inflated first (see `payloads`), so the answer is
+    /// the same whichever way they were stored.
     pub async fn run_record(&self, run: &RunRow) -> Result<Option<Value>, StoreError> {
-        let Some(mut record) = run
-            .record
-            .as_deref()
-            .and_then(|t| serde_json::from_str::<Value>(t).ok())
-        else {
+        let Some(text) = &run.record else {
+            return Ok(None);
+        };
+        let rows: Vec<(String, String, Option<String>)> =
+            sqlx::query_as("SELECT node_id, bundle, refs FROM replay_bundles WHERE run_id = $1")
+                .bind(&run.id)
+                .fetch_all(self.pool())
+                .await?;
+        // The record and its bundles share payloads: inflated together.
+        let (ids, mut texts): (Vec<String>, Vec<(String, Option<String>)>) = rows
+            .into_iter()
+            .map(|(node_id, text, refs)| (node_id, (text, refs)))
+            .unzip();
+        texts.insert(0, (text.clone(), run.record_refs.clone()));
+        let mut texts = self.inflate(&run.id, texts).await?.into_iter();
+        let Some(Ok(mut record)) = texts.next().map(|t| serde_json::from_str::<Value>(&t)) else {
             return Ok(None);
         };
         let Some(nodes) = record.get_mut("nodes").and_then(Value::as_object_mut) else {
             return Ok(Some(record));
         };
-        let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT node_id, bundle FROM replay_bundles WHERE run_id = $1")
-                .bind(&run.id)
-                .fetch_all(self.pool())
-                .await?;
-        for (node_id, text) in rows {
+        for (node_id, text) in ids.into_iter().zip(texts) {
             let Some(node) = nodes.get_mut(&node_id).and_then(Value::as_object_mut) else {
                 continue;
             };
@@ -56,12 +69,16 @@ impl Store {
         node_id: &str,
     ) -> Result<String, StoreError> {
         self.get_run(workspace_id, run_id).await?;
-        sqlx::query_scalar("SELECT bundle FROM replay_bundles WHERE run_id = $1 AND node_id = $2")
-            .bind(run_id)
-            .bind(node_id)
-            .fetch_optional(self.pool())
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("bundle of node {node_id}")))
+        let row: (String, Option<String>) = sqlx::query_as(
+            "SELECT bundle, refs FROM replay_bundles WHERE run_id = $1 AND node_id = $2",
+        )
+        .bind(run_id)
+        .bind(node_id)
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("bundle of node {node_id}")))?;
+        let mut texts = self.inflate(run_id, vec![row]).await?;
+        Ok(texts.pop().unwrap_or_default())
     }
 
     pub async fn pin_value(

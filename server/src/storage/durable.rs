@@ -40,7 +40,7 @@ impl Store {
         state: &str,
     ) -> Result<(), StoreError> {
         let sql = format!(
-            "{} VALUES ($1, $2, 'agent', $3, $4) {}",
+            "{} VALUES ($1, $2, 'agent', $3, $4, NULL) {}",
             CHECKPOINTS.head, CHECKPOINTS.tail
         );
         self.durable(
@@ -54,15 +54,26 @@ impl Store {
         Ok(())
     }
 
-    /// A run's checkpoints: `(node_id, kind, state)`.
+    /// A run's checkpoints: `(node_id, kind, state)`, inflated (see
+    /// `payloads`).
     pub async fn checkpoints(
         &self,
         run_id: &str,
     ) -> Result<Vec<(String, String, String)>, StoreError> {
-        Ok(sqlx::query_as("SELECT node_id, kind, state FROM run_checkpoints WHERE run_id = $1 ORDER BY node_id, kind")
+        let rows: Vec<(String, String, String, Option<String>)> = sqlx::query_as("SELECT node_id, kind, state, refs FROM run_checkpoints WHERE run_id = $1 ORDER BY node_id, kind")
             .bind(run_id)
             .fetch_all(self.pool())
-            .await?)
+            .await?;
+        let (keys, texts): (Vec<_>, Vec<_>) = rows
+            .into_iter()
+            .map(|(node_id, kind, state, refs)| ((node_id, kind), (state, refs)))
+            .unzip();
+        let states = self.inflate(run_id, texts).await?;
+        Ok(keys
+            .into_iter()
+            .zip(states)
+            .map(|((node_id, kind), state)| (node_id, kind, state))
+            .collect())
     }
 
     /// Runs that were queued, running or waiting when the server stopped.

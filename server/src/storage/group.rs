@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::payloads::PayloadSet;
 use super::*;
 /// The most writes one transaction takes.
 const MAX_BATCH: usize = 512;
@@ -40,11 +41,14 @@ pub struct RunEnd {
     /// JSON.
     pub outputs: Option<String>,
     pub error: Option<String>,
-    /// JSON.
+    /// JSON, or a skeleton when `record_refs` is set (see `payloads`).
     pub record: Option<String>,
+    pub record_refs: Option<String>,
     pub nodes: Vec<NodeRunRow>,
-    /// `(node_id, bundle JSON)`.
-    pub bundles: Vec<(String, String)>,
+    /// `(node_id, bundle JSON or skeleton, refs)`.
+    pub bundles: Vec<(String, String, Option<String>)>,
+    /// The payloads the record, node outputs and bundles refer to.
+    pub payloads: Vec<PayloadRow>,
     /// `(workflow_id, node_id, pin, value JSON)`.
     pub pins: Vec<(String, String, String, String)>,
     /// The run's spans that closed since its last write.
@@ -76,15 +80,61 @@ pub enum RunWrite {
         spans: Vec<SpanRow>,
     },
     End(Box<RunEnd>),
-    /// An ended node's record, for resuming the run after a crash.
+    /// An ended node's record, for resuming the run after a crash
+    /// (made by [`RunWrite::node_checkpoint`]).
     NodeCheckpoint {
         run_id: String,
         node_id: String,
-        /// The `NodeRecord`, as JSON.
+        /// The `NodeRecord`, as JSON, or a skeleton when `refs` is set.
         record: String,
+        refs: Option<String>,
+        /// The payloads `refs` names.
+        payloads: Vec<PayloadRow>,
     },
     /// Closed spans of runs (a span arrives once; a repeat is ignored).
     Spans(Vec<SpanRow>),
+}
+
+impl RunEnd {
+    /// Cuts the payloads out of the record, the node rows' outputs and the
+    /// bundles (their texts were whole), into [`RunEnd::payloads`]. A node's
+    /// outputs and a bundle are each one payload, the very ones the record
+    /// and the node's checkpoint refer to. Call it on the run's task.
+    pub fn dehydrate(&mut self) {
+        let mut set = PayloadSet::default();
+        if let Some(record) = &self.record {
+            let d = set.dehydrate(record);
+            self.record = Some(d.text);
+            self.record_refs = d.refs;
+        }
+        for n in &mut self.nodes {
+            let d = set.dehydrate_whole(&n.outputs);
+            n.outputs = d.text;
+            n.outputs_refs = d.refs;
+        }
+        for (_, bundle, refs) in &mut self.bundles {
+            let d = set.dehydrate_whole(bundle);
+            *bundle = d.text;
+            *refs = d.refs;
+        }
+        self.payloads.extend(set.into_rows());
+    }
+}
+
+impl RunWrite {
+    /// An ended node's checkpoint, its `NodeRecord` JSON dehydrated: its
+    /// outputs and bundle are the payloads the run's end stores too.
+    pub fn node_checkpoint(run_id: &str, node_id: &str, record: &str) -> Self {
+        let mut set = PayloadSet::default();
+        let d = set.dehydrate(record);
+        RunWrite::NodeCheckpoint {
+            run_id: run_id.into(),
+            node_id: node_id.into(),
+            record: d.text,
+            refs: d.refs,
+            payloads: set.into_rows(),
+        }
+    }
 }
 
 type Job = (RunWrite, oneshot::Sender<Result<(), String>>);
@@ -310,6 +360,16 @@ async fn apply_all<'a>(
     let mut bundles = Vec::new();
     let mut pins: HashMap<(&str, &str, &str), Vec<Arg>> = HashMap::new();
     let mut checkpoints: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
+    // Each write carries every payload it refers to (so a write that
+    // fails alone leaves no ref behind); a payload is stored once.
+    let mut payloads: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
+    let mut add_payloads = |run_id: &'a str, rows: &'a [PayloadRow]| {
+        for p in rows {
+            payloads
+                .entry((run_id, &p.hash))
+                .or_insert_with(|| payload_args(run_id, p));
+        }
+    };
     let mut spans: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
     let mut started = Vec::new();
     let mut created = Vec::new();
@@ -371,7 +431,10 @@ async fn apply_all<'a>(
                 run_id,
                 node_id,
                 record,
+                refs,
+                payloads: rows,
             } => {
+                add_payloads(run_id, rows);
                 checkpoints.insert(
                     (run_id, node_id),
                     vec![
@@ -380,17 +443,24 @@ async fn apply_all<'a>(
                         "node".into(),
                         record.into(),
                         at.as_str().into(),
+                        refs.into(),
                     ],
                 );
             }
             RunWrite::Spans(rows) => add_spans(&mut spans, rows),
             RunWrite::End(end) => {
                 add_spans(&mut spans, &end.spans);
+                add_payloads(&end.run_id, &end.payloads);
                 for n in &end.nodes {
                     nodes.push(node_run_args(&end.run_id, n));
                 }
-                for (node_id, bundle) in &end.bundles {
-                    bundles.push(vec![(&end.run_id).into(), node_id.into(), bundle.into()]);
+                for (node_id, bundle, refs) in &end.bundles {
+                    bundles.push(vec![
+                        (&end.run_id).into(),
+                        node_id.into(),
+                        bundle.into(),
+                        refs.into(),
+                    ]);
                 }
                 for (workflow_id, node_id, pin, value) in &end.pins {
                     pins.insert(
@@ -411,6 +481,7 @@ async fn apply_all<'a>(
                     (&end.outputs).into(),
                     (&end.error).into(),
                     (&end.record).into(),
+                    (&end.record_refs).into(),
                     at.as_str().into(),
                 ]);
             }
@@ -424,6 +495,7 @@ async fn apply_all<'a>(
     // before its end, its node rows cleared before they are written.
     let statements = vec![
         (&RUNS, created),
+        (&PAYLOADS, payloads.into_values().collect()),
         (&RUN_STARTED, started),
         (&RUN_STATUS, statuses),
         (&EVENTS, events),

@@ -45,7 +45,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::AnyPool;
 
 pub use group::{BlobRef, GroupWriter, RunEnd, RunWrite};
-pub use payloads::{hash_of, Dehydrated, PayloadRow, PayloadSet, MIN_PAYLOAD};
+pub use payloads::{hash_of, Dehydrated, PayloadSet, MIN_PAYLOAD};
 pub use rows::*;
 pub use tenancy::session_id;
 

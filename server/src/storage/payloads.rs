@@ -46,20 +46,6 @@ const ANCHORS: [&[u8]; 7] = [
 /// bundle, outputs, input). More means the stored data is corrupt.
 const MAX_DEPTH: usize = 16;
 
-/// A payload to store: its hash, its inflated length, and its text as a
-/// skeleton with its own refs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PayloadRow {
-    /// Lowercase hex BLAKE3 of the inflated bytes.
-    pub hash: String,
-    /// The inflated length in bytes.
-    pub size: i64,
-    /// The skeleton.
-    pub data: String,
-    /// The skeleton's refs (JSON), `None` when it has none.
-    pub refs: Option<String>,
-}
-
 /// A text as stored: the skeleton and its refs (`None`: the text itself).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Dehydrated {
@@ -356,17 +342,6 @@ impl<'a> Inflater<'a> {
         self.done.insert(hash.to_string(), text.clone());
         Ok(text)
     }
-}
-
-pub(super) fn payload_args(run_id: &str, p: &PayloadRow) -> Vec<Arg> {
-    vec![
-        run_id.into(),
-        (&p.hash).into(),
-        0i64.into(),
-        p.size.into(),
-        Arg::Blob(Some(p.data.as_bytes().to_vec())),
-        (&p.refs).into(),
-    ]
 }
 
 impl Store {

@@ -55,6 +55,8 @@ pub struct RunRow {
     pub inputs: String,
     pub outputs: Option<String>,
     pub error: Option<String>,
+    /// JSON; stored as a skeleton when `record_refs` is set (see
+    /// `payloads`): read it through `Store::run_record`.
     pub record: Option<String>,
     pub created_at: String,
     pub finished_at: Option<String>,
@@ -62,6 +64,10 @@ pub struct RunRow {
     pub trace_id: Option<String>,
     /// The user who started it (none: the CLI); its secrets' first scope.
     pub started_by: Option<String>,
+    /// The payloads `record` refers to (see `payloads`); none: it is whole.
+    #[sqlx(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_refs: Option<String>,
 }
 
 impl RunRow {
@@ -85,6 +91,7 @@ impl RunRow {
             finished_at: None,
             trace_id: None,
             started_by: None,
+            record_refs: None,
         }
     }
 }
@@ -100,6 +107,25 @@ pub struct NodeRunRow {
     pub started_at: String,
     pub finished_at: String,
     pub trace_id: Option<String>,
+    /// The payloads `outputs` refers to (see `payloads`); none as read
+    /// (`Store::node_runs` inflates) and for a whole text.
+    #[sqlx(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs_refs: Option<String>,
+}
+
+/// A payload to store: its hash, its inflated length, and its text as a
+/// skeleton with its own refs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayloadRow {
+    /// Lowercase hex BLAKE3 of the inflated bytes.
+    pub hash: String,
+    /// The inflated length in bytes.
+    pub size: i64,
+    /// The skeleton.
+    pub data: String,
+    /// The skeleton's refs (JSON), `None` when it has none.
+    pub refs: Option<String>,
 }
 
 /// One closed `tracing` span of a run (see `crate::trace`).

@@ -21,6 +21,7 @@ impl Store {
             outputs.map(Value::to_string).into(),
             error.map(str::to_string).into(),
             record.map(Value::to_string).into(),
+            Arg::Text(None),
             now().into(),
         ];
         self.write_values(&RUN_END, vec![row]).await
@@ -102,10 +103,18 @@ impl Store {
         run_id: &str,
     ) -> Result<Vec<NodeRunRow>, StoreError> {
         self.get_run(workspace_id, run_id).await?;
-        Ok(sqlx::query_as("SELECT run_id, node_id, status, error, outputs, started_at, finished_at, trace_id FROM node_runs WHERE run_id = $1 ORDER BY started_at, node_id")
+        let mut rows: Vec<NodeRunRow> = sqlx::query_as("SELECT run_id, node_id, status, error, outputs, started_at, finished_at, trace_id, outputs_refs FROM node_runs WHERE run_id = $1 ORDER BY started_at, node_id")
             .bind(run_id)
             .fetch_all(self.pool())
-            .await?)
+            .await?;
+        let texts = rows
+            .iter_mut()
+            .map(|n| (std::mem::take(&mut n.outputs), n.outputs_refs.take()))
+            .collect();
+        for (n, outputs) in rows.iter_mut().zip(self.inflate(run_id, texts).await?) {
+            n.outputs = outputs;
+        }
+        Ok(rows)
     }
 
     /// The stored spans of a run in start order (the run must be the caller's).

@@ -81,8 +81,8 @@ pub(super) const RUN_STATUS: Values = Values {
     tail: ") UPDATE runs SET status = v.status FROM v WHERE runs.id = v.id",
 };
 pub(super) const RUN_END: Values = Values {
-    head: "WITH v(id, status, outputs, error, record, finished_at) AS (",
-    tail: ") UPDATE runs SET status = v.status, outputs = v.outputs, error = v.error, record = v.record, finished_at = v.finished_at FROM v WHERE runs.id = v.id",
+    head: "WITH v(id, status, outputs, error, record, record_refs, finished_at) AS (",
+    tail: ") UPDATE runs SET status = v.status, outputs = v.outputs, error = v.error, record = v.record, record_refs = v.record_refs, finished_at = v.finished_at FROM v WHERE runs.id = v.id",
 };
 pub(super) const EVENTS: Values = Values {
     head: "INSERT INTO run_events (run_id, seq, event, created_at)",
@@ -94,12 +94,13 @@ pub(super) const CLEAR_NODE_RUNS: Values = Values {
 };
 pub(super) const NODE_RUNS: Values = Values {
     head:
-        "INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at, trace_id)",
+        "INSERT INTO node_runs (run_id, node_id, status, error, outputs, started_at, finished_at, trace_id, outputs_refs)",
     tail: "",
 };
 pub(super) const BUNDLES: Values = Values {
-    head: "INSERT INTO replay_bundles (run_id, node_id, bundle)",
-    tail: "ON CONFLICT (run_id, node_id) DO UPDATE SET bundle = excluded.bundle",
+    head: "INSERT INTO replay_bundles (run_id, node_id, bundle, refs)",
+    tail:
+        "ON CONFLICT (run_id, node_id) DO UPDATE SET bundle = excluded.bundle, refs = excluded.refs",
 };
 pub(super) const PINS: Values = Values {
     head: "INSERT INTO pin_history (workflow_id, node_id, pin, value, updated_at)",
@@ -121,8 +122,8 @@ pub(super) const CLEAR_CHECKPOINTS: Values = Values {
     tail: ")",
 };
 pub(super) const CHECKPOINTS: Values = Values {
-    head: "INSERT INTO run_checkpoints (run_id, node_id, kind, state, updated_at)",
-    tail: "ON CONFLICT (run_id, node_id, kind) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+    head: "INSERT INTO run_checkpoints (run_id, node_id, kind, state, updated_at, refs)",
+    tail: "ON CONFLICT (run_id, node_id, kind) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, refs = excluded.refs",
 };
 pub(super) const SPANS: Values = Values {
     head: "INSERT INTO run_spans (run_id, span_id, parent_id, trace_id, name, started_at, duration_us, fields)",
@@ -164,6 +165,18 @@ pub(super) fn node_run_args(run_id: &str, n: &NodeRunRow) -> Vec<Arg> {
         (&n.started_at).into(),
         (&n.finished_at).into(),
         (&n.trace_id).into(),
+        (&n.outputs_refs).into(),
+    ]
+}
+
+pub(super) fn payload_args(run_id: &str, p: &PayloadRow) -> Vec<Arg> {
+    vec![
+        run_id.into(),
+        (&p.hash).into(),
+        0i64.into(),
+        p.size.into(),
+        Arg::Blob(Some(p.data.as_bytes().to_vec())),
+        (&p.refs).into(),
     ]
 }
 
