@@ -602,7 +602,19 @@ async fn a_run_whose_record_cannot_be_stored_does_not_start() {
 /// gives back the very texts the run wrote, byte for byte.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_payloads_are_stored_once_and_read_back_whole() {
-    let (api, _) = Api::new().await;
+    let (api, signin) = Api::new().await;
+    let (_, session) = api
+        .call(
+            "POST",
+            "/api/v1/auth/exchange",
+            None,
+            Some(json!({"token": signin})),
+        )
+        .await;
+    let token = session["session_token"]
+        .as_str()
+        .expect("session")
+        .to_string();
     let kilobyte = "x".repeat(1024);
     let mut turns: Vec<Value> = (0..3)
         .map(|i| {
@@ -668,6 +680,40 @@ async fn big_payloads_are_stored_once_and_read_back_whole() {
             assert!(text.contains(&format!("\"input\":{input}")));
         }
     }
+    // Events refer to the payloads too; the stored part of the event
+    // stream reads them whole.
+    let with_refs: (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM run_events WHERE run_id = $1 AND refs IS NOT NULL")
+            .bind(&run_id)
+            .fetch_one(db.pool())
+            .await
+            .expect("count");
+    assert!(
+        with_refs.0 >= 7,
+        "3 starts, 3 finishes, the agent's end: {with_refs:?}"
+    );
+    let stored_events = db
+        .events_after("default", &run_id, 0)
+        .await
+        .expect("events");
+    let streamed = api
+        .sse(&format!("/api/v1/runs/{run_id}/events"), &token, None)
+        .await;
+    assert_eq!(streamed.len(), stored_events.len());
+    for ((id, _, data), stored) in streamed.iter().zip(&stored_events) {
+        assert_eq!(*id, stored.seq);
+        assert_eq!(
+            data,
+            &serde_json::from_str::<Value>(&stored.event).expect("json")
+        );
+    }
+    assert_eq!(
+        stored_events
+            .iter()
+            .filter(|e| e.event.contains(&kilobyte))
+            .count(),
+        with_refs.0 as usize
+    );
     let nodes = db.node_runs("default", &run_id).await.expect("nodes");
     let outputs: std::collections::BTreeMap<String, Value> =
         serde_json::from_str(&nodes[0].outputs).expect("outputs");

@@ -687,7 +687,8 @@ async fn run_lifecycle_writes(store: &Store) {
         run_id: run.into(),
         workspace_id: "a".into(),
         started: true,
-        events: vec![(seq, "{}".into())],
+        events: vec![(seq, "{}".into(), None)],
+        payloads: vec![],
         invocations: vec![],
         blobs: vec![],
         spans,
@@ -761,7 +762,7 @@ async fn run_lifecycle_writes(store: &Store) {
         spans: vec![span("l1", "s22")],
         ..RunEnd::default()
     };
-    end.dehydrate();
+    end.dehydrate(Default::default());
     assert_eq!(end.bundles[0].1, "null");
     assert_eq!(end.nodes[0].outputs, "null");
     writer
@@ -849,15 +850,24 @@ async fn group_writer(store: &Store) {
             .expect("run");
     }
     let writer = GroupWriter::start(store.clone());
+    // Every event carries the same big input: each write carries it (a
+    // write may fail alone), it is stored once.
+    let text = |s: i64| format!("{{\"input\":\"{}\",\"n\":{s}}}", "x".repeat(300));
     let with = |run: &str, seqs: &[i64], invocations: Vec<InvocationRow>, blobs: Vec<BlobRef>| {
+        let mut set = PayloadSet::default();
+        let events = seqs
+            .iter()
+            .map(|s| {
+                let d = set.dehydrate(&text(*s));
+                (*s, d.text, d.refs)
+            })
+            .collect();
         RunWrite::Events {
             run_id: run.into(),
             workspace_id: "a".into(),
             started: false,
-            events: seqs
-                .iter()
-                .map(|s| (*s, format!("{{\"n\":{s}}}")))
-                .collect(),
+            events,
+            payloads: set.into_rows(),
             invocations,
             blobs,
             spans: vec![],
@@ -925,14 +935,27 @@ async fn group_writer(store: &Store) {
         results.push(w.await.is_ok());
     }
     assert_eq!(results, [true, true, true, false, true, true, true]);
-    let seqs: Vec<i64> = store
+    let events: Vec<(i64, String)> = store
         .events_after("a", "g1", 0)
         .await
         .expect("events")
-        .iter()
-        .map(|e| e.seq)
+        .into_iter()
+        .map(|e| (e.seq, e.event))
         .collect();
-    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(events, [(1, text(1)), (2, text(2)), (3, text(3))]);
+    assert_eq!(
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM payloads WHERE run_id = $1")
+            .bind("g1")
+            .fetch_one(store.pool())
+            .await
+            .expect("count"),
+        1,
+        "the events' input, once"
+    );
+    assert_eq!(
+        store.events_after("a", "g2", 0).await.expect("events")[0].event,
+        text(1)
+    );
     let g1 = store.get_run("a", "g1").await.expect("g1");
     assert_eq!(g1.status, "succeeded");
     assert_eq!(g1.outputs.as_deref(), Some("{\"answer\":4}"));

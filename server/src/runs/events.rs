@@ -1,6 +1,10 @@
 //! The run's event task: numbers, stores, indexes into invocation records
 //! and broadcasts each event, in order, then the run's end.
 
+use std::collections::HashSet;
+
+use crate::storage::PayloadSet;
+
 use super::*;
 
 pub(super) struct ChannelSink(pub(super) mpsc::UnboundedSender<WorkflowEvent>);
@@ -53,18 +57,24 @@ pub(super) async fn write_events(
     let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
     let trace_id = crate::trace::trace_id(&run_id);
     let mut in_flight = FuturesOrdered::new();
-    let broadcast = |(committed, events): (Result<(), StoreError>, Vec<LiveEvent>)| {
-        if let Err(e) = committed {
-            tracing::error!(run_id, error = %e, "cannot store run events");
-        }
-        for event in events {
-            let _ = tx.send(event);
-        }
-    };
+    // The payloads the run's committed writes stored: later writes refer
+    // to them without carrying them again.
+    let mut stored: HashSet<String> = HashSet::new();
+    let broadcast =
+        |(committed, events, hashes): (Result<(), StoreError>, Vec<LiveEvent>, Vec<String>),
+         stored: &mut HashSet<String>| {
+            match committed {
+                Ok(()) => stored.extend(hashes),
+                Err(e) => tracing::error!(run_id, error = %e, "cannot store run events"),
+            }
+            for event in events {
+                let _ = tx.send(event);
+            }
+        };
     loop {
         tokio::select! {
             biased;
-            Some(done) = in_flight.next(), if !in_flight.is_empty() => broadcast(done),
+            Some(done) = in_flight.next(), if !in_flight.is_empty() => broadcast(done, &mut stored),
             next = rx.recv() => {
                 let Some(first) = next else { break };
                 let mut batch = vec![first];
@@ -75,24 +85,31 @@ pub(super) async fn write_events(
                 let mut numbered = Vec::with_capacity(batch.len());
                 let mut invocations = Vec::new();
                 let mut blobs = Vec::new();
+                // Each payload stored once: events refer to them.
+                let mut set = PayloadSet::stored(std::mem::take(&mut stored));
                 for event in &batch {
                     seq += 1;
                     let text = serde_json::to_string(event).unwrap_or_else(|_| "null".into());
                     numbered.push((seq, Arc::from(text.as_str())));
-                    events.push((seq, text));
+                    let d = set.dehydrate(&text);
+                    events.push((seq, d.text, d.refs));
                     invocations.extend(index_event(&ws, &run_id, &trace_id, &mut tools, event));
                     blobs.extend(event_blobs(event));
                 }
+                let (payloads, back) = set.into_parts();
+                stored = back;
+                let hashes: Vec<String> = payloads.iter().map(|p| p.hash.clone()).collect();
                 let committed = writer.submit(RunWrite::Events {
                     run_id: run_id.clone(),
                     workspace_id: ws.clone(),
                     started: std::mem::take(&mut started),
                     events,
+                    payloads,
                     invocations,
                     blobs,
                     spans: spans.take(),
                 });
-                in_flight.push_back(async move { (committed.await, numbered) });
+                in_flight.push_back(async move { (committed.await, numbered, hashes) });
             }
         }
     }
@@ -101,13 +118,13 @@ pub(super) async fn write_events(
             end.spans = spans.take();
             // Each payload stored once: the record, node rows and bundles
             // refer to them (dehydrated here, on the run's task).
-            end.dehydrate();
+            end.dehydrate(std::mem::take(&mut stored));
             Some(writer.submit(RunWrite::End(Box::new(end))))
         }
         Err(_) => None,
     };
     while let Some(done) = in_flight.next().await {
-        broadcast(done);
+        broadcast(done, &mut stored);
     }
     match ended {
         Some(ended) => ended.await,

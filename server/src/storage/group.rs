@@ -73,8 +73,11 @@ pub enum RunWrite {
         /// The run's first write since it started: a `queued` run becomes
         /// `running` (any other status stays; it was set on purpose).
         started: bool,
-        /// `(seq, event JSON)`.
-        events: Vec<(i64, String)>,
+        /// `(seq, event JSON or skeleton, refs)` (see `payloads`).
+        events: Vec<(i64, String, Option<String>)>,
+        /// The payloads the events refer to that no committed write of the
+        /// run stored (so a write that fails alone leaves no ref behind).
+        payloads: Vec<PayloadRow>,
         invocations: Vec<InvocationRow>,
         blobs: Vec<BlobRef>,
         spans: Vec<SpanRow>,
@@ -100,8 +103,10 @@ impl RunEnd {
     /// bundles (their texts were whole), into [`RunEnd::payloads`]. A node's
     /// outputs and a bundle are each one payload, the very ones the record
     /// and the node's checkpoint refer to. Call it on the run's task.
-    pub fn dehydrate(&mut self) {
-        let mut set = PayloadSet::default();
+    /// Payloads in `stored` (committed by the run's earlier writes) are
+    /// referred to without being stored again.
+    pub fn dehydrate(&mut self, stored: std::collections::HashSet<String>) {
+        let mut set = PayloadSet::stored(stored);
         if let Some(record) = &self.record {
             let d = set.dehydrate(record);
             self.record = Some(d.text);
@@ -389,6 +394,7 @@ async fn apply_all<'a>(
                 workspace_id,
                 started: first,
                 events: evs,
+                payloads: pls,
                 invocations: invs,
                 blobs: bls,
                 spans: sps,
@@ -397,12 +403,14 @@ async fn apply_all<'a>(
                     started.push(vec![run_id.into()]);
                 }
                 add_spans(&mut spans, sps);
-                for (seq, event) in evs {
+                add_payloads(run_id, pls);
+                for (seq, event, refs) in evs {
                     events.push(vec![
                         run_id.into(),
                         (*seq).into(),
                         event.into(),
                         at.as_str().into(),
+                        refs.into(),
                     ]);
                 }
                 for i in invs {

@@ -58,9 +58,25 @@ pub struct Dehydrated {
 pub struct PayloadSet {
     rows: Vec<PayloadRow>,
     seen: HashSet<String>,
+    /// Payloads already stored: referred to, not stored again.
+    stored: HashSet<String>,
 }
 
 impl PayloadSet {
+    /// A set that leaves out the payloads of `stored` (hashes of the run's
+    /// committed writes; given back by [`Self::into_parts`]).
+    pub fn stored(stored: HashSet<String>) -> Self {
+        Self {
+            stored,
+            ..Self::default()
+        }
+    }
+
+    /// The rows to store, and the `stored` set given to [`Self::stored`].
+    pub fn into_parts(self) -> (Vec<PayloadRow>, HashSet<String>) {
+        (self.rows, self.stored)
+    }
+
     /// The text with its payloads cut out (the skeleton is kept inline).
     pub fn dehydrate(&mut self, text: &str) -> Dehydrated {
         let (text, refs) = self.cut(text);
@@ -93,7 +109,7 @@ impl PayloadSet {
     /// Keeps `text` as a payload (once) and returns its hash.
     fn add(&mut self, text: &str) -> String {
         let hash = hash_of(text);
-        if !self.seen.contains(&hash) {
+        if !self.seen.contains(&hash) && !self.stored.contains(&hash) {
             self.seen.insert(hash.clone());
             let (data, refs) = self.cut(text);
             self.rows.push(PayloadRow {

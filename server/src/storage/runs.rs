@@ -78,6 +78,7 @@ impl Store {
             seq.into(),
             event.to_string().into(),
             now().into(),
+            Arg::Text(None),
         ];
         self.write_values(&EVENTS, vec![row]).await
     }
@@ -138,10 +139,25 @@ impl Store {
         after: i64,
     ) -> Result<Vec<EventRow>, StoreError> {
         self.get_run(workspace_id, run_id).await?;
-        Ok(sqlx::query_as("SELECT run_id, seq, event, created_at FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq")
+        let rows: Vec<(i64, String, String, Option<String>)> = sqlx::query_as("SELECT seq, event, created_at, refs FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq")
             .bind(run_id)
             .bind(after)
             .fetch_all(self.pool())
-            .await?)
+            .await?;
+        let (heads, texts): (Vec<_>, Vec<_>) = rows
+            .into_iter()
+            .map(|(seq, event, created_at, refs)| ((seq, created_at), (event, refs)))
+            .unzip();
+        let texts = self.inflate(run_id, texts).await?;
+        Ok(heads
+            .into_iter()
+            .zip(texts)
+            .map(|((seq, created_at), event)| EventRow {
+                run_id: run_id.to_string(),
+                seq,
+                event,
+                created_at,
+            })
+            .collect())
     }
 }

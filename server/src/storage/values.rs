@@ -85,7 +85,7 @@ pub(super) const RUN_END: Values = Values {
     tail: ") UPDATE runs SET status = v.status, outputs = v.outputs, error = v.error, record = v.record, record_refs = v.record_refs, finished_at = v.finished_at FROM v WHERE runs.id = v.id",
 };
 pub(super) const EVENTS: Values = Values {
-    head: "INSERT INTO run_events (run_id, seq, event, created_at)",
+    head: "INSERT INTO run_events (run_id, seq, event, created_at, refs)",
     tail: "",
 };
 pub(super) const CLEAR_NODE_RUNS: Values = Values {
