@@ -714,6 +714,43 @@ async fn big_payloads_are_stored_once_and_read_back_whole() {
             .count(),
         with_refs.0 as usize
     );
+    // Invocation records refer to the same payloads; the API answers the
+    // texts the events carry.
+    let with_refs: (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM tool_invocations WHERE run_id = $1 AND input_refs IS NOT NULL",
+    )
+    .bind(&run_id)
+    .fetch_one(db.pool())
+    .await
+    .expect("count");
+    assert_eq!(with_refs.0, 3);
+    let mut checked = 0;
+    for event in &stored_events {
+        let value: Value = serde_json::from_str(&event.event).expect("event");
+        let Some(envelope) = value.pointer("/event/envelope") else {
+            continue;
+        };
+        let id = format!(
+            "{run_id}/agent/{}",
+            envelope["call_id"].as_str().expect("call id")
+        );
+        let (s, answer) = api
+            .call(
+                "GET",
+                &format!("/api/v1/invocations/{}", urlencode(&id)),
+                Some(&token),
+                None,
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{answer}");
+        let row = db.get_invocation("default", &id).await.expect("invocation");
+        assert_eq!(row.input, envelope["input"].to_string());
+        assert_eq!(row.output, Some(envelope["output"].to_string()));
+        assert_eq!(answer["input"].as_str(), Some(row.input.as_str()));
+        assert_eq!(answer["output"].as_str(), row.output.as_deref());
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
     let nodes = db.node_runs("default", &run_id).await.expect("nodes");
     let outputs: std::collections::BTreeMap<String, Value> =
         serde_json::from_str(&nodes[0].outputs).expect("outputs");
@@ -737,4 +774,9 @@ async fn big_payloads_are_stored_once_and_read_back_whole() {
         .await
         .expect("replays");
     assert!(outcome.matches);
+}
+
+/// A path segment with its `/` escaped.
+fn urlencode(text: &str) -> String {
+    text.replace('/', "%2F")
 }

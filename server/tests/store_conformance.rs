@@ -357,6 +357,8 @@ async fn conformance(store: Store) {
         started_at: Some(now()),
         completed_at: None,
         trace_id: Some("t1".into()),
+        input_refs: None,
+        output_refs: None,
     };
     store.upsert_invocation(&inv).await.expect("running");
     inv.status = "completed".into();
@@ -836,6 +838,8 @@ fn invocation(id: &str, status: &str) -> InvocationRow {
         started_at: None,
         completed_at: None,
         trace_id: None,
+        input_refs: None,
+        output_refs: None,
     }
 }
 
@@ -853,33 +857,48 @@ async fn group_writer(store: &Store) {
     // Every event carries the same big input: each write carries it (a
     // write may fail alone), it is stored once.
     let text = |s: i64| format!("{{\"input\":\"{}\",\"n\":{s}}}", "x".repeat(300));
-    let with = |run: &str, seqs: &[i64], invocations: Vec<InvocationRow>, blobs: Vec<BlobRef>| {
-        let mut set = PayloadSet::default();
-        let events = seqs
-            .iter()
-            .map(|s| {
-                let d = set.dehydrate(&text(*s));
-                (*s, d.text, d.refs)
-            })
-            .collect();
-        RunWrite::Events {
-            run_id: run.into(),
-            workspace_id: "a".into(),
-            started: false,
-            events,
-            payloads: set.into_rows(),
-            invocations,
-            blobs,
-            spans: vec![],
-        }
-    };
+    let with =
+        |run: &str, seqs: &[i64], mut invocations: Vec<InvocationRow>, blobs: Vec<BlobRef>| {
+            let mut set = PayloadSet::default();
+            for i in &mut invocations {
+                let d = set.dehydrate_whole(&i.input);
+                (i.input, i.input_refs) = (d.text, d.refs);
+                if let Some(output) = &i.output {
+                    let d = set.dehydrate_whole(output);
+                    (i.output, i.output_refs) = (Some(d.text), d.refs);
+                }
+            }
+            let events = seqs
+                .iter()
+                .map(|s| {
+                    let d = set.dehydrate(&text(*s));
+                    (*s, d.text, d.refs)
+                })
+                .collect();
+            RunWrite::Events {
+                run_id: run.into(),
+                workspace_id: "a".into(),
+                started: false,
+                events,
+                payloads: set.into_rows(),
+                invocations,
+                blobs,
+                spans: vec![],
+            }
+        };
     let events = |run: &str, seqs: &[i64]| with(run, seqs, vec![], vec![]);
+    // Big texts: stored as payloads, read back whole; the input stays the
+    // first record's (an approval's args summary).
+    let summary = format!("{{\"summary\":\"{}\"}}", "s".repeat(300));
+    let output = format!("\"{}\"", "o".repeat(300));
     let mut pending = invocation("g1/c", "pending");
     pending.approval_status = Some("pending".into());
+    pending.input = summary.clone();
     let mut running = invocation("g1/c", "running");
     running.started_at = Some("2026-01-01T00:00:00Z".into());
+    running.input = format!("{{\"other\":\"{}\"}}", "i".repeat(300));
     let mut done = invocation("g1/c", "completed");
-    done.output = Some("4".into());
+    done.output = Some(output.clone());
     done.started_at = Some("2026-01-01T00:00:09Z".into());
     done.completed_at = Some("2026-01-01T00:00:10Z".into());
     let waits = vec![
@@ -949,8 +968,8 @@ async fn group_writer(store: &Store) {
             .fetch_one(store.pool())
             .await
             .expect("count"),
-        1,
-        "the events' input, once"
+        4,
+        "the events' input once, the invocation's three texts"
     );
     assert_eq!(
         store.events_after("a", "g2", 0).await.expect("events")[0].event,
@@ -980,7 +999,31 @@ async fn group_writer(store: &Store) {
     assert_eq!(inv[0].status, "completed");
     assert_eq!(inv[0].approval_status.as_deref(), Some("pending"));
     let whole = store.get_invocation("a", &inv[0].id).await.expect("item");
-    assert_eq!(whole.output.as_deref(), Some("4"));
+    assert_eq!(
+        (whole.input.as_str(), whole.output.as_deref()),
+        (summary.as_str(), Some(output.as_str()))
+    );
+    assert_eq!((whole.input_refs, whole.output_refs), (None, None));
+    // The same over two writes (the upsert, not the merge); a failed call
+    // has no output.
+    let mut first = invocation("g1/d", "pending");
+    first.input = summary.clone();
+    writer
+        .write(with("g1", &[], vec![first], vec![]))
+        .await
+        .expect("pending");
+    let mut failed = invocation("g1/d", "failed");
+    failed.input = format!("{{\"other\":\"{}\"}}", "j".repeat(300));
+    failed.error = Some("boom".into());
+    writer
+        .write(with("g1", &[], vec![failed], vec![]))
+        .await
+        .expect("failed");
+    let d = store.get_invocation("a", "g1/d").await.expect("item");
+    assert_eq!(
+        (d.input.as_str(), d.output, d.status.as_str()),
+        (summary.as_str(), None, "failed")
+    );
     assert_eq!(
         inv[0].started_at.as_deref(),
         Some("2026-01-01T00:00:00Z"),

@@ -96,6 +96,16 @@ pub(super) async fn write_events(
                     invocations.extend(index_event(&ws, &run_id, &trace_id, &mut tools, event));
                     blobs.extend(event_blobs(event));
                 }
+                // An invocation's input and output are the very payloads
+                // its events carry.
+                for i in &mut invocations {
+                    let d = set.dehydrate_whole(&i.input);
+                    (i.input, i.input_refs) = (d.text, d.refs);
+                    if let Some(output) = &i.output {
+                        let d = set.dehydrate_whole(output);
+                        (i.output, i.output_refs) = (Some(d.text), d.refs);
+                    }
+                }
                 let (payloads, back) = set.into_parts();
                 stored = back;
                 let hashes: Vec<String> = payloads.iter().map(|p| p.hash.clone()).collect();
@@ -196,6 +206,8 @@ pub(super) fn index_event(
             started_at: None,
             completed_at: None,
             trace_id: Some(trace_id.to_string()),
+            input_refs: None,
+            output_refs: None,
         }
     };
     match event.as_ref() {

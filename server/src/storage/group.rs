@@ -327,6 +327,7 @@ fn merge_invocation(into: &mut InvocationRow, later: &InvocationRow) {
         into.reason = later.reason.clone();
     }
     into.output = later.output.clone();
+    into.output_refs = later.output_refs.clone();
     into.error = later.error.clone();
     into.cost = later.cost;
     if into.started_at.is_none() {

@@ -44,17 +44,29 @@ impl Store {
         }))
     }
 
-    /// One invocation record with its payloads.
+    /// One invocation record with its payloads (inflated, see `payloads`).
     pub async fn get_invocation(
         &self,
         workspace_id: &str,
         id: &str,
     ) -> Result<InvocationRow, StoreError> {
-        sqlx::query_as("SELECT * FROM tool_invocations WHERE workspace_id = $1 AND id = $2")
-            .bind(workspace_id)
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("invocation {id}")))
+        let mut row: InvocationRow =
+            sqlx::query_as("SELECT * FROM tool_invocations WHERE workspace_id = $1 AND id = $2")
+                .bind(workspace_id)
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("invocation {id}")))?;
+        if row.input_refs.is_none() && row.output_refs.is_none() {
+            return Ok(row);
+        }
+        let mut texts = vec![(std::mem::take(&mut row.input), row.input_refs.take())];
+        if let Some(output) = row.output.take() {
+            texts.push((output, row.output_refs.take()));
+        }
+        let mut texts = self.inflate(&row.run_id, texts).await?.into_iter();
+        row.input = texts.next().unwrap_or_default();
+        row.output = texts.next();
+        Ok(row)
     }
 }

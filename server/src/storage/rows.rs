@@ -259,6 +259,14 @@ pub struct InvocationRow {
     pub started_at: Option<String>,
     pub completed_at: Option<String>,
     pub trace_id: Option<String>,
+    /// The payloads `input` and `output` refer to (see `payloads`); none
+    /// as read (`Store::get_invocation` inflates) and for whole texts.
+    #[sqlx(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_refs: Option<String>,
+    #[sqlx(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_refs: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]

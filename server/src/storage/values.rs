@@ -287,12 +287,13 @@ pub(super) async fn execute_values(
     Ok(())
 }
 
-pub(super) const INVOCATION_INSERT_HEAD: &str = "INSERT INTO tool_invocations (id, workspace_id, run_id, node_id, call_id, tool_name, tool_version, status, approval_required, approval_status, decided_by, reason, input, output, error, cost, created_at, started_at, completed_at, trace_id)";
+pub(super) const INVOCATION_INSERT_HEAD: &str = "INSERT INTO tool_invocations (id, workspace_id, run_id, node_id, call_id, tool_name, tool_version, status, approval_required, approval_status, decided_by, reason, input, output, error, cost, created_at, started_at, completed_at, trace_id, input_refs, output_refs)";
 
 /// Seed 001's lifecycle as an upsert: status, output, error, cost and
 /// completion follow the newest record; approval fields keep the last value
-/// given; the input and the first start time stay.
-pub(super) const INVOCATION_UPSERT_TAIL: &str = "ON CONFLICT (id) DO UPDATE SET status = excluded.status, approval_status = COALESCE(excluded.approval_status, tool_invocations.approval_status), decided_by = COALESCE(excluded.decided_by, tool_invocations.decided_by), reason = COALESCE(excluded.reason, tool_invocations.reason), output = excluded.output, error = excluded.error, cost = excluded.cost, started_at = COALESCE(tool_invocations.started_at, excluded.started_at), completed_at = excluded.completed_at";
+/// given; the input and the first start time stay. A text's refs follow
+/// the text (see `payloads`).
+pub(super) const INVOCATION_UPSERT_TAIL: &str = "ON CONFLICT (id) DO UPDATE SET status = excluded.status, approval_status = COALESCE(excluded.approval_status, tool_invocations.approval_status), decided_by = COALESCE(excluded.decided_by, tool_invocations.decided_by), reason = COALESCE(excluded.reason, tool_invocations.reason), output = excluded.output, output_refs = excluded.output_refs, error = excluded.error, cost = excluded.cost, started_at = COALESCE(tool_invocations.started_at, excluded.started_at), completed_at = excluded.completed_at";
 
 pub(super) fn invocation_args(i: &InvocationRow) -> Vec<Arg> {
     vec![
@@ -316,5 +317,7 @@ pub(super) fn invocation_args(i: &InvocationRow) -> Vec<Arg> {
         (&i.started_at).into(),
         (&i.completed_at).into(),
         (&i.trace_id).into(),
+        (&i.input_refs).into(),
+        (&i.output_refs).into(),
     ]
 }
