@@ -17,9 +17,16 @@
 //! run (the key is `(run_id, hash)`, deleted with it), so no reference
 //! counting is needed and no run can probe another's payloads.
 //!
-//! Dehydrating (scanning and hashing) happens on the run's own task; the
-//! group writer only stores the rows it is given.
+//! A row's skeleton is kept raw deflated ([`CODEC_DEFLATE`], level
+//! [`DEFLATE_LEVEL`]) when that makes it at least 10% smaller, else as is
+//! ([`CODEC_RAW`]). Reading inflates it to at most the row's `size` bytes
+//! (a skeleton is never longer than the text it stands for), so a bad or
+//! oversized stream is an error, never a panic or an unbounded buffer.
+//!
+//! Dehydrating (scanning, hashing and deflating) happens on the run's own
+//! task; the group writer only stores the rows it is given.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -41,6 +48,15 @@ const ANCHORS: [&[u8]; 7] = [
     b"content",
     b"bundle",
 ];
+
+/// `payloads.codec`: `data` is the skeleton as is.
+pub const CODEC_RAW: i64 = 0;
+/// `payloads.codec`: `data` is the skeleton raw deflated (RFC 1951, no
+/// zlib header).
+pub const CODEC_DEFLATE: i64 = 1;
+/// The deflate level: the fastest, which the run path pays for (a 1 KB
+/// payload per tool call); higher levels gain little on such short texts.
+pub const DEFLATE_LEVEL: u8 = 1;
 
 /// How deep payloads may nest when read back (three levels in practice:
 /// bundle, outputs, input). More means the stored data is corrupt.
@@ -111,9 +127,11 @@ impl PayloadSet {
         let hash = hash_of(text);
         if !self.seen.contains(&hash) && !self.stored.contains(&hash) {
             self.seen.insert(hash.clone());
-            let (data, refs) = self.cut(text);
+            let (skeleton, refs) = self.cut(text);
+            let (codec, data) = encode(skeleton);
             self.rows.push(PayloadRow {
                 hash: hash.clone(),
+                codec,
                 size: i64::try_from(text.len()).unwrap_or(i64::MAX),
                 data,
                 refs: refs_text(&refs),
@@ -184,6 +202,36 @@ impl PayloadSet {
         }
         skeleton.push_str(&text[copied..]);
         (skeleton, refs)
+    }
+}
+
+/// A skeleton as stored: deflated when that saves at least 10%, else as is.
+fn encode(skeleton: String) -> (i64, Vec<u8>) {
+    let packed = miniz_oxide::deflate::compress_to_vec(skeleton.as_bytes(), DEFLATE_LEVEL);
+    if packed.len().saturating_mul(10) <= skeleton.len().saturating_mul(9) {
+        (CODEC_DEFLATE, packed)
+    } else {
+        (CODEC_RAW, skeleton.into_bytes())
+    }
+}
+
+/// The skeleton a stored row holds: a deflated one inflates to at most
+/// `size` bytes (the length of the text it stands for); anything else is
+/// an error.
+fn decode(codec: i64, size: i64, data: &[u8]) -> Result<Cow<'_, str>, String> {
+    match codec {
+        CODEC_RAW => std::str::from_utf8(data)
+            .map(Cow::Borrowed)
+            .map_err(|e| format!("not UTF-8: {e}")),
+        CODEC_DEFLATE => {
+            let limit = usize::try_from(size).map_err(|_| format!("bad size {size}"))?;
+            let bytes = miniz_oxide::inflate::decompress_to_vec_with_limit(data, limit)
+                .map_err(|e| format!("bad deflate stream: {e}"))?;
+            String::from_utf8(bytes)
+                .map(Cow::Owned)
+                .map_err(|e| format!("not UTF-8: {e}"))
+        }
+        other => Err(format!("unknown codec {other}")),
     }
 }
 
@@ -337,13 +385,10 @@ impl<'a> Inflater<'a> {
             .rows
             .get(hash)
             .ok_or_else(|| format!("payload {hash} is missing"))?;
-        if row.codec != 0 {
-            return Err(format!("payload {hash} has unknown codec {}", row.codec));
-        }
-        let data = std::str::from_utf8(&row.data)
-            .map_err(|e| format!("payload {hash} is not UTF-8: {e}"))?;
+        let data =
+            decode(row.codec, row.size, &row.data).map_err(|e| format!("payload {hash}: {e}"))?;
         let refs = parse_refs(row.refs.as_deref()).map_err(|e| format!("payload {hash}: {e}"))?;
-        let text = self.splice(data, &refs, depth + 1)?;
+        let text = self.splice(&data, &refs, depth + 1)?;
         if i64::try_from(text.len()).ok() != Some(row.size) {
             return Err(format!(
                 "payload {hash} inflates to {} bytes, not {}",
@@ -445,21 +490,7 @@ mod tests {
         let mut set = PayloadSet::default();
         let d = set.dehydrate(text);
         let w = set.dehydrate_whole(text);
-        let rows: HashMap<String, StoredPayload> = set
-            .into_rows()
-            .into_iter()
-            .map(|p| {
-                (
-                    p.hash,
-                    StoredPayload {
-                        codec: 0,
-                        size: p.size,
-                        data: p.data.into_bytes(),
-                        refs: p.refs,
-                    },
-                )
-            })
-            .collect();
+        let rows = stored(set.into_rows());
         let mut inflater = Inflater::new(&rows);
         let back = inflater
             .inflate(&d.text, d.refs.as_deref())
@@ -473,6 +504,140 @@ mod tests {
 
     fn big(n: usize) -> String {
         "x".repeat(n)
+    }
+
+    /// `n` pseudo-random printable ASCII characters (no `"` or `\`): on a
+    /// text this short, deflate cannot save 10% (about 6.6 bits a
+    /// character, plus its code tables).
+    fn noise(n: usize, mut seed: u64) -> String {
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let c = b' ' + (seed % 95) as u8;
+                if c == b'"' || c == b'\\' {
+                    '#'
+                } else {
+                    char::from(c)
+                }
+            })
+            .collect()
+    }
+
+    fn stored(rows: Vec<PayloadRow>) -> HashMap<String, StoredPayload> {
+        rows.into_iter()
+            .map(|p| {
+                (
+                    p.hash,
+                    StoredPayload {
+                        codec: p.codec,
+                        size: p.size,
+                        data: p.data,
+                        refs: p.refs,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_codec_round_trips() {
+        for (text, codec) in [
+            (format!("{{\"note\":\"{}\"}}", big(1024)), CODEC_DEFLATE),
+            (format!("\"{}\"", noise(260, 7)), CODEC_RAW),
+        ] {
+            let mut set = PayloadSet::default();
+            let d = set.dehydrate_whole(&text);
+            let rows = set.into_rows();
+            assert_eq!(rows.len(), 1);
+            assert_eq!(rows[0].codec, codec, "{text}");
+            assert_eq!(rows[0].size, text.len() as i64);
+            if codec == CODEC_DEFLATE {
+                assert!(rows[0].data.len() * 10 <= text.len() * 9);
+            } else {
+                assert_eq!(rows[0].data, text.as_bytes());
+            }
+            let rows = stored(rows);
+            let back = Inflater::new(&rows)
+                .inflate(&d.text, d.refs.as_deref())
+                .expect("inflates");
+            assert_eq!(back, text);
+        }
+        // A deflated payload refers to a raw one.
+        let text =
+            serde_json::json!({"outputs": {"a": {"input": noise(260, 11)}, "pad": big(600)}})
+                .to_string();
+        let mut set = PayloadSet::default();
+        let d = set.dehydrate(&text);
+        let rows = set.into_rows();
+        let codecs: Vec<i64> = rows.iter().map(|r| r.codec).collect();
+        assert_eq!(codecs, [CODEC_RAW, CODEC_DEFLATE], "the input, the outputs");
+        let rows = stored(rows);
+        let back = Inflater::new(&rows)
+            .inflate(&d.text, d.refs.as_deref())
+            .expect("inflates");
+        assert_eq!(back, text);
+    }
+
+    #[test]
+    fn bad_streams_are_corrupt_not_panics() {
+        let text = format!("{{\"note\":\"{}\"}}", big(1024));
+        let mut set = PayloadSet::default();
+        let d = set.dehydrate_whole(&text);
+        let row = set.into_rows().remove(0);
+        assert_eq!(row.codec, CODEC_DEFLATE);
+        let refs = d.refs.expect("refs");
+        let good = row.data.clone();
+        let size = row.size;
+        let mut garbage = good.clone();
+        garbage[0] ^= 0xff;
+        let cases: Vec<(i64, i64, Vec<u8>)> = vec![
+            // not deflate at all
+            (CODEC_DEFLATE, size, b"this is no deflate stream".to_vec()),
+            (CODEC_DEFLATE, size, garbage),
+            (CODEC_DEFLATE, size, Vec::new()),
+            // truncated
+            (CODEC_DEFLATE, size, good[..good.len() / 2].to_vec()),
+            // inflates past the row's size
+            (CODEC_DEFLATE, size - 1, good.clone()),
+            (CODEC_DEFLATE, 0, good.clone()),
+            (CODEC_DEFLATE, -1, good.clone()),
+            // raw bytes read as deflate, deflate read as raw
+            (CODEC_DEFLATE, size, text.clone().into_bytes()),
+            (CODEC_RAW, size, good.clone()),
+            (2, size, good.clone()),
+            (-1, size, good),
+        ];
+        for (codec, size, data) in cases {
+            let mut rows = HashMap::new();
+            rows.insert(
+                row.hash.clone(),
+                StoredPayload {
+                    codec,
+                    size,
+                    data: data.clone(),
+                    refs: None,
+                },
+            );
+            assert!(
+                Inflater::new(&rows).inflate(&d.text, Some(&refs)).is_err(),
+                "codec {codec}, size {size}, {} bytes",
+                data.len()
+            );
+        }
+        // A stream that inflates to bytes that are not UTF-8.
+        let mut rows = HashMap::new();
+        rows.insert(
+            row.hash.clone(),
+            StoredPayload {
+                codec: CODEC_DEFLATE,
+                size: 2048,
+                data: miniz_oxide::deflate::compress_to_vec(&[0xff; 1024], DEFLATE_LEVEL),
+                refs: None,
+            },
+        );
+        assert!(Inflater::new(&rows).inflate(&d.text, Some(&refs)).is_err());
     }
 
     #[test]

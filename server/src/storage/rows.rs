@@ -115,15 +115,18 @@ pub struct NodeRunRow {
 }
 
 /// A payload to store: its hash, its inflated length, and its text as a
-/// skeleton with its own refs.
+/// skeleton with its own refs, encoded by `codec`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayloadRow {
     /// Lowercase hex BLAKE3 of the inflated bytes.
     pub hash: String,
+    /// How `data` holds the skeleton: 0 as is, 1 raw deflate (see
+    /// `payloads`).
+    pub codec: i64,
     /// The inflated length in bytes.
     pub size: i64,
-    /// The skeleton.
-    pub data: String,
+    /// The skeleton, encoded by `codec`.
+    pub data: Vec<u8>,
     /// The skeleton's refs (JSON), `None` when it has none.
     pub refs: Option<String>,
 }

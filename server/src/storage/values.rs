@@ -173,9 +173,9 @@ pub(super) fn payload_args(run_id: &str, p: &PayloadRow) -> Vec<Arg> {
     vec![
         run_id.into(),
         (&p.hash).into(),
-        0i64.into(),
+        p.codec.into(),
         p.size.into(),
-        Arg::Blob(Some(p.data.as_bytes().to_vec())),
+        Arg::Blob(Some(p.data.clone())),
         (&p.refs).into(),
     ]
 }
