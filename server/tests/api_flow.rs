@@ -21,6 +21,19 @@ struct Api {
 }
 
 impl Api {
+    /// Exchanges the one-time sign-in link's token for a session token.
+    async fn sign_in(&self, signin: &str) -> String {
+        let (_, body) = self
+            .call(
+                "POST",
+                "/api/v1/auth/exchange",
+                None,
+                Some(json!({"token": signin})),
+            )
+            .await;
+        body["session_token"].as_str().expect("session").to_string()
+    }
+
     async fn new() -> (Self, String) {
         let dir = tempfile::tempdir().expect("tmp");
         let url = Config::default_database_url(dir.path());
@@ -527,15 +540,7 @@ async fn sign_in_workflows_runs_approvals_and_events() {
 #[tokio::test]
 async fn oversized_bodies_get_413() {
     let (api, signin) = Api::new().await;
-    let (_, body) = api
-        .call(
-            "POST",
-            "/api/v1/auth/exchange",
-            None,
-            Some(json!({"token": signin})),
-        )
-        .await;
-    let token = body["session_token"].as_str().expect("session").to_string();
+    let token = api.sign_in(&signin).await;
     let huge =
         json!({"format_version": 1, "id": "x", "name": "x".repeat(5 * 1024 * 1024), "nodes": []});
     let (s, body) = api
@@ -603,18 +608,7 @@ async fn a_run_whose_record_cannot_be_stored_does_not_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_payloads_are_stored_once_and_read_back_whole() {
     let (api, signin) = Api::new().await;
-    let (_, session) = api
-        .call(
-            "POST",
-            "/api/v1/auth/exchange",
-            None,
-            Some(json!({"token": signin})),
-        )
-        .await;
-    let token = session["session_token"]
-        .as_str()
-        .expect("session")
-        .to_string();
+    let token = api.sign_in(&signin).await;
     let kilobyte = "x".repeat(1024);
     let mut turns: Vec<Value> = (0..3)
         .map(|i| {

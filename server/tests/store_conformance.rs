@@ -870,12 +870,7 @@ async fn group_writer(store: &Store) {
         |run: &str, seqs: &[i64], mut invocations: Vec<InvocationRow>, blobs: Vec<BlobRef>| {
             let mut set = PayloadSet::default();
             for i in &mut invocations {
-                let d = set.dehydrate_whole(&i.input);
-                (i.input, i.input_refs) = (d.text, d.refs);
-                if let Some(output) = &i.output {
-                    let d = set.dehydrate_whole(output);
-                    (i.output, i.output_refs) = (Some(d.text), d.refs);
-                }
+                set.dehydrate_invocation(i);
             }
             let events = seqs
                 .iter()

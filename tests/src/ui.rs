@@ -253,11 +253,11 @@ pub async fn canvas_size(c: &Client) -> Result<(f64, f64), String> {
     Ok((n(0), n(1)))
 }
 
-/// Presses the mouse on `element`'s centre, moves it by `(dx, dy)` over
-/// 200 ms and lets go (a drag, as a user makes it).
-pub async fn drag_by(c: &Client, element: Element, by: (f64, f64)) -> Result<(), String> {
+/// Presses the mouse on `element`'s centre and moves it by `by` over
+/// `over`, still pressed (the start of a drag).
+pub fn grab(element: Element, by: (f64, f64), over: Duration) -> fantoccini::actions::MouseActions {
     use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
-    let drag = MouseActions::new("mouse".into())
+    MouseActions::new("mouse".into())
         .then(PointerAction::MoveToElement {
             element,
             duration: None,
@@ -268,12 +268,18 @@ pub async fn drag_by(c: &Client, element: Element, by: (f64, f64)) -> Result<(),
             button: MOUSE_BUTTON_LEFT,
         })
         .then(PointerAction::MoveBy {
-            duration: Some(Duration::from_millis(200)),
+            duration: Some(over),
             x: by.0,
             y: by.1,
         })
-        .then(PointerAction::Up {
-            button: MOUSE_BUTTON_LEFT,
-        });
+}
+
+/// Presses the mouse on `element`'s centre, moves it by `(dx, dy)` over
+/// 200 ms and lets go (a drag, as a user makes it).
+pub async fn drag_by(c: &Client, element: Element, by: (f64, f64)) -> Result<(), String> {
+    use fantoccini::actions::{InputSource, PointerAction, MOUSE_BUTTON_LEFT};
+    let drag = grab(element, by, Duration::from_millis(200)).then(PointerAction::Up {
+        button: MOUSE_BUTTON_LEFT,
+    });
     c.perform_actions(drag).await.map_err(|e| e.to_string())
 }

@@ -11,7 +11,7 @@ use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON
 use fantoccini::{Client, Locator};
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text, Server};
 use glassbox_tests::ui::{
-    add_node, appear, attr_or_none, click, count, find, new_workflow, text_or_empty,
+    add_node, appear, attr_or_none, click, count, find, grab, new_workflow, text_or_empty,
     type_and_leave, value_of, wait_until,
 };
 
@@ -73,7 +73,7 @@ async fn drag(c: &Client, from: &str, to: &str, offset: (f64, f64)) -> Result<()
         .find(Locator::Css(to))
         .await
         .map_err(|e| format!("{to}: {e}"))?;
-    let mouse = grab(a, (5.0, 5.0))
+    let mouse = grab(a, (5.0, 5.0), Duration::from_millis(100))
         .then(PointerAction::MoveToElement {
             element: b,
             duration: Some(Duration::from_millis(200)),
@@ -84,25 +84,6 @@ async fn drag(c: &Client, from: &str, to: &str, offset: (f64, f64)) -> Result<()
             button: MOUSE_BUTTON_LEFT,
         });
     c.perform_actions(mouse).await.map_err(|e| e.to_string())
-}
-
-/// Presses the mouse on `element` and moves it by `by`, still pressed.
-fn grab(element: fantoccini::elements::Element, by: (f64, f64)) -> MouseActions {
-    MouseActions::new("mouse".into())
-        .then(PointerAction::MoveToElement {
-            element,
-            duration: None,
-            x: 0.0,
-            y: 0.0,
-        })
-        .then(PointerAction::Down {
-            button: MOUSE_BUTTON_LEFT,
-        })
-        .then(PointerAction::MoveBy {
-            duration: Some(Duration::from_millis(100)),
-            x: by.0,
-            y: by.1,
-        })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -228,7 +209,7 @@ async fn build_wire_save_and_reload_a_workflow() {
         // While a wire is held, every input says whether it takes it;
         // once dropped, none does.
         let from = find(&c, "[data-node=input1] [data-handle='out:text']").await?;
-        c.perform_actions(grab(from, (40.0, 40.0)))
+        c.perform_actions(grab(from, (40.0, 40.0), Duration::from_millis(100)))
             .await
             .map_err(|e| e.to_string())?;
         let inputs = count(&c, ".handle.in").await?;

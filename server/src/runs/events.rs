@@ -99,12 +99,7 @@ pub(super) async fn write_events(
                 // An invocation's input and output are the very payloads
                 // its events carry.
                 for i in &mut invocations {
-                    let d = set.dehydrate_whole(&i.input);
-                    (i.input, i.input_refs) = (d.text, d.refs);
-                    if let Some(output) = &i.output {
-                        let d = set.dehydrate_whole(output);
-                        (i.output, i.output_refs) = (Some(d.text), d.refs);
-                    }
+                    set.dehydrate_invocation(i);
                 }
                 let (payloads, back) = set.into_parts();
                 stored = back;

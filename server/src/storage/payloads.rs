@@ -117,6 +117,17 @@ impl PayloadSet {
         }
     }
 
+    /// An invocation record as stored: its input and output are the very
+    /// payloads its events carry, each kept whole.
+    pub fn dehydrate_invocation(&mut self, row: &mut InvocationRow) {
+        let d = self.dehydrate_whole(&row.input);
+        (row.input, row.input_refs) = (d.text, d.refs);
+        if let Some(output) = &row.output {
+            let d = self.dehydrate_whole(output);
+            (row.output, row.output_refs) = (Some(d.text), d.refs);
+        }
+    }
+
     /// The rows to store (each payload once).
     pub fn into_rows(self) -> Vec<PayloadRow> {
         self.rows
