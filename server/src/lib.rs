@@ -15,6 +15,7 @@ pub mod connections;
 pub mod error;
 pub mod example_api;
 pub mod examples;
+pub mod instance;
 pub mod listener;
 pub mod mcp;
 pub mod runs;

@@ -53,6 +53,17 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
         }
     })?;
     let local = listener.local_addr().map_err(Failure::runtime)?;
+    // SQLite serves one instance: a second server on the same file stops
+    // here, before it migrates or resumes anything (see `crate::instance`).
+    let _sqlite_lock = match crate::instance::sqlite_file(&config.database_url) {
+        Some(file) => {
+            if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            Some(crate::instance::SqliteLock::take(&file).map_err(Failure::runtime)?)
+        }
+        None => None,
+    };
     let db = open_database(&config).await?;
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(

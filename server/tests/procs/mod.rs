@@ -1,0 +1,162 @@
+//! Real `glassbox serve` processes for the instance tests: started on a free
+//! loopback port, read up to their ready line, killed (SIGKILL) on drop.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The `glassbox` binary cargo built for this test.
+pub fn glassbox() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_glassbox"));
+    cmd.env_remove("GLASSBOX_DATABASE_URL")
+        .env_remove("GLASSBOX_INSTANCE_NAME")
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+/// A running `glassbox serve`.
+pub struct Serve {
+    pub url: String,
+    pub signin_token: String,
+    child: Child,
+    /// Every stdout line after the ready line.
+    pub lines: mpsc::Receiver<String>,
+}
+
+/// What a `glassbox serve` that did not start said.
+#[derive(Debug)]
+pub struct Refused {
+    pub code: Option<i32>,
+    pub stderr: String,
+}
+
+impl Serve {
+    /// `glassbox serve --port 0 --data-dir <dir>` with `args` and `env`;
+    /// waits (60 s at most) for the ready line, or returns how it exited.
+    pub fn start(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Self, Refused> {
+        let mut cmd = glassbox();
+        cmd.arg("serve")
+            .args(["--port", "0", "--bind", "127.0.0.1", "--data-dir"])
+            .arg(data_dir)
+            .arg("--static-dir")
+            .arg(data_dir.join("no-app"))
+            .arg("--examples-dir")
+            .arg(data_dir.join("no-examples"))
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn glassbox serve");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let mut stderr = child.stderr.take().expect("stderr piped");
+        let (err_tx, err_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            // Kept whole for a refusal; a serving process's log is echoed.
+            let mut text = String::new();
+            let mut reader = BufReader::new(&mut stderr);
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                eprint!("[serve] {line}");
+                text.push_str(&line);
+                line.clear();
+            }
+            let _ = err_tx.send(text);
+        });
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let (mut url, mut signin) = (None, None);
+        while url.is_none() || signin.is_none() {
+            match rx.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    if let Some(rest) = line.split(" is ready at ").nth(1) {
+                        url = Some(rest.trim().trim_end_matches('/').to_string());
+                    } else if let Some(t) = line.split("/signin?token=").nth(1) {
+                        signin = Some(t.trim().to_string());
+                    }
+                }
+                Err(_) => {
+                    let status = child.wait().ok();
+                    let _ = child.kill();
+                    let stderr = err_rx
+                        .recv_timeout(Duration::from_secs(5))
+                        .unwrap_or_default();
+                    return Err(Refused {
+                        code: status.and_then(|s| s.code()),
+                        stderr,
+                    });
+                }
+            }
+        }
+        Ok(Self {
+            url: url.expect("url"),
+            signin_token: signin.expect("signin"),
+            child,
+            lines: rx,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, and wait for the process to be gone.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// A session token for the local admin.
+    pub async fn sign_in(&self, client: &reqwest::Client) -> String {
+        let v: serde_json::Value = client
+            .post(format!("{}/api/v1/auth/exchange", self.url))
+            .json(&serde_json::json!({"token": self.signin_token}))
+            .send()
+            .await
+            .expect("exchange")
+            .json()
+            .await
+            .expect("exchange body");
+        v["session_token"]
+            .as_str()
+            .expect("session token")
+            .to_string()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The status of a plain `GET` (no token), over a blocking loopback socket.
+pub fn get_status(base: &str, path: &str) -> u16 {
+    use std::io::{Read, Write};
+    let host = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut text = String::new();
+    let _ = stream.read_to_string(&mut text);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
