@@ -174,7 +174,8 @@ async fn rounds(
 }
 
 fn main() {
-    let bin = env!("CARGO_BIN_EXE_glassbox");
+    let bin = common::glassbox_bin();
+    let bin = bin.as_str();
     let n = if quick() { 2 } else { 5 };
     let data = tempfile::tempdir().expect("tmp");
     let (mut server, base, signin) = serve(bin, data.path());

@@ -66,7 +66,8 @@ fn seconds(t: &str) -> f64 {
 }
 
 fn main() {
-    let bin = env!("CARGO_BIN_EXE_glassbox");
+    let bin = common::glassbox_bin();
+    let bin = bin.as_str();
     let port = slow_endpoint();
     let dir = tempfile::tempdir().expect("tmp");
     println!(

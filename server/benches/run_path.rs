@@ -39,7 +39,8 @@ fn workflow(calls: usize) -> Value {
 }
 
 fn main() {
-    let bin = env!("CARGO_BIN_EXE_glassbox");
+    let bin = common::glassbox_bin();
+    let bin = bin.as_str();
     let runs = if quick() { 3 } else { 11 };
     let dir = tempfile::tempdir().expect("tmp");
     println!("run path through `glassbox run` ({bin}), medians of {runs} runs, SQLite");

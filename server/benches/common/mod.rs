@@ -19,6 +19,14 @@ pub fn report(name: &str, value: f64, unit: &str, target: Option<f64>) {
     println!("BENCH {name} {value:.3} {unit} {target}");
 }
 
+/// The `glassbox` binary to drive: cargo's, beside the bench, unless
+/// `GLASSBOX_BENCH_BIN` names another (to compare two builds with the same
+/// bench).
+pub fn glassbox_bin() -> String {
+    std::env::var("GLASSBOX_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_glassbox").to_string())
+}
+
 /// The `GLASSBOX_BENCH_QUICK` setting: fewer repetitions (CI's smoke).
 pub fn quick() -> bool {
     std::env::var_os("GLASSBOX_BENCH_QUICK").is_some()

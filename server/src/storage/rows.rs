@@ -120,8 +120,8 @@ pub struct NodeRunRow {
 pub struct PayloadRow {
     /// Lowercase hex BLAKE3 of the inflated bytes.
     pub hash: String,
-    /// How `data` holds the skeleton: 0 as is, 1 raw deflate (see
-    /// `payloads`).
+    /// How `data` holds the skeleton: 0 as is, 1 raw deflate (rows of
+    /// earlier versions), 2 zstd (see `payloads`).
     pub codec: i64,
     /// The inflated length in bytes.
     pub size: i64,
