@@ -68,6 +68,8 @@ pub struct RunsConfig {
     /// caches; never the server's own settings or keys.
     pub mcp_inherit_env: Vec<(String, String)>,
     pub limits: Limits,
+    /// This process as one instance among several on one database.
+    pub instance: InstanceConfig,
     /// Test builds only (feature `test-hooks`): the leak-test tools and
     /// crash injection. A release binary has neither.
     #[cfg(feature = "test-hooks")]
@@ -113,6 +115,7 @@ impl Limits {
             "GLASSBOX_MAX_CONNECTIONS",
             "GLASSBOX_IDLE_TIMEOUT_S",
             "GLASSBOX_HEADER_TIMEOUT_S",
+            "GLASSBOX_LEASE_S",
         ] {
             if let Ok(v) = std::env::var(var) {
                 if !v.trim().parse::<usize>().is_ok_and(|n| n > 0) {
@@ -166,6 +169,68 @@ impl ConnectionLimits {
     }
 }
 
+/// This process as one instance (issue 32): its name (`glassbox serve
+/// --instance-name`, GLASSBOX_INSTANCE_NAME; default `<hostname>-<pid>`)
+/// and the lease on the runs it holds (GLASSBOX_LEASE_S, default 15 s,
+/// renewed every third of it): when an instance stops renewing, another
+/// claims its runs once the lease has passed.
+#[derive(Debug, Clone)]
+pub struct InstanceConfig {
+    pub name: String,
+    pub lease: std::time::Duration,
+}
+
+/// The longest instance name.
+pub const MAX_INSTANCE_NAME: usize = 100;
+
+impl Default for InstanceConfig {
+    fn default() -> Self {
+        Self {
+            name: default_instance_name(),
+            lease: std::time::Duration::from_secs(15),
+        }
+    }
+}
+
+impl InstanceConfig {
+    pub fn from_env() -> Self {
+        let d = Self::default();
+        Self {
+            name: std::env::var("GLASSBOX_INSTANCE_NAME")
+                .ok()
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or(d.name),
+            lease: std::time::Duration::from_secs(positive_env("GLASSBOX_LEASE_S", 15) as u64),
+        }
+    }
+
+    /// A usable name: 1 to [`MAX_INSTANCE_NAME`] characters, none of them
+    /// a control character or a space.
+    pub fn check_name(name: &str) -> Result<(), String> {
+        if name.is_empty()
+            || name.chars().count() > MAX_INSTANCE_NAME
+            || name.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(format!(
+                "--instance-name / GLASSBOX_INSTANCE_NAME must be 1 to {MAX_INSTANCE_NAME} characters without spaces, not `{name}`"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `<hostname>-<pid>` (the hostname from the kernel; `glassbox` when it
+/// cannot be read).
+pub fn default_instance_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty() && !h.contains(char::is_whitespace))
+        .unwrap_or_else(|| "glassbox".into());
+    format!("{host}-{}", std::process::id())
+}
+
 /// A positive whole number from the environment, else `default` (a bad
 /// value stopped the start in [`Limits::check_env`]).
 fn positive_env(var: &str, default: usize) -> usize {
@@ -200,6 +265,7 @@ impl RunsConfig {
         Self {
             http_allow_hosts: parse_hosts(&std::env::var(HTTP_ALLOW_HOSTS_ENV).unwrap_or_default()),
             limits: Limits::from_env(),
+            instance: InstanceConfig::from_env(),
             mcp_inherit_env: MCP_INHERITED_ENV
                 .iter()
                 .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))

@@ -64,18 +64,27 @@ struct AppStateInner {
 impl AppState {
     /// The state of a server; fails only when the secret key is unusable.
     pub fn new(db: Store, config: Config) -> Result<Self, secrets::KeyError> {
+        Self::new_instance(db, config, None)
+    }
+
+    /// [`AppState::new`] for the instance named `instance_name` (`None`:
+    /// GLASSBOX_INSTANCE_NAME, else `<hostname>-<pid>`).
+    pub fn new_instance(
+        db: Store,
+        config: Config,
+        instance_name: Option<String>,
+    ) -> Result<Self, secrets::KeyError> {
         trace::ensure_installed();
         let cipher = std::sync::Arc::new(secrets::SecretCipher::load(
             &config.data_dir,
             config.secret_key.as_deref(),
         )?);
         let approval_key = secrets::load_approval_key(&config.data_dir)?;
-        let runs = runs::Runs::new(
-            db.clone(),
-            config::RunsConfig::from_config(&config),
-            cipher.clone(),
-            approval_key,
-        );
+        let mut runs_config = config::RunsConfig::from_config(&config);
+        if let Some(name) = instance_name {
+            runs_config.instance.name = name;
+        }
+        let runs = runs::Runs::new(db.clone(), runs_config, cipher.clone(), approval_key);
         Ok(Self {
             inner: Arc::new(AppStateInner {
                 db,

@@ -29,3 +29,324 @@ fn a_second_server_on_one_sqlite_file_is_refused() {
     let again = Serve::start(dir.path(), &[], &[]).expect("starts after a kill -9");
     again.kill9();
 }
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// An API client of several instances sharing one session.
+struct Api {
+    client: reqwest::Client,
+    token: String,
+}
+
+impl Api {
+    async fn call(
+        &self,
+        base: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut req = self
+            .client
+            .request(method, format!("{base}/api/v1{path}"))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        match req.send().await {
+            Ok(res) => {
+                let status = res.status().as_u16();
+                let text = res.text().await.unwrap_or_default();
+                (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        }
+    }
+}
+
+/// A scripted agent reading `/read/<n>` and, with `write`, POSTing to
+/// `/write/<n>` (an approved write) before it answers.
+fn reader_writer(port: u16, n: usize, write: bool) -> Value {
+    let mut turns = vec![
+        json!({"tool_calls": [{"name": "http_request", "arguments": {"url": format!("http://127.0.0.1:{port}/read/{n}")}}]}),
+    ];
+    if write {
+        turns.push(json!({"tool_calls": [{"name": "http_request", "arguments": {"url": format!("http://127.0.0.1:{port}/write/{n}"), "method": "POST", "body": {"n": n}}}]}));
+    }
+    turns.push(json!({"text": "done"}));
+    json!({
+        "format_version": 1, "id": format!("w{n}"), "name": format!("rw {n}"), "revision": 0,
+        "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "go", "tools": [{"tool": "http_request@1.0.0"}],
+            "provider": {"kind": "scripted", "script": {"turns": turns}}}}],
+        "edges": []
+    })
+}
+
+/// Three `glassbox serve` processes on one Postgres database (one data
+/// dir, so one secret and approval key): 300 runs started round-robin, each
+/// reading a counting loopback endpoint and a third of them with an
+/// approved write; the first instance is killed with SIGKILL part-way. Every
+/// run ends succeeded, every write reached the endpoint exactly once, and
+/// the killed instance's runs were claimed within lease + 5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_instances_survive_the_loss_of_one_on_postgres() {
+    let Some(db) = common::TempPgDatabase::create("glassbox_scaleout").await else {
+        return;
+    };
+    let outcome = three_instances(&db.url).await;
+    db.drop_now().await;
+    outcome.expect("scale-out scenario");
+}
+
+const LEASE_S: u64 = 3;
+const RUNS: usize = 300;
+
+async fn three_instances(url: &str) -> Result<(), String> {
+    let counter = procs::Counter::start(Duration::from_millis(300));
+    let allow = format!("127.0.0.1:{}", counter.port);
+    let lease = LEASE_S.to_string();
+    let env = [
+        ("GLASSBOX_DATABASE_URL", url),
+        ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
+        ("GLASSBOX_LEASE_S", lease.as_str()),
+        ("GLASSBOX_MAX_RUNS_PER_WORKSPACE", "1000"),
+    ];
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut servers = Vec::new();
+    for name in ["a", "b", "c"] {
+        let s = Serve::start(dir.path(), &["--instance-name", name], &env)
+            .map_err(|r| format!("instance {name} starts: {r:?}"))?;
+        servers.push(s);
+    }
+    let urls: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
+    let client = reqwest::Client::new();
+    let api = Api {
+        token: servers[0].sign_in(&client).await,
+        client,
+    };
+    // The instances view lists the three, each the current one on itself.
+    for (i, base) in urls.iter().enumerate() {
+        let (s, v) = api.call(base, "GET", "/instances", None).await;
+        assert_eq!(s, 200, "{v}");
+        let names: Vec<&str> = v["instances"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x["name"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(names, ["a", "b", "c"], "{v}");
+        let current: Vec<&Value> = v["instances"]
+            .as_array()
+            .map(|a| a.iter().filter(|x| x["current"] == true).collect())
+            .unwrap_or_default();
+        assert_eq!(current.len(), 1, "{v}");
+        assert_eq!(current[0]["name"], ["a", "b", "c"][i]);
+    }
+    // One workflow per run (each its own URLs).
+    let mut workflows = Vec::new();
+    for n in 0..RUNS {
+        let (s, v) = api
+            .call(
+                &urls[n % 3],
+                "POST",
+                "/workflows",
+                Some(reader_writer(counter.port, n, n % 3 == 0)),
+            )
+            .await;
+        assert_eq!(s, 201, "{v}");
+        workflows.push(v["id"].as_str().expect("workflow id").to_string());
+    }
+    let mut runs = Vec::new();
+    for (n, wf) in workflows.iter().enumerate() {
+        let (s, v) = api
+            .call(
+                &urls[n % 3],
+                "POST",
+                "/runs",
+                Some(json!({"workflow_id": wf})),
+            )
+            .await;
+        assert_eq!(s, 202, "{v}");
+        runs.push(v["run_id"].as_str().expect("run id").to_string());
+    }
+    // Part-way: a's runs are reading, waiting for approval, or done.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, before) = api.call(&urls[1], "GET", "/instances", None).await;
+    let held_by_a = before["instances"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == "a"))
+        .map(|x| x["runs_held"].as_i64().unwrap_or(0))
+        .unwrap_or(0);
+    assert!(held_by_a > 0, "a holds runs when it is killed: {before}");
+    let killed = Instant::now();
+    servers.remove(0).kill9();
+    let alive = &urls[1..];
+    // Takeover: b or c claims every run a held.
+    let takeover = loop {
+        let (_, v) = api.call(&alive[0], "GET", "/instances", None).await;
+        let a_holds = v["instances"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["name"] == "a"))
+            .map(|x| x["runs_held"].as_i64().unwrap_or(0))
+            .unwrap_or(0);
+        if a_holds == 0 {
+            break killed.elapsed();
+        }
+        if killed.elapsed() > Duration::from_secs(60) {
+            return Err(format!("a's runs were not claimed within 60 s: {v}"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    eprintln!(
+        "TAKEOVER {} ms ({held_by_a} runs held by the killed instance)",
+        takeover.as_millis()
+    );
+    assert!(
+        takeover <= Duration::from_secs(LEASE_S + 5),
+        "takeover within lease + 5 s: {takeover:?}"
+    );
+    // Approve every pending write, alternately through b and c, until every
+    // run has ended.
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let mut turn = 0;
+    let mut statuses: HashMap<String, String> = HashMap::new();
+    loop {
+        let (_, v) = api.call(&alive[turn % 2], "GET", "/approvals", None).await;
+        for p in v["pending"].as_array().cloned().unwrap_or_default() {
+            let token = p["token"].as_str().unwrap_or_default();
+            turn += 1;
+            let (s, body) = api
+                .call(
+                    &alive[turn % 2],
+                    "POST",
+                    &format!("/approvals/{token}/approve"),
+                    None,
+                )
+                .await;
+            assert!(s == 200 || s == 409, "approve: {s} {body}");
+        }
+        for run in &runs {
+            if statuses
+                .get(run)
+                .is_some_and(|s| s != "running" && s != "queued" && s != "waiting_for_approval")
+            {
+                continue;
+            }
+            let (_, v) = api
+                .call(&alive[0], "GET", &format!("/runs/{run}"), None)
+                .await;
+            statuses.insert(run.clone(), v["status"].as_str().unwrap_or("?").to_string());
+        }
+        let open = statuses
+            .values()
+            .filter(|s| {
+                matches!(
+                    s.as_str(),
+                    "running" | "queued" | "waiting_for_approval" | "?"
+                )
+            })
+            .count();
+        if open == 0 && statuses.len() == RUNS {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{open} runs still open after 240 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let failed: Vec<_> = statuses.iter().filter(|(_, s)| *s != "succeeded").collect();
+    assert!(failed.is_empty(), "every run succeeded: {failed:?}");
+    let counts = counter.counts();
+    let writes: Vec<(&String, &usize)> = counts
+        .iter()
+        .filter(|(p, _)| p.starts_with("/write/"))
+        .collect();
+    assert!(
+        writes.iter().all(|(_, &n)| n == 1),
+        "no write reached the endpoint twice: {writes:?}"
+    );
+    assert_eq!(
+        writes.len(),
+        RUNS / 3,
+        "every approved write reached the endpoint once"
+    );
+    let reads = counts
+        .iter()
+        .filter(|(p, _)| p.starts_with("/read/"))
+        .count();
+    assert_eq!(reads, RUNS, "every run read");
+    Ok(())
+}
+
+/// `--instance-name` names the instance in `GET /instances` (SQLite: the
+/// one instance), a bad name stops the start, and the view takes a token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_instances_view_names_the_serving_instance() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = Serve::start(dir.path(), &["--instance-name", "two words"], &[])
+        .err()
+        .expect("a name with a space is refused");
+    assert_eq!(bad.code, Some(2), "{bad:?}");
+    assert!(bad.stderr.contains("--instance-name"), "{}", bad.stderr);
+    let server = Serve::start(dir.path(), &["--instance-name", "solo-1"], &[]).expect("starts");
+    let client = reqwest::Client::new();
+    let api = Api {
+        token: server.sign_in(&client).await,
+        client,
+    };
+    let (s, v) = api.call(&server.url, "GET", "/instances", None).await;
+    assert_eq!(s, 200, "{v}");
+    let list = v["instances"].as_array().expect("instances");
+    assert_eq!(list.len(), 1, "{v}");
+    assert_eq!(list[0]["name"], "solo-1");
+    assert_eq!(list[0]["current"], true);
+    assert_eq!(list[0]["runs_held"], 0);
+    assert!(list[0]["stopped_at"].is_null(), "{v}");
+    assert!(
+        list[0]["started_at"]
+            .as_str()
+            .is_some_and(|t| t <= list[0]["last_heartbeat_at"].as_str().unwrap_or("")),
+        "{v}"
+    );
+    let anonymous = Api {
+        token: "no-such-token".into(),
+        client: api.client.clone(),
+    };
+    let (s, _) = anonymous.call(&server.url, "GET", "/instances", None).await;
+    assert_eq!(s, 401);
+    server.kill9();
+}
+
+/// On Postgres a second live instance under a name in use is refused; the
+/// name is free again once its holder is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_live_instance_per_name_on_postgres() {
+    let Some(db) = common::TempPgDatabase::create("glassbox_names").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let env = [("GLASSBOX_DATABASE_URL", db.url.as_str())];
+    let first = Serve::start(dir.path(), &["--instance-name", "same"], &env).expect("starts");
+    let refused = Serve::start(dir.path(), &["--instance-name", "same"], &env).err();
+    let other = Serve::start(dir.path(), &["--instance-name", "other"], &env);
+    first.kill9();
+    let again = Serve::start(dir.path(), &["--instance-name", "same"], &env);
+    drop(other);
+    let restarted = again.is_ok();
+    drop(again);
+    db.drop_now().await;
+    let refused = refused.expect("a second `same` is refused");
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("another running instance is named `same`"),
+        "{}",
+        refused.stderr
+    );
+    assert!(restarted, "the name is free once its holder is gone");
+}

@@ -58,6 +58,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("get", "/tokens"),
     ("post", "/tokens"),
     ("delete", "/tokens/{id}"),
+    ("get", "/instances"),
 ];
 
 #[tokio::test]

@@ -624,6 +624,8 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
     )
     .await;
     c.check("post", "/tokens", &made);
+    let instances = request(&state, "GET", &api("/instances"), t, None).await;
+    c.check("get", "/instances", &instances);
     c.check(
         "get",
         "/tokens",

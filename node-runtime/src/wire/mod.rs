@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 mod approvals;
 mod auth;
 mod connections;
+mod instances;
 mod invocations;
 mod providers;
 mod runs;
@@ -27,6 +28,7 @@ pub use connections::{
     ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, McpServerStatus,
     McpToolClass, McpToolClassSet, NewConnection,
 };
+pub use instances::{InstanceList, InstanceView};
 pub use invocations::{Invocation, InvocationList, InvocationSummary};
 pub use providers::{ProviderTest, ProviderTestResult};
 pub use runs::{

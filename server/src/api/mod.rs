@@ -12,6 +12,7 @@ mod blobs;
 mod connections;
 mod examples;
 mod health;
+mod instances;
 mod providers;
 mod runs;
 mod secrets;
@@ -48,6 +49,7 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(secrets::router())
         .merge(connections::router())
         .merge(tokens::router())
+        .merge(instances::router())
         .split_for_parts();
     spec.info.title = "Glassbox API".into();
     spec.info.version = crate::VERSION.into();

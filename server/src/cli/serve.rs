@@ -29,6 +29,10 @@ pub struct ServeArgs {
     /// the default workspace on first start.
     #[arg(long, env = "GLASSBOX_EXAMPLES_DIR", default_value = "examples")]
     examples_dir: PathBuf,
+    /// This instance's name among the servers on one database (default
+    /// `<hostname>-<pid>`); shown by `GET /api/v1/instances`.
+    #[arg(long, env = "GLASSBOX_INSTANCE_NAME")]
+    instance_name: Option<String>,
 }
 
 pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
@@ -37,6 +41,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
         .config(args.bind, args.port, Some(args.static_dir.clone()));
     config.validate().map_err(Failure::config)?;
     crate::config::Limits::check_env().map_err(Failure::config)?;
+    let instance_name = args
+        .instance_name
+        .clone()
+        .unwrap_or_else(crate::config::default_instance_name);
+    crate::config::InstanceConfig::check_name(&instance_name).map_err(Failure::config)?;
     // Bind first: a taken port is the most common start-up failure and needs
     // no database to report.
     let addr = config.socket_addr();
@@ -75,11 +84,28 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
         .await
         .map_err(Failure::runtime)?;
     let examples = crate::examples::read_dir(&args.examples_dir);
-    let state = AppState::new(db.clone(), config)
+    let state = AppState::new_instance(db.clone(), config, Some(instance_name.clone()))
         .map_err(|e| Failure::config(format!("secret or approval key: {e}")))?
         .with_examples(examples);
     crate::examples::first_start(&state, &args.examples_dir, local).await;
     crate::example_api::follow_port(&state, local).await;
+    // On Postgres, the instance's name is held for the life of the process
+    // (another live instance of this name stops this start), and the runs
+    // of instances that are gone are claimed (see `runs::claims`).
+    match state.runs().hold_instance_name().await {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(Failure::runtime(format!(
+                "another running instance is named `{instance_name}` on this database; \
+                 give this one another --instance-name (or GLASSBOX_INSTANCE_NAME)"
+            )))
+        }
+        Err(e) => {
+            return Err(Failure::runtime(format!(
+                "cannot hold the instance name: {e}"
+            )))
+        }
+    }
     match state.runs().recover().await {
         Ok(0) => {}
         Ok(n) => println!("Resumed {n} interrupted run(s)."),
@@ -91,7 +117,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
     println!("  Sign in as the local admin (one-time link, valid 24 h): http://{local}/signin?token={signin}");
     println!();
     let _ = std::io::stdout().flush();
+    state.runs().serve_as_instance(!db.is_sqlite()).await;
     let mcp = state.runs().mcp().clone();
+    let runs = state.runs().clone();
     // On Ctrl-C or SIGTERM the server stops taking connections and waits
     // for the open ones, at most SHUTDOWN_GRACE: an event stream or a slow
     // client does not keep it alive.
@@ -117,6 +145,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
     }
     // MCP servers started for runs stop with the server.
     mcp.shutdown().await;
+    if let Err(e) = db.instance_stopped(runs.instance_name()).await {
+        tracing::warn!(error = %e, "cannot record this instance's stop");
+    }
     db.close().await;
     println!("Glassbox stopped.");
     Ok(())

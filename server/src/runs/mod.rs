@@ -41,6 +41,7 @@ use crate::storage::{
 };
 
 mod approvals;
+mod claims;
 mod durable;
 mod end;
 mod events;
@@ -160,6 +161,17 @@ pub struct Runs {
     limits: crate::config::Limits,
     /// Open event streams per workspace.
     streams: Arc<Mutex<HashMap<String, usize>>>,
+    /// This process as an instance: its name and the lease of its runs.
+    instance: crate::config::InstanceConfig,
+    /// Postgres: the advisory lock held under the instance's name (see
+    /// `claims`).
+    instance_lock: tokio::sync::Mutex<Option<crate::storage::InstanceLock>>,
+    /// Whether this process serves (its heartbeat keeps its instance row)
+    /// and whether the heartbeat claims the runs of gone instances.
+    serving: std::sync::atomic::AtomicBool,
+    takeover: std::sync::atomic::AtomicBool,
+    /// When this process's runs began (its instance's start).
+    started_at: String,
 }
 
 /// One open event stream, counted against its workspace until dropped.
@@ -218,6 +230,7 @@ impl Runs {
             http_allow_hosts,
             mcp_inherit_env,
             limits,
+            instance,
             #[cfg(feature = "test-hooks")]
             test_hooks,
         } = config;
@@ -259,8 +272,14 @@ impl Runs {
             mcp,
             limits,
             streams: Default::default(),
+            instance,
+            instance_lock: tokio::sync::Mutex::new(None),
+            serving: Default::default(),
+            takeover: Default::default(),
+            started_at: now(),
         });
         tokio::spawn(approvals::watch_decisions(Arc::downgrade(&runs), store));
+        runs.start_heartbeat();
         runs
     }
 
@@ -367,6 +386,7 @@ impl Runs {
             self.cancel(&run_id);
             return Err(StoreError::Unavailable(e));
         }
+        self.claim_new(&run_id);
         Ok(run_id)
     }
 
@@ -425,47 +445,51 @@ impl Runs {
         });
     }
 
-    /// Picks up the runs a stopped server left unfinished: each continues
-    /// from its checkpoints (ended nodes stay ended, an agent waiting for
-    /// approval waits again with the same approvals, approved writes go
-    /// through the journal). A run that cannot continue is marked failed
-    /// with the reason. Returns how many were resumed.
+    /// Picks up the runs a stopped server left unfinished (on SQLite every
+    /// one; on Postgres those no live instance holds, see `claims`): each
+    /// continues from its checkpoints (ended nodes stay ended, an agent
+    /// waiting for approval waits again with the same approvals, approved
+    /// writes go through the journal). A run that cannot continue is marked
+    /// failed with the reason. Returns how many were resumed.
     pub async fn recover(self: &Arc<Self>) -> Result<usize, StoreError> {
-        let mut resumed = 0;
-        for run in self.store.interrupted_runs().await? {
-            match self.resume_state(&run).await {
-                Ok((workflow, inputs, state)) => {
-                    let last_seq = self.store.last_event_seq(&run.id).await?;
-                    // The starter's scopes, as when the run started.
-                    let owner = SecretOwner {
-                        user_id: run.started_by.clone(),
-                        ..self.workspace_owner(&run.workspace_id).await?
-                    };
-                    tracing::info!(run_id = %run.id, nodes_done = state.records.len(), agents_waiting = state.agents.len(), "resuming an interrupted run");
-                    let from = StartFrom {
-                        resume: state,
-                        last_seq,
-                        created: Created::stored(),
-                    };
-                    self.spawn(owner, &run.id, workflow, inputs, from);
-                    resumed += 1;
-                }
-                Err(reason) => {
-                    tracing::warn!(run_id = %run.id, %reason, "an interrupted run cannot continue");
-                    self.writer
-                        .write(RunWrite::End(Box::new(RunEnd {
-                            run_id: run.id.clone(),
-                            status: RunStatus::Failed.as_str().into(),
-                            error: Some(format!(
-                                "interrupted by a server stop and not resumable: {reason}"
-                            )),
-                            ..RunEnd::default()
-                        })))
-                        .await?;
-                }
+        self.take_over(true).await
+    }
+
+    /// Resumes one claimed run; `Ok(false)` when it could not continue
+    /// (it is then marked failed with the reason).
+    async fn resume_run(self: &Arc<Self>, run: RunRow) -> Result<bool, StoreError> {
+        match self.resume_state(&run).await {
+            Ok((workflow, inputs, state)) => {
+                let last_seq = self.store.last_event_seq(&run.id).await?;
+                // The starter's scopes, as when the run started.
+                let owner = SecretOwner {
+                    user_id: run.started_by.clone(),
+                    ..self.workspace_owner(&run.workspace_id).await?
+                };
+                tracing::info!(run_id = %run.id, nodes_done = state.records.len(), agents_waiting = state.agents.len(), "resuming an interrupted run");
+                let from = StartFrom {
+                    resume: state,
+                    last_seq,
+                    created: Created::stored(),
+                };
+                self.spawn(owner, &run.id, workflow, inputs, from);
+                Ok(true)
+            }
+            Err(reason) => {
+                tracing::warn!(run_id = %run.id, %reason, "an interrupted run cannot continue");
+                self.writer
+                    .write(RunWrite::End(Box::new(RunEnd {
+                        run_id: run.id.clone(),
+                        status: RunStatus::Failed.as_str().into(),
+                        error: Some(format!(
+                            "interrupted by a server stop and not resumable: {reason}"
+                        )),
+                        ..RunEnd::default()
+                    })))
+                    .await?;
+                Ok(false)
             }
         }
-        Ok(resumed)
     }
 
     async fn resume_state(

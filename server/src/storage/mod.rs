@@ -16,7 +16,7 @@
 //! Layout: `rows` (the row structs), one module per table group with its
 //! statements as `impl Store` methods (`tenancy`, `workflows`, `runs`,
 //! `approvals`, `invocations`, `secrets`, `connections`, `mcp`, `blobs`,
-//! `bundles`, `durable`, `payloads`),
+//! `bundles`, `durable`, `payloads`, `instances`),
 //! `values` (multi-row statements) and `group` (the group-commit worker,
 //! which only uses the others).
 
@@ -26,6 +26,7 @@ mod bundles;
 mod connections;
 mod durable;
 mod group;
+mod instances;
 mod invocations;
 mod mcp;
 mod payloads;
@@ -45,6 +46,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::AnyPool;
 
 pub use group::{BlobRef, GroupWriter, RunEnd, RunWrite};
+pub use instances::{now_plus, InstanceLock, InstanceRow};
 pub use payloads::{hash_of, Dehydrated, PayloadSet, MIN_PAYLOAD};
 pub use rows::*;
 pub use tenancy::session_id;

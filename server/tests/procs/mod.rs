@@ -160,3 +160,56 @@ pub fn get_status(base: &str, path: &str) -> u16 {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0)
 }
+
+/// A loopback HTTP endpoint that counts requests per path and answers each
+/// after `delay` (so runs are in flight when an instance is killed).
+pub struct Counter {
+    pub port: u16,
+    counts: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+}
+
+impl Counter {
+    pub fn start(delay: Duration) -> Self {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let counts = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+        let c = counts.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                    let mut first = String::new();
+                    if reader.read_line(&mut first).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let path = first.split_whitespace().nth(1).unwrap_or("").to_string();
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    let _ = reader.read_exact(&mut body);
+                    *c.lock().expect("lock").entry(path).or_insert(0) += 1;
+                    std::thread::sleep(delay);
+                    let mut stream = stream;
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{\"ok\":true}",
+                    );
+                });
+            }
+        });
+        Self { port, counts }
+    }
+
+    pub fn counts(&self) -> std::collections::HashMap<String, usize> {
+        self.counts.lock().expect("lock").clone()
+    }
+}

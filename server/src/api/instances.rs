@@ -1,0 +1,44 @@
+//! `GET /api/v1/instances`: the server instances on this database (issue
+//! 32), each with its start, its last heartbeat and the unfinished runs it
+//! holds. Instance names carry host names: the admin role only.
+
+use axum::extract::State;
+use axum::Json;
+use node_runtime::wire::{InstanceList, InstanceView};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::Caller;
+use crate::{ApiError, AppState};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list))
+}
+
+#[utoipa::path(get, path = "/instances", tag = "instances", responses((status = 200, body = InstanceList, description = "the server instances on this database"), (status = 403, description = "not an admin")))]
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<InstanceList>, ApiError> {
+    if caller.role != "admin" {
+        return Err(ApiError::forbidden(
+            "the instances view takes the admin role in this workspace",
+        ));
+    }
+    let current = state.runs().instance_name();
+    let instances = state
+        .db()
+        .instances()
+        .await?
+        .into_iter()
+        .map(|r| InstanceView {
+            current: r.name == current,
+            name: r.name,
+            started_at: r.started_at,
+            last_heartbeat_at: r.heartbeat_at,
+            stopped_at: r.stopped_at,
+            runs_held: r.runs_held,
+        })
+        .collect();
+    Ok(Json(InstanceList { instances }))
+}

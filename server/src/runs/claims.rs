@@ -1,0 +1,172 @@
+//! Runs are claimed, not owned (issue 32): the instance that starts a run
+//! claims it under a lease, its heartbeat renews the lease, and any
+//! serving instance claims (`Store::claim_runs`) and resumes from their
+//! checkpoints the runs whose holder is gone: its lease passed, or, on
+//! Postgres, its advisory lock is free (the process died). The write
+//! journal is shared through the database, so an approved write runs at
+//! most once whichever instance resumes its run.
+
+use super::*;
+
+/// How many runs one claim takes at most (the next tick takes more).
+const CLAIM_BATCH: i64 = 100;
+
+/// Instances not heard of for this long, holding nothing, leave the view.
+const FORGET_AFTER: chrono::TimeDelta = chrono::TimeDelta::days(1);
+
+impl Runs {
+    /// This process's instance name.
+    pub fn instance_name(&self) -> &str {
+        &self.instance.name
+    }
+
+    fn lease_end(&self) -> String {
+        crate::storage::now_plus(lease_delta(self.instance.lease))
+    }
+
+    /// Claims a run this process just created.
+    pub(super) fn claim_new(self: &Arc<Self>, run_id: &str) {
+        let this = self.clone();
+        let id = run_id.to_string();
+        tokio::spawn(async move {
+            let until = this.lease_end();
+            if let Err(e) = this.store.claim_run(&id, &this.instance.name, &until).await {
+                tracing::error!(run_id = %id, error = %e, "cannot claim a new run");
+            }
+        });
+    }
+
+    /// On Postgres, holds the instance's advisory lock for the life of the
+    /// process; `Ok(false)` when a live process already serves under this
+    /// name. On SQLite always `Ok(true)` (the serve lock file guards it).
+    pub async fn hold_instance_name(&self) -> Result<bool, StoreError> {
+        if self.store.is_sqlite() {
+            return Ok(true);
+        }
+        match self.store.instance_lock(&self.instance.name).await? {
+            Some(lock) => {
+                *self.instance_lock.lock().await = Some(lock);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// From now on this process is a serving instance: its heartbeat keeps
+    /// its row in the instances view and, with `takeover` (Postgres),
+    /// claims and resumes the runs whose holder is gone. (Any other
+    /// process, `glassbox run` say, only renews the leases of its runs.)
+    pub async fn serve_as_instance(&self, takeover: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.serving.store(true, Relaxed);
+        self.takeover.store(takeover, Relaxed);
+        if let Err(e) = self
+            .store
+            .instance_heartbeat(&self.instance.name, &self.started_at)
+            .await
+        {
+            tracing::warn!(error = %e, "cannot record the instance heartbeat");
+        }
+    }
+
+    /// Beats every third of the lease for as long as the runs live: the
+    /// instance's row (a serving instance), the leases of its runs, and the
+    /// claim of runs whose holder is gone (see [`Runs::serve_as_instance`]).
+    pub(super) fn start_heartbeat(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let every = self.instance.lease / 3;
+        let started = self.started_at.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(runs) = weak.upgrade() else {
+                    return;
+                };
+                if runs.store.pool().is_closed() {
+                    return;
+                }
+                runs.beat(&started).await;
+            }
+        });
+    }
+
+    async fn beat(self: &Arc<Self>, started: &str) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let name = &self.instance.name;
+        if !self.serving.load(Relaxed) {
+            if let Err(e) = self.store.renew_leases(name, &self.lease_end()).await {
+                tracing::warn!(error = %e, "cannot renew the leases of this process's runs");
+            }
+            return;
+        }
+        if let Err(e) = self.store.instance_heartbeat(name, started).await {
+            tracing::warn!(error = %e, "cannot record the instance heartbeat");
+        }
+        if let Err(e) = self.store.renew_leases(name, &self.lease_end()).await {
+            tracing::warn!(error = %e, "cannot renew the leases of this instance's runs");
+        }
+        let _ = self
+            .store
+            .forget_instances(&crate::storage::now_plus(-FORGET_AFTER))
+            .await;
+        if self.takeover.load(Relaxed) {
+            match self.take_over(false).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(runs = n, "took over runs of a stopped instance"),
+                Err(e) => tracing::warn!(error = %e, "cannot look for runs to take over"),
+            }
+        }
+    }
+
+    /// Claims and resumes the runs no live instance holds (`own`: also the
+    /// ones this instance's name held, at start). Returns how many resumed.
+    pub(super) async fn take_over(self: &Arc<Self>, own: bool) -> Result<usize, StoreError> {
+        let mut resumed = 0;
+        for _ in 0..50 {
+            let dead = match self.instance_lock.lock().await.as_mut() {
+                Some(lock) => {
+                    let holders = self.store.run_holders(&self.instance.name).await?;
+                    lock.dead(&holders).await?
+                }
+                None => Vec::new(),
+            };
+            let orphan_before = crate::storage::now_plus(-lease_delta(self.instance.lease));
+            let claimed = self
+                .store
+                .claim_runs(
+                    &self.instance.name,
+                    &self.lease_end(),
+                    &now(),
+                    &orphan_before,
+                    &dead,
+                    // SQLite has one instance: at its start every
+                    // unfinished run is its own.
+                    own && self.store.is_sqlite(),
+                    own,
+                    CLAIM_BATCH,
+                )
+                .await?;
+            let full = claimed.len() as i64 == CLAIM_BATCH;
+            for run in claimed {
+                let running_here = self
+                    .live
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains_key(&run.id);
+                if !running_here && self.resume_run(run).await? {
+                    resumed += 1;
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        Ok(resumed)
+    }
+}
+
+fn lease_delta(lease: std::time::Duration) -> chrono::TimeDelta {
+    chrono::TimeDelta::from_std(lease).unwrap_or(chrono::TimeDelta::seconds(15))
+}

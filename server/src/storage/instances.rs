@@ -1,0 +1,222 @@
+//! Server instances and run claims (issue 32): every instance's heartbeat
+//! row, the lease each holder renews on its unfinished runs, and the claim
+//! of runs whose holder is gone (`FOR UPDATE SKIP LOCKED` on Postgres, so
+//! two instances never claim one run). On Postgres an instance also holds
+//! a session advisory lock named after it for its life: Postgres releases
+//! it when the process dies, so a dead holder is seen at once, the lease
+//! being the bound when its host vanishes without closing the connection.
+
+use super::*;
+
+/// One instance as the instances view shows it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct InstanceRow {
+    pub name: String,
+    pub started_at: String,
+    pub heartbeat_at: String,
+    pub stopped_at: Option<String>,
+    pub runs_held: i64,
+}
+
+/// An RFC 3339 time `offset` from now, in the stored form of [`now`].
+pub fn now_plus(offset: chrono::TimeDelta) -> String {
+    (chrono::Utc::now() + offset).to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// The advisory-lock key of an instance name.
+fn lock_key(name: &str) -> i64 {
+    let hash = blake3::hash(format!("glassbox-instance:{name}").as_bytes());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&hash.as_bytes()[..8]);
+    i64::from_le_bytes(bytes)
+}
+
+/// The unfinished runs of the `run` kind (what a claim may take).
+const UNFINISHED: &str =
+    "kind = 'run' AND finished_at IS NULL AND status IN ('queued', 'running', 'waiting_for_approval')";
+
+impl Store {
+    /// Records the instance's heartbeat (its row made on the first one).
+    pub async fn instance_heartbeat(&self, name: &str, started_at: &str) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO instances (name, started_at, heartbeat_at, stopped_at) VALUES ($1, $2, $3, NULL) ON CONFLICT (name) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, started_at = excluded.started_at, stopped_at = NULL")
+            .bind(name)
+            .bind(started_at)
+            .bind(now())
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    /// Marks the instance stopped (a clean stop) and gives up its runs'
+    /// leases, so another instance claims them at once.
+    pub async fn instance_stopped(&self, name: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE instances SET stopped_at = $2 WHERE name = $1")
+            .bind(name)
+            .bind(now())
+            .execute(self.writer())
+            .await?;
+        sqlx::query(&format!(
+            "UPDATE runs SET lease_until = $2 WHERE claimed_by = $1 AND {UNFINISHED}"
+        ))
+        .bind(name)
+        .bind(now())
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
+
+    /// Every instance with the number of unfinished runs it holds; rows
+    /// not heard of for `forget_after` and holding nothing are dropped.
+    pub async fn instances(&self) -> Result<Vec<InstanceRow>, StoreError> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT i.name, i.started_at, i.heartbeat_at, i.stopped_at, (SELECT COUNT(*) FROM runs r WHERE r.claimed_by = i.name AND r.{}) AS runs_held FROM instances i ORDER BY i.started_at, i.name",
+            UNFINISHED.replace(" AND ", " AND r.")
+        ))
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// Forgets instances not heard of since `before` that hold no run.
+    pub async fn forget_instances(&self, before: &str) -> Result<u64, StoreError> {
+        Ok(sqlx::query(&format!("DELETE FROM instances WHERE heartbeat_at < $1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.claimed_by = instances.name AND r.{})", UNFINISHED.replace(" AND ", " AND r.")))
+            .bind(before)
+            .execute(self.writer())
+            .await?
+            .rows_affected())
+    }
+
+    /// Claims one run for `name` (the run it just created), until `until`.
+    pub async fn claim_run(&self, run_id: &str, name: &str, until: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE runs SET claimed_by = $2, lease_until = $3 WHERE id = $1")
+            .bind(run_id)
+            .bind(name)
+            .bind(until)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    /// Renews the lease of every unfinished run `name` holds; returns the
+    /// ids it still holds (a run claimed away is no longer among them).
+    pub async fn renew_leases(&self, name: &str, until: &str) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(&format!(
+            "UPDATE runs SET lease_until = $2 WHERE claimed_by = $1 AND {UNFINISHED} RETURNING id"
+        ))
+        .bind(name)
+        .bind(until)
+        .fetch_all(self.writer())
+        .await?)
+    }
+
+    /// The instances other than `name` holding unfinished runs.
+    pub async fn run_holders(&self, name: &str) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(&format!(
+            "SELECT DISTINCT claimed_by FROM runs WHERE claimed_by IS NOT NULL AND claimed_by <> $1 AND {UNFINISHED}"
+        ))
+        .bind(name)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// Claims for `name` (until `until`) up to `limit` unfinished runs that
+    /// no live instance holds: those whose lease ended before `now`, those
+    /// held by one of `dead`, those of no one created before `orphan_before`
+    /// (a process that died between creating a run and claiming it), and,
+    /// with `own`, those `name` itself held (a restart under the same name);
+    /// with `everything`, every unfinished run (SQLite's one instance, at
+    /// its start).
+    /// On Postgres, `FOR UPDATE SKIP LOCKED`: a run another instance is
+    /// claiming at the same moment is left to it. Returns the claimed runs.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn claim_runs(
+        &self,
+        name: &str,
+        until: &str,
+        now: &str,
+        orphan_before: &str,
+        dead: &[String],
+        everything: bool,
+        own: bool,
+        limit: i64,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        let mut held = vec![
+            "lease_until < $3".to_string(),
+            "(claimed_by IS NULL AND created_at < $4)".to_string(),
+        ];
+        if own {
+            held.push("claimed_by = $1".into());
+        }
+        if everything {
+            held.push("1 = 1".into());
+        }
+        for i in 0..dead.len() {
+            held.push(format!("claimed_by = ${}", i + 6));
+        }
+        let lock = if self.is_sqlite() {
+            ""
+        } else {
+            "FOR UPDATE SKIP LOCKED"
+        };
+        let sql = format!(
+            "UPDATE runs SET claimed_by = $1, lease_until = $2 WHERE id IN (SELECT id FROM runs WHERE {UNFINISHED} AND ({}) ORDER BY created_at, id LIMIT $5 {lock}) RETURNING *",
+            held.join(" OR ")
+        );
+        let mut q = sqlx::query_as(&sql)
+            .bind(name)
+            .bind(until)
+            .bind(now)
+            .bind(orphan_before)
+            .bind(limit);
+        for d in dead {
+            q = q.bind(d);
+        }
+        let mut rows: Vec<RunRow> = q.fetch_all(self.writer()).await?;
+        rows.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
+        Ok(rows)
+    }
+
+    /// Postgres only: a connection of its own holding the instance's
+    /// advisory lock for the life of the process. `Ok(None)` when another
+    /// live process holds it (the name is taken); on SQLite `Ok(None)` too
+    /// (the serve lock file guards it there).
+    pub async fn instance_lock(&self, name: &str) -> Result<Option<InstanceLock>, StoreError> {
+        if self.backend != Backend::Postgres {
+            return Ok(None);
+        }
+        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&self.url.0).await?;
+        let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(lock_key(name))
+            .fetch_one(&mut conn)
+            .await?;
+        Ok(got.then_some(InstanceLock { conn }))
+    }
+}
+
+/// The connection holding an instance's advisory lock (see
+/// [`Store::instance_lock`]); it also tells whether other instances live.
+pub struct InstanceLock {
+    conn: sqlx::PgConnection,
+}
+
+impl InstanceLock {
+    /// Which of `names` no live process holds: their advisory lock is free
+    /// (taken and released at once here).
+    pub async fn dead(&mut self, names: &[String]) -> Result<Vec<String>, StoreError> {
+        let mut dead = Vec::new();
+        for name in names {
+            let key = lock_key(name);
+            let free: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+                .bind(key)
+                .fetch_one(&mut self.conn)
+                .await?;
+            if free {
+                sqlx::query("SELECT pg_advisory_unlock($1)")
+                    .bind(key)
+                    .execute(&mut self.conn)
+                    .await?;
+                dead.push(name.clone());
+            }
+        }
+        Ok(dead)
+    }
+}
