@@ -350,3 +350,227 @@ async fn one_live_instance_per_name_on_postgres() {
     );
     assert!(restarted, "the name is free once its holder is gone");
 }
+
+/// Reads `GET /runs/{run}/events` on `base` (after `last_id`) until the
+/// stream ends, `stop` says so, or `limit` passes: the (id, data) pairs.
+async fn read_events(
+    api: &Api,
+    base: &str,
+    run: &str,
+    last_id: Option<i64>,
+    limit: Duration,
+    stop: impl Fn(&[(i64, String)]) -> bool,
+) -> Vec<(i64, String)> {
+    let mut req = api
+        .client
+        .get(format!("{base}/api/v1/runs/{run}/events"))
+        .bearer_auth(&api.token)
+        .header("accept", "text/event-stream");
+    if let Some(id) = last_id {
+        req = req.header("last-event-id", id.to_string());
+    }
+    let mut events = Vec::new();
+    let Ok(mut res) = req.send().await else {
+        return events;
+    };
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut buf = String::new();
+    while !stop(&events) {
+        let chunk = match tokio::time::timeout_at(deadline, res.chunk()).await {
+            Ok(Ok(Some(c))) => c,
+            _ => break,
+        };
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let (mut id, mut data) = (None, String::new());
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().parse::<i64>().ok();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                }
+            }
+            if let Some(id) = id {
+                events.push((id, data));
+            }
+        }
+    }
+    events
+}
+
+/// Three instances on one Postgres: an event stream on b follows a run
+/// executing on a, in order, and resumes with `Last-Event-ID` after b is
+/// restarted; an approval decided on c reaches the run waiting on a within
+/// 1 s; a cancel asked on c stops a run executing on a.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn events_approvals_and_cancels_reach_across_instances_on_postgres() {
+    let Some(db) = common::TempPgDatabase::create("glassbox_across").await else {
+        return;
+    };
+    let outcome = across(&db.url).await;
+    db.drop_now().await;
+    outcome.expect("across instances");
+}
+
+async fn across(url: &str) -> Result<(), String> {
+    let counter = procs::Counter::start(Duration::ZERO);
+    let allow = format!("127.0.0.1:{}", counter.port);
+    let env = [
+        ("GLASSBOX_DATABASE_URL", url),
+        ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
+        ("GLASSBOX_LEASE_S", "3"),
+    ];
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let start = |name: &str| {
+        Serve::start(dir.path(), &["--instance-name", name], &env)
+            .map_err(|r| format!("instance {name} starts: {r:?}"))
+    };
+    let a = start("a")?;
+    let mut b = start("b")?;
+    let c = start("c")?;
+    let client = reqwest::Client::new();
+    let api = Api {
+        token: a.sign_in(&client).await,
+        client,
+    };
+    let mut ids = Vec::new();
+    for n in [1, 2] {
+        let (s, v) = api
+            .call(
+                &a.url,
+                "POST",
+                "/workflows",
+                Some(reader_writer(counter.port, n, true)),
+            )
+            .await;
+        assert_eq!(s, 201, "{v}");
+        ids.push(v["id"].as_str().expect("id").to_string());
+    }
+    let pending_of = |run: String| {
+        let api = &api;
+        let base = c.url.clone();
+        async move {
+            for _ in 0..300 {
+                let (_, v) = api.call(&base, "GET", "/approvals", None).await;
+                if let Some(p) = v["pending"]
+                    .as_array()
+                    .and_then(|a| a.iter().find(|p| p["run_id"] == run.as_str()))
+                {
+                    return p["token"].as_str().expect("token").to_string();
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("run {run} never asked for approval");
+        }
+    };
+    // A run executing on a, followed from b.
+    let (s, v) = api
+        .call(
+            &a.url,
+            "POST",
+            "/runs",
+            Some(json!({"workflow_id": ids[0]})),
+        )
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let run = v["run_id"].as_str().expect("run id").to_string();
+    let approval = pending_of(run.clone()).await;
+    let first = read_events(&api, &b.url, &run, None, Duration::from_secs(3), |_| false).await;
+    assert!(!first.is_empty(), "b streams the events a stored so far");
+    let k = first.last().map(|e| e.0).unwrap_or(0);
+    // b restarts (killed); the stream resumes there after event k.
+    b.kill9_in_place();
+    b = start("b")?;
+    let follower = {
+        let api = Api {
+            client: api.client.clone(),
+            token: api.token.clone(),
+        };
+        let (base, run) = (b.url.clone(), run.clone());
+        tokio::spawn(async move {
+            read_events(&api, &base, &run, Some(k), Duration::from_secs(30), |_| {
+                false
+            })
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The decision on c reaches the run waiting on a: its write arrives.
+    let decided = Instant::now();
+    let (s, v) = api
+        .call(
+            &c.url,
+            "POST",
+            &format!("/approvals/{approval}/approve"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let write = loop {
+        if counter.counts().contains_key("/write/1") {
+            break decided.elapsed();
+        }
+        if decided.elapsed() > Duration::from_secs(10) {
+            return Err("the approved write never arrived".into());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    eprintln!("APPROVAL ACROSS INSTANCES {} ms", write.as_millis());
+    assert!(
+        write < Duration::from_secs(1),
+        "decision to write within 1 s: {write:?}"
+    );
+    let rest = follower.await.map_err(|e| e.to_string())?;
+    // Every event once, in order, as a stored it.
+    let all: Vec<(i64, String)> = first.into_iter().chain(rest).collect();
+    let stored = read_events(&api, &a.url, &run, None, Duration::from_secs(10), |_| false).await;
+    assert_eq!(
+        all.iter().map(|e| e.0).collect::<Vec<_>>(),
+        (1..=all.len() as i64).collect::<Vec<_>>(),
+        "ids 1..n without gap or repeat"
+    );
+    assert_eq!(all, stored, "b's stream is a's stored stream");
+    assert!(
+        all.last().is_some_and(|e| e.1.contains("\"RunFinished\"")),
+        "the stream ends with the run's end: {:?}",
+        all.last()
+    );
+    // A cancel asked on c stops a run waiting on a.
+    let (s, v) = api
+        .call(
+            &a.url,
+            "POST",
+            "/runs",
+            Some(json!({"workflow_id": ids[1]})),
+        )
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let second = v["run_id"].as_str().expect("run id").to_string();
+    pending_of(second.clone()).await;
+    let (s, v) = api
+        .call(&c.url, "POST", &format!("/runs/{second}/cancel"), None)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["cancelled"], true, "{v}");
+    let asked = Instant::now();
+    loop {
+        let (_, v) = api
+            .call(&a.url, "GET", &format!("/runs/{second}"), None)
+            .await;
+        if v["status"] == "cancelled" {
+            break;
+        }
+        if asked.elapsed() > Duration::from_secs(5) {
+            return Err(format!("the run on a was not cancelled: {v}"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("CANCEL ACROSS INSTANCES {} ms", asked.elapsed().as_millis());
+    assert!(
+        !counter.counts().contains_key("/write/2"),
+        "the cancelled run wrote nothing"
+    );
+    drop((a, c));
+    Ok(())
+}

@@ -139,7 +139,7 @@ async fn cancel(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RunCancelled>, ApiError> {
     let run = state.db().get_run(&caller.workspace_id, &id).await?;
-    let cancelled = state.runs().cancel(&run.id);
+    let cancelled = state.runs().cancel_anywhere(&run).await?;
     Ok(Json(RunCancelled {
         status: run.status.parse()?,
         run_id: run.id,
@@ -270,7 +270,13 @@ async fn events(
             .map(|(seq, text)| Ok(sse_event(seq, &text)))
             .boxed()
         }
-        None => stream::empty().boxed(),
+        // Executing on another instance (or not at all): read from the
+        // table as other instances store it, to its end.
+        None => state
+            .runs()
+            .follow_stored(&caller.workspace_id, &id, last_stored)
+            .map(|(seq, text)| Ok(sse_event(seq, &text)))
+            .boxed(),
     };
     // The slot is held by the stream and freed when the client goes.
     let events = stored.chain(live).map(move |e| {

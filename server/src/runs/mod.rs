@@ -45,6 +45,7 @@ mod claims;
 mod durable;
 mod end;
 mod events;
+mod notices;
 mod providers;
 mod replay;
 
@@ -172,6 +173,9 @@ pub struct Runs {
     takeover: std::sync::atomic::AtomicBool,
     /// When this process's runs began (its instance's start).
     started_at: String,
+    /// Runs whose newly stored events another process announced (see
+    /// `notices`).
+    announced: broadcast::Sender<Arc<str>>,
 }
 
 /// One open event stream, counted against its workspace until dropped.
@@ -277,8 +281,13 @@ impl Runs {
             serving: Default::default(),
             takeover: Default::default(),
             started_at: now(),
+            announced: broadcast::channel(1024).0,
         });
-        tokio::spawn(approvals::watch_decisions(Arc::downgrade(&runs), store));
+        tokio::spawn(approvals::watch_decisions(
+            Arc::downgrade(&runs),
+            store.clone(),
+        ));
+        tokio::spawn(notices::watch_notices(Arc::downgrade(&runs), store));
         runs.start_heartbeat();
         runs
     }

@@ -379,6 +379,8 @@ async fn apply_all<'a>(
     let mut spans: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
     let mut started = Vec::new();
     let mut created = Vec::new();
+    // Runs with events or an end in this batch (announced on Postgres).
+    let mut announced: std::collections::BTreeSet<&str> = Default::default();
     for w in writes {
         match w {
             RunWrite::Create(run) => created.push(run_args(run)),
@@ -403,6 +405,7 @@ async fn apply_all<'a>(
                 if *first {
                     started.push(vec![run_id.into()]);
                 }
+                announced.insert(run_id.as_str());
                 add_spans(&mut spans, sps);
                 add_payloads(run_id, pls);
                 for (seq, event, refs) in evs {
@@ -484,6 +487,7 @@ async fn apply_all<'a>(
                     );
                 }
                 ended.push(&end.run_id);
+                announced.insert(&end.run_id);
                 finished.push(vec![
                     (&end.run_id).into(),
                     (&end.status).into(),
@@ -532,6 +536,8 @@ async fn apply_all<'a>(
     for (statement, rows) in statements {
         execute_values(&mut tx, statement, rows).await?;
     }
+    let announced = announced.into_iter().map(|id| vec![id.into()]).collect();
+    execute_values(&mut tx, &EVENTS_NOTIFY, announced).await?;
     tx.commit().await?;
     Ok(())
 }

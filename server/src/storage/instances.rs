@@ -192,6 +192,41 @@ impl Store {
     }
 }
 
+/// Postgres: the channel announcing runs with newly stored events (their
+/// ids; sent by the group writer at commit).
+pub const EVENTS_CHANNEL: &str = "glassbox_run_events";
+/// Postgres: the channel asking the instance executing a run to cancel it.
+pub const CANCELS_CHANNEL: &str = "glassbox_run_cancels";
+
+impl Store {
+    /// Asks whichever instance executes `run_id` to cancel it (Postgres;
+    /// on SQLite nothing: the one instance cancels in process).
+    pub async fn notify_cancel(&self, run_id: &str) -> Result<(), StoreError> {
+        if self.backend != Backend::Postgres {
+            return Ok(());
+        }
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CANCELS_CHANNEL)
+            .bind(run_id)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    /// On Postgres, a connection listening on [`EVENTS_CHANNEL`] and
+    /// [`CANCELS_CHANNEL`]; `None` on SQLite.
+    pub async fn notices_listener(&self) -> Result<Option<sqlx::postgres::PgListener>, StoreError> {
+        if self.backend != Backend::Postgres {
+            return Ok(None);
+        }
+        let mut listener = sqlx::postgres::PgListener::connect(&self.url.0).await?;
+        listener
+            .listen_all([EVENTS_CHANNEL, CANCELS_CHANNEL])
+            .await?;
+        Ok(Some(listener))
+    }
+}
+
 /// The connection holding an instance's advisory lock (see
 /// [`Store::instance_lock`]); it also tells whether other instances live.
 pub struct InstanceLock {

@@ -46,7 +46,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::AnyPool;
 
 pub use group::{BlobRef, GroupWriter, RunEnd, RunWrite};
-pub use instances::{now_plus, InstanceLock, InstanceRow};
+pub use instances::{now_plus, InstanceLock, InstanceRow, CANCELS_CHANNEL, EVENTS_CHANNEL};
 pub use payloads::{hash_of, Dehydrated, PayloadSet, MIN_PAYLOAD};
 pub use rows::*;
 pub use tenancy::session_id;

@@ -71,6 +71,14 @@ pub(super) const PAYLOADS: Values = Values {
     head: "INSERT INTO payloads (run_id, hash, codec, size, data, refs)",
     tail: "ON CONFLICT (run_id, hash) DO NOTHING",
 };
+/// Postgres: announces the runs whose events (or end) a batch stores, at
+/// its commit (`NOTIFY` inside the transaction is delivered on commit), so
+/// an event stream on another instance reads them at once (see
+/// `runs::notices`).
+pub(super) const EVENTS_NOTIFY: Values = Values {
+    head: "WITH v(id) AS (",
+    tail: ") SELECT pg_notify('glassbox_run_events', v.id) FROM v",
+};
 /// A started run: `queued` becomes `running`, nothing else changes.
 pub(super) const RUN_STARTED: Values = Values {
     head: "WITH v(id) AS (",

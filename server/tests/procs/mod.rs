@@ -115,6 +115,12 @@ impl Serve {
         let _ = self.child.wait();
     }
 
+    /// SIGKILL, keeping the value (to be replaced by a new start).
+    pub fn kill9_in_place(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// A session token for the local admin.
     pub async fn sign_in(&self, client: &reqwest::Client) -> String {
         let v: serde_json::Value = client

@@ -1,0 +1,121 @@
+//! What instances tell each other through Postgres (issue 32), never
+//! directly: the group writer announces at commit the runs whose events it
+//! stored (`EVENTS_CHANNEL`), and a cancel asked on an instance that does
+//! not execute the run is announced to the one that does
+//! (`CANCELS_CHANNEL`). An event stream of a run executing elsewhere
+//! ([`Runs::follow_stored`]) reads the table when its run is announced, and
+//! once a second besides, so a lost notification (or SQLite, which has
+//! none) delays an event by a second at most and never loses it.
+
+use std::time::Duration;
+
+use futures::Stream;
+
+use super::*;
+
+/// How often a stream of a run executing elsewhere reads the table without
+/// an announcement.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Hands the announcements to this process's followers and runs, until the
+/// last `Runs` goes.
+pub(super) async fn watch_notices(runs: std::sync::Weak<Runs>, store: Store) {
+    let mut listener = match store.notices_listener().await {
+        Ok(Some(l)) => l,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for other instances' run notices; streams of runs executing elsewhere read the table every second");
+            return;
+        }
+    };
+    loop {
+        let notice = listener.try_recv().await;
+        let Some(runs) = runs.upgrade() else {
+            return;
+        };
+        match notice {
+            Ok(Some(n)) if n.channel() == crate::storage::CANCELS_CHANNEL => {
+                runs.cancel(n.payload());
+            }
+            Ok(Some(n)) => {
+                let _ = runs.announced.send(Arc::from(n.payload()));
+            }
+            // Reconnected: streams catch up by their own reads.
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "the run notices listener failed; retrying");
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+}
+
+impl Runs {
+    /// Cancels a run wherever it executes: here, or by announcing it to the
+    /// instance that holds it (Postgres). Whether a cancel was sent.
+    pub async fn cancel_anywhere(&self, run: &RunRow) -> Result<bool, StoreError> {
+        if self.cancel(&run.id) {
+            return Ok(true);
+        }
+        if run.finished_at.is_some() || self.store.is_sqlite() {
+            return Ok(false);
+        }
+        self.store.notify_cancel(&run.id).await?;
+        Ok(true)
+    }
+
+    /// The events of a run executing elsewhere (another instance, or a
+    /// process that stopped) after `after`, read from the table in order,
+    /// until the run has ended and its last event is sent.
+    pub fn follow_stored(
+        &self,
+        workspace_id: &str,
+        run_id: &str,
+        after: i64,
+    ) -> impl Stream<Item = LiveEvent> + Send + 'static {
+        let (tx, rx) = mpsc::channel::<LiveEvent>(64);
+        let store = self.store.clone();
+        let mut notes = self.announced.subscribe();
+        let (ws, run) = (workspace_id.to_string(), run_id.to_string());
+        tokio::spawn(async move {
+            let mut last = after;
+            loop {
+                // Ended before the read: the read has the last event.
+                let ended = match store.get_run(&ws, &run).await {
+                    Ok(row) => row.finished_at.is_some(),
+                    Err(StoreError::NotFound(_)) => true,
+                    Err(_) => false,
+                };
+                if let Ok(events) = store.events_after(&ws, &run, last).await {
+                    for e in events {
+                        last = e.seq;
+                        if tx.send((e.seq, Arc::from(e.event))).await.is_err() {
+                            return;
+                        }
+                    }
+                    if ended {
+                        return;
+                    }
+                }
+                let announced = async {
+                    loop {
+                        match notes.recv().await {
+                            Ok(id) if *id == *run => return,
+                            Ok(_) => {}
+                            Err(broadcast::error::RecvError::Lagged(_)) => return,
+                            Err(broadcast::error::RecvError::Closed) => {
+                                std::future::pending::<()>().await
+                            }
+                        }
+                    }
+                };
+                tokio::select! {
+                    () = announced => {}
+                    () = tokio::time::sleep(POLL) => {}
+                    () = tx.closed() => return,
+                }
+            }
+        });
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
+    }
+}
