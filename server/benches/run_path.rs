@@ -18,13 +18,34 @@ mod common;
 use common::{glassbox_run, median, quick, report};
 use serde_json::{json, Value};
 
-/// `N` turns, each one `json_query` call whose data is a 1 KB string.
-fn workflow(calls: usize) -> Value {
+/// 1 KB of letters and digits drawn by a fixed xorshift from `seed`: text
+/// no compressor shrinks much (about 5.2 bits per byte).
+fn incompressible_kilobyte(seed: u64) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(ALPHABET[(x % ALPHABET.len() as u64) as usize])
+        })
+        .collect()
+}
+
+/// `N` turns, each one `json_query` call whose data is a 1 KB string: the
+/// same `x`s every time, or a different incompressible one per call.
+fn workflow(calls: usize, incompressible: bool) -> Value {
     let kilobyte = "x".repeat(1024);
     let mut turns: Vec<Value> = (0..calls)
         .map(|i| {
+            let note = if incompressible {
+                incompressible_kilobyte(i as u64)
+            } else {
+                kilobyte.clone()
+            };
             json!({"tool_calls": [{"name": "json_query", "arguments": {
-                "program": ".note | length", "data": {"i": i, "note": kilobyte}}}]})
+                "program": ".note | length", "data": {"i": i, "note": note}}}]})
         })
         .collect();
     turns.push(json!({"text": "done"}));
@@ -48,7 +69,7 @@ fn main() {
     let mut stored = std::collections::BTreeMap::new();
     for calls in [0usize, 50, 100, 200, 400] {
         let file = dir.path().join(format!("seq-{calls}.json"));
-        std::fs::write(&file, workflow(calls).to_string()).expect("write workflow");
+        std::fs::write(&file, workflow(calls, false).to_string()).expect("write workflow");
         let (walls, sizes): (Vec<f64>, Vec<f64>) = (0..runs)
             .map(|_| {
                 let (w, printed, b) = glassbox_run(bin, &file, &[]);
@@ -94,4 +115,21 @@ fn main() {
             }
         );
     }
+    // The same at 200 turns with arguments that do not compress: the
+    // stored-bytes target must not rest on the compressor.
+    let file = dir.path().join("seq-200-incompressible.json");
+    std::fs::write(&file, workflow(200, true).to_string()).expect("write workflow");
+    let sizes: Vec<f64> = (0..runs)
+        .map(|_| glassbox_run(bin, &file, &[]).2 as f64)
+        .collect();
+    let extra = (median(sizes) - stored[&0]) / 1_000_000.0;
+    report(
+        "stored_above_0_calls_at_200_turns_incompressible",
+        extra,
+        "MB",
+        Some(1.0),
+    );
+    println!(
+        "stored for 200 turns of incompressible 1 KB arguments: {extra:.2} MB above a 0-call run (target <= 1 MB: {extra:.1}x)"
+    );
 }
