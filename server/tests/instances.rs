@@ -574,3 +574,131 @@ async fn across(url: &str) -> Result<(), String> {
     drop((a, c));
     Ok(())
 }
+
+/// An instance whose claim on a run was taken (here by an edit of the
+/// database, as when its heartbeat stalls past the lease and another
+/// instance claims the run) stops executing the run at its next heartbeat
+/// and writes nothing more of it; the run, claimed again (its holder is
+/// not alive), is finished and its write runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_instance_that_lost_its_claim_stops_the_run_on_postgres() {
+    let Some(db) = common::TempPgDatabase::create("glassbox_fence").await else {
+        return;
+    };
+    let outcome = lost_claim(&db.url).await;
+    db.drop_now().await;
+    outcome.expect("lost claim");
+}
+
+async fn lost_claim(url: &str) -> Result<(), String> {
+    use sqlx::Connection;
+    let counter = procs::Counter::start(Duration::ZERO);
+    let allow = format!("127.0.0.1:{}", counter.port);
+    let env = [
+        ("GLASSBOX_DATABASE_URL", url),
+        ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
+        ("GLASSBOX_LEASE_S", "3"),
+    ];
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let a =
+        Serve::start(dir.path(), &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
+    let b =
+        Serve::start(dir.path(), &["--instance-name", "b"], &env).map_err(|r| format!("{r:?}"))?;
+    let client = reqwest::Client::new();
+    let api = Api {
+        token: a.sign_in(&client).await,
+        client,
+    };
+    let (s, v) = api
+        .call(
+            &a.url,
+            "POST",
+            "/workflows",
+            Some(reader_writer(counter.port, 7, true)),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = api
+        .call(
+            &a.url,
+            "POST",
+            "/runs",
+            Some(json!({"workflow_id": v["id"]})),
+        )
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let run = v["run_id"].as_str().expect("run id").to_string();
+    let mut token = None;
+    for _ in 0..200 {
+        let (_, v) = api.call(&b.url, "GET", "/approvals", None).await;
+        token = v["pending"][0]["token"].as_str().map(str::to_string);
+        if token.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let token = token.ok_or("the run never asked for approval")?;
+    let mut conn = sqlx::PgConnection::connect(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    // Another holder, alive as far as anyone knows (its lease runs on).
+    sqlx::query("UPDATE runs SET claimed_by = 'elsewhere' WHERE id = $1")
+        .bind(&run)
+        .execute(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let since = Instant::now();
+    while !a
+        .log()
+        .contains("another instance claimed this run; it stops here")
+    {
+        if since.elapsed() > Duration::from_secs(5) {
+            return Err(format!("a did not give the run up: {}", a.log()));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // That holder is not alive (no process holds its name): a or b,
+    // whichever beats first, claims the run and resumes it.
+    let since = Instant::now();
+    loop {
+        let (_, v) = api.call(&a.url, "GET", "/instances", None).await;
+        let held: i64 = v["instances"]
+            .as_array()
+            .map(|l| l.iter().map(|i| i["runs_held"].as_i64().unwrap_or(0)).sum())
+            .unwrap_or(0);
+        if held == 1 {
+            break;
+        }
+        if since.elapsed() > Duration::from_secs(10) {
+            return Err(format!("no instance claimed the run: {v}"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Decided on a: the run goes on where it is claimed now.
+    let (s, v) = api
+        .call(&a.url, "POST", &format!("/approvals/{token}/approve"), None)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let since = Instant::now();
+    loop {
+        let (_, v) = api.call(&b.url, "GET", &format!("/runs/{run}"), None).await;
+        if v["status"] == "succeeded" {
+            break;
+        }
+        if since.elapsed() > Duration::from_secs(20) {
+            return Err(format!("the run did not finish: {v}"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(counter.counts().get("/write/7"), Some(&1), "one write");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for (name, s) in [("a", &a), ("b", &b)] {
+        let log = s.log();
+        assert!(
+            !log.contains("cannot store") && !log.contains("cannot record"),
+            "{name} wrote nothing twice: {log}"
+        );
+    }
+    conn.close().await.map_err(|e| e.to_string())?;
+    Ok(())
+}

@@ -20,6 +20,55 @@ impl Runs {
         &self.instance.name
     }
 
+    /// Remembers a run this process claimed, while it executes here.
+    fn note_claim(&self, run_id: &str) {
+        let live = self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(run_id);
+        if live {
+            self.claimed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(run_id.to_string());
+        }
+    }
+
+    /// Forgets a run that stopped executing here.
+    pub(super) fn forget_claim(&self, run_id: &str) {
+        self.claimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(run_id);
+    }
+
+    /// Stops executing the runs of `lost`, whose claim this process lost
+    /// (another instance claimed them: this one failed to renew their lease
+    /// in time, or looked dead), writing nothing more of them: their new
+    /// holder continues them from their checkpoints.
+    fn abandon(&self, lost: &[String]) {
+        for id in lost {
+            tracing::warn!(run_id = %id, "another instance claimed this run; it stops here");
+            self.forget_claim(id);
+            let live = self
+                .live
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(id);
+            if let Some(live) = live {
+                // Nothing more is written here; the engine's own tasks (a
+                // node waiting for a decision) wind down by the cancel,
+                // whose events are not written either.
+                live.abandoned.set();
+                live.cancel.cancel();
+                if let Some(task) = live.task.get() {
+                    task.abort();
+                }
+            }
+        }
+    }
+
     fn lease_end(&self) -> String {
         crate::storage::now_plus(lease_delta(self.instance.lease))
     }
@@ -30,8 +79,9 @@ impl Runs {
         let id = run_id.to_string();
         tokio::spawn(async move {
             let until = this.lease_end();
-            if let Err(e) = this.store.claim_run(&id, &this.instance.name, &until).await {
-                tracing::error!(run_id = %id, error = %e, "cannot claim a new run");
+            match this.store.claim_run(&id, &this.instance.name, &until).await {
+                Ok(()) => this.note_claim(&id),
+                Err(e) => tracing::error!(run_id = %id, error = %e, "cannot claim a new run"),
             }
         });
     }
@@ -95,17 +145,29 @@ impl Runs {
     async fn beat(self: &Arc<Self>, started: &str) {
         use std::sync::atomic::Ordering::Relaxed;
         let name = &self.instance.name;
-        if !self.serving.load(Relaxed) {
-            if let Err(e) = self.store.renew_leases(name, &self.lease_end()).await {
-                tracing::warn!(error = %e, "cannot renew the leases of this process's runs");
+        // The runs known claimed before the renewal: one of them it does
+        // not renew was claimed away (a run claimed during the renewal is
+        // not among them, so it is not taken for lost).
+        let before: Vec<String> = self
+            .claimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        match self.store.renew_leases(name, &self.lease_end()).await {
+            Ok(held) => {
+                let lost: Vec<String> =
+                    before.into_iter().filter(|id| !held.contains(id)).collect();
+                self.abandon(&lost);
             }
+            Err(e) => tracing::warn!(error = %e, "cannot renew the leases of this process's runs"),
+        }
+        if !self.serving.load(Relaxed) {
             return;
         }
         if let Err(e) = self.store.instance_heartbeat(name, started).await {
             tracing::warn!(error = %e, "cannot record the instance heartbeat");
-        }
-        if let Err(e) = self.store.renew_leases(name, &self.lease_end()).await {
-            tracing::warn!(error = %e, "cannot renew the leases of this instance's runs");
         }
         let _ = self
             .store
@@ -155,7 +217,12 @@ impl Runs {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .contains_key(&run.id);
-                if !running_here && self.resume_run(run).await? {
+                if running_here {
+                    continue;
+                }
+                let id = run.id.clone();
+                if self.resume_run(run).await? {
+                    self.note_claim(&id);
                     resumed += 1;
                 }
             }

@@ -12,11 +12,15 @@ pub(super) struct StoreCheckpoints {
     pub(super) writer: GroupWriter,
     pub(super) run_id: String,
     pub(super) created: Created,
+    pub(super) abandoned: Abandoned,
 }
 
 impl Checkpoints for StoreCheckpoints {
     fn node_ended<'a>(&'a self, record: &'a NodeRecord) -> BoxFuture<'a, ()> {
         Box::pin(async move {
+            if self.abandoned.is_set() {
+                return;
+            }
             let write = RunWrite::node_checkpoint(
                 &self.run_id,
                 &record.node_id,
@@ -32,6 +36,9 @@ impl Checkpoints for StoreCheckpoints {
 
     fn agent_suspended<'a>(&'a self, node_id: &'a str, run: &'a AgentRun) -> BoxFuture<'a, ()> {
         Box::pin(async move {
+            if self.abandoned.is_set() {
+                return;
+            }
             let state = serde_json::to_string(run).unwrap_or_default();
             let stored = match self.created.wait().await {
                 Ok(()) => {
@@ -53,6 +60,7 @@ pub(super) struct StoreJournal {
     pub(super) store: Store,
     pub(super) run_id: String,
     pub(super) created: Created,
+    pub(super) abandoned: Abandoned,
     #[cfg(feature = "test-hooks")]
     pub(super) crash_at: Option<String>,
 }
@@ -76,6 +84,10 @@ impl WriteJournal for StoreJournal {
     fn begin<'a>(&'a self, agent_run: &'a str, call: &'a ToolCall) -> BoxFuture<'a, JournalEntry> {
         Box::pin(async move {
             let tool = format!("{}@{}", call.tool.spec.name, call.tool.spec.version);
+            // A run given up here for another instance starts no write.
+            if self.abandoned.is_set() {
+                return JournalEntry::Unknown;
+            }
             let begun = match self.created.wait().await {
                 Ok(()) => {
                     self.store

@@ -30,6 +30,8 @@ pub(super) struct EventOut {
     pub(super) last_seq: i64,
     /// The run's closed spans, taken along with each write.
     pub(super) spans: crate::trace::SpanBuffer,
+    /// Set when another instance claimed the run: nothing more is written.
+    pub(super) abandoned: Abandoned,
 }
 
 /// Persists, indexes and broadcasts a run's events, in order, then its end.
@@ -51,6 +53,7 @@ pub(super) async fn write_events(
         tx,
         last_seq,
         spans,
+        abandoned,
     } = out;
     let mut started = true;
     let mut seq = last_seq;
@@ -80,6 +83,9 @@ pub(super) async fn write_events(
                 let mut batch = vec![first];
                 while let Ok(more) = rx.try_recv() {
                     batch.push(more);
+                }
+                if abandoned.is_set() {
+                    continue;
                 }
                 let mut events = Vec::with_capacity(batch.len());
                 let mut numbered = Vec::with_capacity(batch.len());
@@ -119,6 +125,7 @@ pub(super) async fn write_events(
         }
     }
     let ended = match end.await {
+        Ok(_) if abandoned.is_set() => None,
         Ok(mut end) => {
             end.spans = spans.take();
             // Each payload stored once: the record, node rows and bundles

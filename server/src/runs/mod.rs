@@ -65,6 +65,27 @@ struct LiveRun {
     cancel: CancellationToken,
     events: broadcast::Sender<LiveEvent>,
     created: Created,
+    /// The run's task, aborted when this instance lost its claim (see
+    /// `claims`).
+    task: std::sync::OnceLock<tokio::task::AbortHandle>,
+    /// Set when this instance lost its claim: nothing more of the run is
+    /// written here (its events, checkpoints, end), and no approved write
+    /// starts here.
+    abandoned: Abandoned,
+}
+
+/// Whether a run was given up here for another instance (see `LiveRun`).
+#[derive(Clone, Default)]
+pub(super) struct Abandoned(Arc<std::sync::atomic::AtomicBool>);
+
+impl Abandoned {
+    pub(super) fn set(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(super) fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// A new run of `workflow`: queued, from the API, no inputs, nothing
@@ -173,6 +194,8 @@ pub struct Runs {
     takeover: std::sync::atomic::AtomicBool,
     /// When this process's runs began (its instance's start).
     started_at: String,
+    /// The runs this process has claimed and executes (see `claims`).
+    claimed: Mutex<std::collections::HashSet<String>>,
     /// Runs whose newly stored events another process announced (see
     /// `notices`).
     announced: broadcast::Sender<Arc<str>>,
@@ -282,6 +305,7 @@ impl Runs {
             takeover: Default::default(),
             started_at: now(),
             announced: broadcast::channel(1024).0,
+            claimed: Default::default(),
         });
         tokio::spawn(approvals::watch_decisions(
             Arc::downgrade(&runs),
@@ -428,6 +452,8 @@ impl Runs {
             cancel: CancellationToken::new(),
             events,
             created,
+            task: std::sync::OnceLock::new(),
+            abandoned: Abandoned::default(),
         });
         self.live
             .lock()
@@ -435,7 +461,8 @@ impl Runs {
             .insert(run_id.to_string(), live.clone());
         let this = self.clone();
         let id = run_id.to_string();
-        tokio::spawn(async move {
+        let slot = live.clone();
+        let handle = tokio::spawn(async move {
             // Everything the run does is inside its span (see `trace`).
             let (span, route) = crate::trace::run_span(&id, &this.writer);
             let run = Run {
@@ -451,7 +478,9 @@ impl Runs {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&id);
+            this.forget_claim(&id);
         });
+        let _ = slot.task.set(handle.abort_handle());
     }
 
     /// Picks up the runs a stopped server left unfinished (on SQLite every
@@ -589,6 +618,7 @@ impl Runs {
             tx: live.events.clone(),
             last_seq,
             spans,
+            abandoned: live.abandoned.clone(),
         };
         let writer = tokio::spawn(write_events(out, rx, end_rx));
         let last = tx.clone();
@@ -710,11 +740,13 @@ impl Runs {
                 writer: self.writer.clone(),
                 run_id: run_id.into(),
                 created: live.created.clone(),
+                abandoned: live.abandoned.clone(),
             })),
             journal: Some(Arc::new(StoreJournal {
                 store: self.store.clone(),
                 run_id: run_id.into(),
                 created: live.created.clone(),
+                abandoned: live.abandoned.clone(),
                 #[cfg(feature = "test-hooks")]
                 crash_at: self.crash_at.clone(),
             })),

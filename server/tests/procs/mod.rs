@@ -25,6 +25,8 @@ pub struct Serve {
     child: Child,
     /// Every stdout line after the ready line.
     pub lines: mpsc::Receiver<String>,
+    /// Its log (stderr) so far.
+    log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 /// What a `glassbox serve` that did not start said.
@@ -53,15 +55,19 @@ impl Serve {
         let mut child = cmd.spawn().expect("spawn glassbox serve");
         let stdout = child.stdout.take().expect("stdout piped");
         let mut stderr = child.stderr.take().expect("stderr piped");
+        let pid = child.id();
         let (err_tx, err_rx) = mpsc::channel();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let log_in = log.clone();
         std::thread::spawn(move || {
             // Kept whole for a refusal; a serving process's log is echoed.
             let mut text = String::new();
             let mut reader = BufReader::new(&mut stderr);
             let mut line = String::new();
             while reader.read_line(&mut line).unwrap_or(0) > 0 {
-                eprint!("[serve] {line}");
+                eprint!("[serve {pid}] {line}");
                 text.push_str(&line);
+                log_in.lock().expect("log").push_str(&line);
                 line.clear();
             }
             let _ = err_tx.send(text);
@@ -102,7 +108,13 @@ impl Serve {
             signin_token: signin.expect("signin"),
             child,
             lines: rx,
+            log,
         })
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        self.log.lock().expect("log").clone()
     }
 
     pub fn pid(&self) -> u32 {
