@@ -97,6 +97,7 @@ fn main() {
         traces_url: None,
         checkpoints: None,
         journal: None,
+        fork: None,
     };
     let wf = chain();
     let inputs: Map<String, serde_json::Value> = json!({"x": "hello"})

@@ -1,7 +1,8 @@
 //! The `ToolEnvelope`: the receipt of one tool call (seed 003 §3.2), and
 //! `AgentOutputs`, the Agent Node's fixed output contract (§3.1).
 //!
-//! Every key is always present in JSON: absent values are null, false or [].
+//! Every key is always present in JSON: absent values are null, false or []
+//! (but a fork's `replayed`, written only when true).
 //! Fields may be added, never renamed or dropped.
 
 use std::collections::BTreeMap;
@@ -59,6 +60,11 @@ pub struct ToolEnvelope {
     pub truncated: bool,
     #[serde(default)]
     pub attachments: Vec<Attachment>,
+    /// True when a fork answered this call from its origin's recording:
+    /// the tool did not run (issue 33). Written only when true, so
+    /// recordings made before it read, hash and compare as they were.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 impl ToolEnvelope {
@@ -84,6 +90,7 @@ impl ToolEnvelope {
             cached: false,
             truncated: false,
             attachments: Vec::new(),
+            replayed: false,
         }
     }
 
@@ -164,6 +171,7 @@ mod tests {
             cached: false,
             truncated: false,
             attachments: vec![],
+            replayed: false,
         }
     }
 
@@ -201,6 +209,21 @@ mod tests {
         ] {
             assert!(keys.contains(&key), "missing {key}");
         }
+    }
+
+    #[test]
+    fn replayed_is_written_only_when_true_and_reads_back() {
+        let plain = envelope("a", None);
+        let json = serde_json::to_value(&plain).expect("ser");
+        assert!(json.get("replayed").is_none(), "{json}");
+        let replayed = ToolEnvelope {
+            replayed: true,
+            ..plain
+        };
+        let json = serde_json::to_value(&replayed).expect("ser");
+        assert_eq!(json["replayed"], serde_json::json!(true));
+        let back: ToolEnvelope = serde_json::from_value(json).expect("de");
+        assert_eq!(back, replayed);
     }
 
     #[test]

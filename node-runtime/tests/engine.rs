@@ -56,6 +56,7 @@ fn services(history: Arc<MemoryPinHistory>) -> (EngineServices, tempfile::TempDi
         traces_url: Some("/runs/{run_id}/trace".into()),
         checkpoints: None,
         journal: None,
+        fork: None,
     };
     (services, blobs)
 }

@@ -327,6 +327,7 @@ fn envelope(id: &str, name: &str, output: Value, error: bool) -> ToolEnvelope {
         cached: false,
         truncated: false,
         attachments: vec![],
+        replayed: false,
     }
 }
 

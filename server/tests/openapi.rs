@@ -47,6 +47,8 @@ const EXPECTED: &[(&str, &str)] = &[
     ("get", "/runs/{id}/trace"),
     ("post", "/runs/{id}/replay"),
     ("post", "/replays"),
+    ("post", "/runs/{id}/fork"),
+    ("get", "/runs/{id}/diff/{other}"),
     ("get", "/approvals"),
     ("post", "/approvals/{token}/approve"),
     ("post", "/approvals/{token}/deny"),

@@ -412,6 +412,24 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         "/replays",
         &request(&state, "POST", &api("/replays"), t, Some(json_of(&bundle))).await,
     );
+    let forked = request(&state, "POST", &run_path("/fork"), t, Some(json!({}))).await;
+    c.check("post", "/runs/{id}/fork", &forked);
+    let fork_id = json_of(&forked)["run_id"]
+        .as_str()
+        .expect("fork id")
+        .to_string();
+    c.check(
+        "get",
+        "/runs/{id}/diff/{other}",
+        &request(
+            &state,
+            "GET",
+            &run_path(&format!("/diff/{fork_id}")),
+            t,
+            None,
+        )
+        .await,
+    );
     c.check(
         "post",
         "/runs/{id}/cancel",

@@ -295,7 +295,7 @@ impl AgentRuntime {
             if response.tool_calls.is_empty() {
                 return Ok(self.finish(run, response.text, sink));
             }
-            self.plan_batch(run, &response.tool_calls, sink);
+            self.plan_batch(run, &response.tool_calls, tools, sink);
         }
     }
 
@@ -375,8 +375,15 @@ impl AgentRuntime {
         Ok(response)
     }
 
-    /// Allocates call ids and decides which calls need approval.
-    fn plan_batch(&self, run: &mut AgentRun, calls: &[ProviderToolCall], sink: &dyn EventSink) {
+    /// Allocates call ids and decides which calls need approval (none that
+    /// `tools` answers from a recording: nothing runs).
+    fn plan_batch(
+        &self,
+        run: &mut AgentRun,
+        calls: &[ProviderToolCall],
+        tools: &dyn ToolRunner,
+        sink: &dyn EventSink,
+    ) {
         let names = tool_name_map(run);
         let mut policy = run.config.policy.clone();
         policy.enabled_tools = run.config.tools.clone();
@@ -393,7 +400,11 @@ impl AgentRuntime {
                 call_id: call_id.clone(),
             });
             let mut approval = None;
-            if let Some(tool) = tool_ref.as_deref().and_then(|r| self.registered(r)) {
+            let registered = tool_ref
+                .as_deref()
+                .filter(|_| !tools.recorded(&call_id))
+                .and_then(|r| self.registered(r));
+            if let Some(tool) = registered {
                 let usage = Usage {
                     tool_calls: run.usage.tool_calls + i as u32,
                     ..run.usage

@@ -38,6 +38,13 @@ pub trait ToolRunner: Send + Sync {
         items: Vec<BatchItem>,
         approved: HashSet<String>,
     ) -> BoxFuture<'a, Result<Vec<ToolEnvelope>, AgentError>>;
+
+    /// Whether this runner answers `call_id` from a recording without
+    /// running anything (a fork's recorded calls): such a call asks no
+    /// approval, since no side effect can happen.
+    fn recorded(&self, _call_id: &str) -> bool {
+        false
+    }
 }
 
 /// The live runner: the executor, in the run's workspace.

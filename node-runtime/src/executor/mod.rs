@@ -271,6 +271,7 @@ impl Executor {
                 cached: out.cached,
                 truncated: out.truncated,
                 attachments: out.attachments,
+                replayed: false,
             },
             Err(error) => {
                 ToolEnvelope::failed(call_id, name, version, input, error, t_start, t_end)

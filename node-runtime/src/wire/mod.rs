@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 mod approvals;
 mod auth;
 mod connections;
+mod forks;
 mod instances;
 mod invocations;
 mod providers;
@@ -27,6 +28,10 @@ pub use auth::{Membership, Session, SessionInfo, SessionList};
 pub use connections::{
     ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, McpServerStatus,
     McpToolClass, McpToolClassSet, NewConnection,
+};
+pub use forks::{
+    diff_runs, CallChange, CallDiff, DiffSummary, ForkChanges, ForkRequest, ForkStarted, NodeDiff,
+    RunDiff,
 };
 pub use instances::{InstanceList, InstanceView};
 pub use invocations::{Invocation, InvocationList, InvocationSummary};

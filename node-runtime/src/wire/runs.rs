@@ -53,6 +53,9 @@ pub struct RunDetail {
     pub workflow_revision: Option<i64>,
     pub kind: RunKind,
     pub replay_of: Option<String>,
+    /// A fork's origin (kind `fork`); null for other runs.
+    #[serde(default)]
+    pub fork_of: Option<String>,
     pub status: RunStatus,
     pub trigger: String,
     #[serde(default)]
@@ -191,6 +194,7 @@ mod tests {
             workflow_revision: Some(2),
             kind: RunKind::Run,
             replay_of: None,
+            fork_of: None,
             status: RunStatus::Running,
             trigger: "api".into(),
             inputs: json!({}),
@@ -210,7 +214,7 @@ mod tests {
             value,
             json!({
                 "id": "r", "workflow_id": "w", "workflow_revision": 2, "kind": "run",
-                "replay_of": null, "status": "running", "trigger": "api", "inputs": {},
+                "replay_of": null, "fork_of": null, "status": "running", "trigger": "api", "inputs": {},
                 "outputs": null, "error": null, "created_at": "t", "finished_at": null,
                 "trace_id": null, "duration_ms": null, "nodes": null, "agent_outputs": {},
                 "usage": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": 0.0},

@@ -76,10 +76,13 @@ impl RunStatus {
 }
 
 status_enum!(
-    /// What a run record is: a live run or a hermetic replay of one.
+    /// What a run record is: a live run, a hermetic replay of one, or a
+    /// fork of one (run again with changes, its recorded calls answered
+    /// from the recording).
     RunKind, "run kind", {
         Run => "run",
         Replay => "replay",
+        Fork => "fork",
     }
 );
 

@@ -11,6 +11,7 @@ mod auth;
 mod blobs;
 mod connections;
 mod examples;
+mod forks;
 mod health;
 mod instances;
 mod providers;
@@ -43,6 +44,7 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(examples::router())
         .merge(tools::router())
         .merge(runs::router())
+        .merge(forks::router())
         .merge(providers::router())
         .merge(approvals::router())
         .merge(blobs::router())

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use node_runtime::chat::ModelUsage;
 use node_runtime::wire::{
-    ApiToken, Approval, Invocation, InvocationSummary, NodeRun, RunDetail, RunItem, Span,
+    ApiToken, Approval, Invocation, InvocationSummary, NodeRun, RunDetail, RunItem, RunKind, Span,
     WorkflowItem, WorkflowView,
 };
 use serde_json::{Map, Value};
@@ -72,12 +72,15 @@ pub fn run_detail(row: &RunRow, record: &Value) -> Result<RunDetail, ApiError> {
             (id.clone(), outputs)
         })
         .collect();
+    let kind: RunKind = row.kind.parse()?;
     Ok(RunDetail {
         id: row.id.clone(),
         workflow_id: row.workflow_id.clone(),
         workflow_revision: row.workflow_revision,
-        kind: row.kind.parse()?,
-        replay_of: row.replay_of.clone(),
+        kind,
+        // The column holds a replay's or a fork's origin.
+        replay_of: row.replay_of.clone().filter(|_| kind != RunKind::Fork),
+        fork_of: row.replay_of.clone().filter(|_| kind == RunKind::Fork),
         status: row.status.parse()?,
         trigger: row.trigger_kind.clone(),
         inputs: json_text(Some(&row.inputs)),

@@ -21,8 +21,8 @@ use node_runtime::envelope::ToolEnvelope;
 use node_runtime::executor::ToolCall;
 use node_runtime::executor::{Executor, ExecutorConfig};
 use node_runtime::graph::engine::{
-    resume_workflow, ApprovalGate, Checkpoints, EngineServices, MemoryPinHistory, NodeRecord,
-    PinHistory, ProviderModels, ResumeState, RunOutcome, WorkflowEvent, WorkflowSink,
+    resume_workflow, ApprovalGate, Checkpoints, EngineServices, ForkRecording, MemoryPinHistory,
+    NodeRecord, PinHistory, ProviderModels, ResumeState, RunOutcome, WorkflowEvent, WorkflowSink,
 };
 use node_runtime::graph::{NodeKind, Workflow};
 use node_runtime::secrets::SecretOwner;
@@ -45,6 +45,7 @@ mod claims;
 mod durable;
 mod end;
 mod events;
+mod fork;
 mod notices;
 mod providers;
 mod replay;
@@ -54,6 +55,7 @@ use approvals::*;
 use durable::*;
 use end::*;
 use events::*;
+pub use fork::ForkError;
 pub use replay::{ReplayError, ReplayOutcome, ReplayTimeline};
 
 /// A stored run event as broadcast live: its sequence number and JSON text.
@@ -62,6 +64,8 @@ pub type LiveEvent = (i64, Arc<str>);
 /// A run in progress.
 struct LiveRun {
     workspace_id: String,
+    /// A fork's origin recording (see `fork`).
+    fork: Option<Arc<ForkRecording>>,
     cancel: CancellationToken,
     events: broadcast::Sender<LiveEvent>,
     created: Created,
@@ -102,6 +106,8 @@ fn new_run_row(run_id: &str, workspace_id: &str, workflow: &Workflow) -> RunRow 
 /// Where a spawned run starts: from scratch, or from a stopped server's
 /// checkpoints with the events it stored.
 struct StartFrom {
+    /// A fork's origin recording (see `fork`).
+    fork: Option<Arc<ForkRecording>>,
     resume: ResumeState,
     last_seq: i64,
     created: Created,
@@ -402,14 +408,34 @@ impl Runs {
         inputs: Map<String, Value>,
         trigger: &str,
     ) -> Result<String, StoreError> {
+        self.start_as(owner, workflow, inputs, trigger, None).await
+    }
+
+    /// [`Runs::start`], or with `fork` (its origin's id and recording) a
+    /// run of kind `fork` linked to its origin.
+    async fn start_as(
+        self: &Arc<Self>,
+        owner: SecretOwner,
+        workflow: Workflow,
+        inputs: Map<String, Value>,
+        trigger: &str,
+        fork: Option<(String, Arc<ForkRecording>)>,
+    ) -> Result<String, StoreError> {
         let run_id = new_id();
+        let (kind, origin, fork) = match fork {
+            Some((origin, recording)) => (RunKind::Fork, Some(origin), Some(recording)),
+            None => (RunKind::Run, None, None),
+        };
         let created = Created::queued(self.writer.submit(RunWrite::Create(Box::new(RunRow {
+            kind: kind.as_str().into(),
+            replay_of: origin,
             trigger_kind: trigger.into(),
             inputs: Value::Object(inputs.clone()).to_string(),
             started_by: owner.user_id.clone(),
             ..new_run_row(&run_id, &owner.workspace_id, &workflow)
         }))));
         let from = StartFrom {
+            fork,
             resume: ResumeState::default(),
             last_seq: 0,
             created: created.clone(),
@@ -442,6 +468,7 @@ impl Runs {
         from: StartFrom,
     ) {
         let StartFrom {
+            fork,
             resume,
             last_seq,
             created,
@@ -449,6 +476,7 @@ impl Runs {
         let (events, _) = broadcast::channel(1024);
         let live = Arc::new(LiveRun {
             workspace_id: owner.workspace_id.clone(),
+            fork,
             cancel: CancellationToken::new(),
             events,
             created,
@@ -506,6 +534,7 @@ impl Runs {
                 };
                 tracing::info!(run_id = %run.id, nodes_done = state.records.len(), agents_waiting = state.agents.len(), "resuming an interrupted run");
                 let from = StartFrom {
+                    fork: None,
                     resume: state,
                     last_seq,
                     created: Created::stored(),
@@ -534,6 +563,9 @@ impl Runs {
         &self,
         run: &RunRow,
     ) -> Result<(Workflow, Map<String, Value>, ResumeState), String> {
+        if run.kind == RunKind::Fork.as_str() {
+            return Err(fork::NOT_RESUMED.into());
+        }
         let (Some(workflow_id), Some(revision)) = (&run.workflow_id, run.workflow_revision) else {
             return Err("the run names no workflow revision".into());
         };
@@ -735,6 +767,7 @@ impl Runs {
                 unavailable: connections.unavailable,
             }),
             traces_url: self.traces_url.clone(),
+            fork: live.fork.clone(),
             checkpoints: Some(Arc::new(StoreCheckpoints {
                 store: self.store.clone(),
                 writer: self.writer.clone(),

@@ -46,8 +46,9 @@ pub struct RunRow {
     pub workspace_id: String,
     pub workflow_id: Option<String>,
     pub workflow_revision: Option<i64>,
-    /// `run` or `replay`.
+    /// `run`, `replay` or `fork`.
     pub kind: String,
+    /// A replay's or a fork's origin.
     pub replay_of: Option<String>,
     /// queued | running | waiting_for_approval | succeeded | failed | cancelled
     pub status: String,

@@ -99,6 +99,8 @@ pub struct EngineServices {
     pub checkpoints: Option<Arc<dyn Checkpoints>>,
     /// Intent and result records of approved writes.
     pub journal: Option<Arc<dyn WriteJournal>>,
+    /// A fork's origin recording (see `fork`); None for any other run.
+    pub fork: Option<Arc<super::fork::ForkRecording>>,
 }
 
 /// A model factory with no allow-listed hosts: the scripted provider and

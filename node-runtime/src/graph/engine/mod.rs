@@ -27,12 +27,16 @@
 //! every other node from the recorded run, with no model or tool call, and
 //! must reproduce the workflow's outputs exactly.
 //!
+//! A fork ([`EngineServices::fork`]) runs live but answers every call its
+//! origin recorded from the recording (`fork`).
+//!
 //! Layout: `host` (what the host supplies), `record` (records and events),
 //! `events` (where events go), `eval` (pure node evaluation), `nodes`
-//! (running one node live), `schedule` (the live run), `replay`.
+//! (running one node live), `schedule` (the live run), `replay`, `fork`.
 
 mod eval;
 mod events;
+mod fork;
 mod host;
 mod keys;
 mod nodes;
@@ -42,6 +46,7 @@ mod schedule;
 pub use super::record::{NodeRecord, NodeStatus, RunOutcome, WorkflowEvent, WorkflowRun};
 pub use eval::render;
 pub use events::{VecWorkflowSink, WorkflowSink};
+pub use fork::ForkRecording;
 pub use host::{
     ApprovalGate, ApproveAll, Checkpoints, EngineServices, MemoryPinHistory, ModelFactory,
     PinHistory, PlainModels, ProviderModels, ResumeState,

@@ -11,16 +11,18 @@ use tokio_util::sync::CancellationToken;
 
 use super::eval::{agent_handles, compute, render_bounded, tool_input, tool_outputs, AgentHandles};
 use super::events::{AgentSink, WorkflowSink};
+use super::fork::ForkTools;
 use super::host::EngineServices;
 use crate::agent::approval::{ApprovalRequest, Decision};
 use crate::agent::replay::ReplayBundle;
 use crate::agent::{
     outcome_unknown_envelope, AgentEvent, AgentRun, EventSink, JournalEntry, LiveTools, Step,
+    ToolRunner,
 };
 use crate::agent_config::AgentConfig;
 use crate::call_id::CallIdAllocator;
 use crate::envelope::ToolEnvelope;
-use crate::executor::{CallScope, ToolCall};
+use crate::executor::{error_envelope, CallScope, ToolCall};
 use crate::graph::record::WorkflowEvent;
 use crate::graph::{AgentNodeConfig, Node, NodeKind, ToolNodeConfig, Workflow};
 use crate::policy::{Policy, Usage};
@@ -88,6 +90,49 @@ impl Runner<'_> {
             .map_err(|e| e.to_string())?;
         let input = tool_input(config, inputs);
         let call_id = CallIdAllocator::new().next(name, version, &input);
+        // A fork answers a recorded call from the recording and refuses a
+        // new read it may not make, before any approval or execution.
+        let forked = self.services.fork.as_ref().and_then(|fork| {
+            fork.answer(&node.id, &call_id).or_else(|| {
+                let call = ToolCall {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    input: input.clone(),
+                };
+                fork.refuse_new(&call).map(|error| {
+                    error_envelope(
+                        call_id.clone(),
+                        tool.spec.name.clone(),
+                        tool.spec.version.clone(),
+                        input.clone(),
+                        error,
+                    )
+                })
+            })
+        });
+        if let Some(envelope) = forked {
+            for event in [
+                AgentEvent::ToolCallStarted {
+                    call_id,
+                    tool: config.tool.clone(),
+                    input,
+                },
+                AgentEvent::ToolCallFinished {
+                    envelope: envelope.clone(),
+                },
+            ] {
+                self.sink.emit(WorkflowEvent::Agent {
+                    node_id: node.id.clone(),
+                    event: Box::new(event),
+                });
+            }
+            return Ok(NodeResult {
+                outputs: tool_outputs(config, &envelope),
+                bundle: None,
+                envelope: Some(envelope),
+                pin_fallbacks: BTreeMap::new(),
+            });
+        }
         let mut approved = HashSet::new();
         if tool.side_effects_for(&input) == SideEffects::Writes {
             let token = crate::agent::approval::approval_token(
@@ -247,13 +292,21 @@ impl Runner<'_> {
         // Calls report progress from their own tasks; it reaches the node's
         // events here, beside the loop.
         let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
-        let tools = LiveTools {
+        let live = LiveTools {
             executor: self.services.executor.clone(),
             owner: self.services.owner.clone(),
             env: self.services.env.clone(),
             cancel: self.cancel.child_token(),
             journal: self.services.journal.clone(),
             progress: Some(progress_tx),
+        };
+        let tools: Box<dyn ToolRunner + '_> = match &self.services.fork {
+            Some(fork) => Box::new(ForkTools {
+                inner: live,
+                node_id: &node.id,
+                fork,
+            }),
+            None => Box::new(live),
         };
         let sink = AgentSink {
             node_id: node.id.clone(),
@@ -272,7 +325,7 @@ impl Runner<'_> {
         let drive = async {
             loop {
                 match runtime
-                    .drive(&mut run, model.as_ref(), &tools, &sink)
+                    .drive(&mut run, model.as_ref(), tools.as_ref(), &sink)
                     .await
                     .map_err(|e| e.to_string())?
                 {

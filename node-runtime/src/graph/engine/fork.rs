@@ -1,0 +1,173 @@
+//! Forks (issue 33): a recorded run run again with changes.
+//!
+//! The fork runs live for its model (or scripted), but a tool call whose
+//! deterministic call id the origin recorded is answered from the
+//! recording: the envelope comes back as recorded with `replayed: true`,
+//! the tool does not run and no approval is asked, since nothing can
+//! happen. The fork's policy still holds for it (a tool switched off, a
+//! lower limit). A call the origin never made is new: a pure one
+//! (`side_effects: none`) runs; a new read runs only when the fork allows
+//! live reads (otherwise it fails with POLICY_DENIED, reason
+//! `LIVE_READS_OFF`); a new write goes through the normal approval gate and
+//! runs only once approved.
+//!
+//! Agent nodes get this through [`ForkTools`], a [`ToolRunner`] layered over
+//! the live one; Tool nodes ask [`ForkRecording::answer`] and
+//! [`ForkRecording::refuse_new`] before their own approval and executor.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::future::BoxFuture;
+use serde_json::json;
+
+use crate::agent::{AgentError, AgentRun, BatchItem, LiveTools, ToolRunner};
+use crate::envelope::ToolEnvelope;
+use crate::error::ToolError;
+use crate::executor::{error_envelope, ToolCall};
+use crate::graph::record::WorkflowRun;
+use crate::policy::{check_tool_call, Usage};
+use crate::tool_spec::SideEffects;
+
+/// What a fork answers from: its origin's recorded calls, by node and call
+/// id, and whether new reads may run live.
+#[derive(Debug, Clone, Default)]
+pub struct ForkRecording {
+    calls: HashMap<String, HashMap<String, ToolEnvelope>>,
+    /// New read calls run live (default: they fail, POLICY_DENIED).
+    pub live_reads: bool,
+}
+
+impl ForkRecording {
+    /// The calls `origin` recorded: every Agent node's bundle envelopes and
+    /// every Tool node's envelope. A node that ended without a bundle (its
+    /// loop failed) recorded nothing to answer from.
+    pub fn from_run(origin: &WorkflowRun, live_reads: bool) -> Self {
+        let mut calls: HashMap<String, HashMap<String, ToolEnvelope>> = HashMap::new();
+        for (node_id, record) in &origin.nodes {
+            let node = calls.entry(node_id.clone()).or_default();
+            let envelopes = record
+                .bundle
+                .iter()
+                .flat_map(|b| b.envelopes.iter())
+                .chain(record.envelope.iter());
+            for envelope in envelopes {
+                node.insert(envelope.call_id.clone(), envelope.clone());
+            }
+        }
+        Self { calls, live_reads }
+    }
+
+    /// How many calls the recording holds.
+    pub fn len(&self) -> usize {
+        self.calls.values().map(HashMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether node `node_id`'s call `call_id` is recorded.
+    pub fn has(&self, node_id: &str, call_id: &str) -> bool {
+        self.calls
+            .get(node_id)
+            .is_some_and(|c| c.contains_key(call_id))
+    }
+
+    /// The recorded envelope of node `node_id`'s call `call_id`, marked
+    /// `replayed`.
+    pub fn answer(&self, node_id: &str, call_id: &str) -> Option<ToolEnvelope> {
+        let recorded = self.calls.get(node_id)?.get(call_id)?;
+        Some(ToolEnvelope {
+            replayed: true,
+            ..recorded.clone()
+        })
+    }
+
+    /// Why a call the origin never made may not run in this fork: a new
+    /// read while live reads are off. `None`: it runs (a write still needs
+    /// its approval).
+    pub fn refuse_new(&self, call: &ToolCall) -> Option<ToolError> {
+        let reads = call.tool.side_effects_for(&call.input) == SideEffects::Reads;
+        (reads && !self.live_reads).then(|| {
+            ToolError::policy_denied(format!(
+                "call {} of {} is a new read this fork's origin did not record, and the fork does not allow live reads (`live_reads`)",
+                call.call_id,
+                call.tool.spec.key()
+            ))
+            .with_details(json!({ "reason": "LIVE_READS_OFF", "call_id": call.call_id }))
+        })
+    }
+}
+
+/// An Agent node's tool runner in a fork: recorded calls answered from the
+/// recording, new ones refused or handed to the live runner.
+pub(super) struct ForkTools<'a> {
+    pub(super) inner: LiveTools,
+    pub(super) node_id: &'a str,
+    pub(super) fork: &'a ForkRecording,
+}
+
+impl ToolRunner for ForkTools<'_> {
+    fn recorded(&self, call_id: &str) -> bool {
+        self.fork.has(self.node_id, call_id)
+    }
+
+    fn run_batch<'a>(
+        &'a self,
+        run: &'a AgentRun,
+        items: Vec<BatchItem>,
+        approved: HashSet<String>,
+    ) -> BoxFuture<'a, Result<Vec<ToolEnvelope>, AgentError>> {
+        Box::pin(async move {
+            let mut policy = run.config.policy.clone();
+            policy.enabled_tools = run.config.tools.clone();
+            let mut slots: Vec<Option<ToolEnvelope>> = Vec::with_capacity(items.len());
+            let mut live = Vec::new();
+            let mut positions = Vec::new();
+            for (i, item) in items.into_iter().enumerate() {
+                let BatchItem::Execute(call) = item else {
+                    live.push(item);
+                    positions.push(i);
+                    slots.push(None);
+                    continue;
+                };
+                let failed = |error: ToolError| {
+                    error_envelope(
+                        call.call_id.clone(),
+                        call.tool.spec.name.clone(),
+                        call.tool.spec.version.clone(),
+                        call.input.clone(),
+                        error,
+                    )
+                };
+                if let Some(envelope) = self.fork.answer(self.node_id, &call.call_id) {
+                    // Nothing runs, but the fork's own policy still holds.
+                    let usage = Usage {
+                        tool_calls: run.usage.tool_calls + i as u32,
+                        ..run.usage
+                    };
+                    let side_effects = call.tool.side_effects_for(&call.input);
+                    slots.push(Some(
+                        match check_tool_call(&policy, &call.tool.spec, side_effects, &usage) {
+                            Ok(_) => envelope,
+                            Err(error) => failed(error),
+                        },
+                    ));
+                } else if let Some(error) = self.fork.refuse_new(&call) {
+                    slots.push(Some(failed(error)));
+                } else {
+                    live.push(BatchItem::Execute(call));
+                    positions.push(i);
+                    slots.push(None);
+                }
+            }
+            if !live.is_empty() {
+                let executed = self.inner.run_batch(run, live, approved).await?;
+                for (pos, envelope) in positions.into_iter().zip(executed) {
+                    slots[pos] = Some(envelope);
+                }
+            }
+            Ok(slots.into_iter().flatten().collect())
+        })
+    }
+}

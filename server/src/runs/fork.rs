@@ -1,0 +1,189 @@
+//! Forks (issue 33): a finished run run again with changes, as a run of
+//! kind `fork` linked to its origin (the `replay_of` column holds the
+//! origin; the API shows it as `fork_of`).
+//!
+//! The fork's graph is the origin's as it ran with each changed node's
+//! config merge-patched (RFC 7396), its inputs the origin's with the
+//! changed ones set. It starts like any run ([`Runs::start`]); the engine
+//! answers every call the origin recorded from the recording
+//! (`node_runtime::graph::engine::ForkRecording`): see there for what a new
+//! call may do.
+
+use super::*;
+
+use node_runtime::graph::engine::WorkflowRun;
+use node_runtime::graph::Node;
+use node_runtime::wire::ForkRequest;
+
+/// Why a fork that a server stop interrupted is failed rather than resumed.
+pub(super) const NOT_RESUMED: &str = "a fork is not resumed after a server stop (its changes and recording are not checkpointed): fork its origin again";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForkError {
+    /// A change that cannot be applied, at `path` of the request body.
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+    /// The origin has no recording to fork from (it has not finished, or
+    /// it is a replay).
+    #[error("{0}")]
+    NoRecording(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// RFC 7396: an object patches key by key (null removes the key), anything
+/// else replaces the target.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(changes) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(fields) = target else {
+        return;
+    };
+    for (key, change) in changes {
+        if change.is_null() {
+            fields.remove(key);
+        } else {
+            merge_patch(fields.entry(key.clone()).or_insert(Value::Null), change);
+        }
+    }
+}
+
+/// The origin's graph as it ran with the request's node changes applied.
+fn changed_workflow(record: &Value, request: &ForkRequest) -> Result<Workflow, ForkError> {
+    let mut document = record.get("workflow").cloned().unwrap_or(Value::Null);
+    let nodes = document
+        .get_mut("nodes")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| ForkError::NoRecording("the origin's record holds no graph".into()))?;
+    for (id, patch) in &request.changes.nodes {
+        let path = format!("changes.nodes.{id}");
+        let node = nodes
+            .iter_mut()
+            .find(|n| n.get("id").and_then(Value::as_str) == Some(id.as_str()))
+            .ok_or_else(|| ForkError::Invalid {
+                path: path.clone(),
+                message: format!("the origin's workflow has no node `{id}`"),
+            })?;
+        let config = node
+            .as_object_mut()
+            .map(|n| n.entry("config").or_insert(Value::Null))
+            .ok_or_else(|| ForkError::NoRecording(format!("node {id} of the record")))?;
+        merge_patch(config, patch);
+        serde_json::from_value::<Node>(node.clone()).map_err(|e| ForkError::Invalid {
+            path,
+            message: format!("the changed node is not valid: {e}"),
+        })?;
+    }
+    Workflow::from_value(&document).map_err(|e| ForkError::Invalid {
+        path: "changes.nodes".into(),
+        message: format!("the changed workflow is not valid: {e}"),
+    })
+}
+
+impl Runs {
+    /// Starts a fork of `origin` (its row and stored record); returns the
+    /// fork's run id and how many recorded calls it can answer from.
+    pub async fn fork(
+        self: &Arc<Self>,
+        owner: SecretOwner,
+        origin: &RunRow,
+        record: Option<&Value>,
+        request: &ForkRequest,
+    ) -> Result<(String, usize), ForkError> {
+        let record = record
+            .filter(|_| origin.kind != RunKind::Replay.as_str())
+            .ok_or_else(|| {
+                ForkError::NoRecording(format!(
+                    "run {} has no recording to fork (it has not finished, or it is a replay)",
+                    origin.id
+                ))
+            })?;
+        let recorded: WorkflowRun = serde_path_to_error::deserialize(record).map_err(|e| {
+            ForkError::NoRecording(format!(
+                "the record of run {} is not usable: at `{}`: {}",
+                origin.id,
+                e.path(),
+                e.inner()
+            ))
+        })?;
+        let workflow = changed_workflow(record, request)?;
+        let mut inputs: Map<String, Value> =
+            serde_json::from_str(&origin.inputs).unwrap_or_default();
+        for (name, value) in &request.changes.inputs {
+            if value.is_null() {
+                inputs.remove(name);
+            } else {
+                inputs.insert(name.clone(), value.clone());
+            }
+        }
+        let recording = ForkRecording::from_run(&recorded, request.live_reads);
+        let calls = recording.len();
+        let run_id = self
+            .start_as(
+                owner,
+                workflow,
+                inputs,
+                "fork",
+                Some((origin.id.clone(), Arc::new(recording))),
+            )
+            .await?;
+        Ok((run_id, calls))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_patch_follows_rfc_7396() {
+        // RFC 7396 appendix A, a selection.
+        let cases = [
+            (json!({"a": "b"}), json!({"a": "c"}), json!({"a": "c"})),
+            (
+                json!({"a": "b"}),
+                json!({"b": "c"}),
+                json!({"a": "b", "b": "c"}),
+            ),
+            (json!({"a": "b"}), json!({"a": null}), json!({})),
+            (json!({"a": ["b"]}), json!({"a": "c"}), json!({"a": "c"})),
+            (json!({"a": "c"}), json!({"a": ["b"]}), json!({"a": ["b"]})),
+            (
+                json!({"a": {"b": "c"}}),
+                json!({"a": {"b": "d", "c": null}}),
+                json!({"a": {"b": "d"}}),
+            ),
+            (
+                json!({"a": [{"b": "c"}]}),
+                json!({"a": [1]}),
+                json!({"a": [1]}),
+            ),
+            (json!(["a", "b"]), json!(["c", "d"]), json!(["c", "d"])),
+            (json!({"a": "b"}), json!(["c"]), json!(["c"])),
+            (
+                json!({"e": null}),
+                json!({"a": 1}),
+                json!({"e": null, "a": 1}),
+            ),
+            (
+                json!([1, 2]),
+                json!({"a": "b", "c": null}),
+                json!({"a": "b"}),
+            ),
+            (
+                json!({}),
+                json!({"a": {"bb": {"ccc": null}}}),
+                json!({"a": {"bb": {}}}),
+            ),
+        ];
+        for (mut target, patch, want) in cases {
+            merge_patch(&mut target, &patch);
+            assert_eq!(target, want, "patch {patch}");
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! Forks and diffs (issue 33), black box through the server's API (the
+//! router in-process): a recorded scripted run reads a counting loopback
+//! endpoint (through an `http` connection naming it), forks of it change
+//! the script, and the endpoint's counts prove which calls ran.
+
+mod common;
+mod procs;
+
+use std::time::{Duration, Instant};
+
+use procs::Counter;
+use serde_json::{json, Value};
+
+/// The API of a fresh server state, signed in as its admin.
+struct Api {
+    workspaces: common::TwoWorkspaces,
+}
+
+impl Api {
+    /// A server and a counting endpoint, reachable as the connection
+    /// `counter`.
+    async fn start() -> (Counter, Api) {
+        let counter = Counter::start(Duration::ZERO);
+        let api = Api {
+            workspaces: common::TwoWorkspaces::new(2 * 1024 * 1024).await,
+        };
+        let (s, created) = api
+            .call(
+                "POST",
+                "/connections",
+                Some(json!({"name": "counter", "config": {"kind": "http", "base_url": format!("http://127.0.0.1:{}", counter.port)}})),
+            )
+            .await;
+        assert_eq!(s, 201, "{created}");
+        (counter, api)
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let (status, _, bytes) = common::request(
+            &self.workspaces.state,
+            method,
+            &format!("/api/v1{path}"),
+            &self.workspaces.admin_token,
+            body,
+        )
+        .await;
+        (
+            status.as_u16(),
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// Polls the run until `done` says so (60 s at most).
+    async fn wait_for(&self, run_id: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (s, run) = self.call("GET", &format!("/runs/{run_id}"), None).await;
+            assert_eq!(s, 200, "{run}");
+            if done(&run) {
+                return run;
+            }
+            assert!(Instant::now() < deadline, "run {run_id} stuck: {run}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn finished(&self, run_id: &str) -> Value {
+        self.wait_for(run_id, |r| {
+            matches!(
+                r["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled")
+            )
+        })
+        .await
+    }
+
+    /// Saves the workflow, runs it to its end and returns the run's id.
+    async fn recorded_run(&self, workflow: Value) -> String {
+        let (s, created) = self.call("POST", "/workflows", Some(workflow)).await;
+        assert_eq!(s, 201, "{created}");
+        let (s, started) = self
+            .call("POST", "/runs", Some(json!({"workflow_id": created["id"]})))
+            .await;
+        assert_eq!(s, 202, "{started}");
+        let run_id = started["run_id"].as_str().expect("run id").to_string();
+        let run = self.finished(&run_id).await;
+        assert_eq!(run["status"], "succeeded", "{run}");
+        run_id
+    }
+
+    /// Forks `origin` with `body`; returns the fork's id.
+    async fn fork(&self, origin: &str, body: Value) -> String {
+        let (s, started) = self
+            .call("POST", &format!("/runs/{origin}/fork"), Some(body))
+            .await;
+        assert_eq!(s, 202, "{started}");
+        assert_eq!(started["fork_of"], origin);
+        started["run_id"].as_str().expect("fork id").to_string()
+    }
+
+    async fn diff(&self, run: &str, other: &str) -> Value {
+        let (s, diff) = self
+            .call("GET", &format!("/runs/{run}/diff/{other}"), None)
+            .await;
+        assert_eq!(s, 200, "{diff}");
+        diff
+    }
+}
+
+/// A turn reading `path` of the counting endpoint.
+fn read(path: &str) -> Value {
+    json!({"tool_calls": [{"name": "http_request", "arguments": {"connection": "counter", "url": path}}]})
+}
+
+/// A turn POSTing to `path` of the counting endpoint (a write).
+fn write(path: &str) -> Value {
+    json!({"tool_calls": [{"name": "http_request", "arguments": {"connection": "counter", "url": path, "method": "POST", "body": {"note": "hi"}}}]})
+}
+
+fn text(answer: &str) -> Value {
+    json!({"text": answer})
+}
+
+/// A scripted agent with `http_request`, answering with `turns`.
+fn workflow(turns: Vec<Value>) -> Value {
+    json!({
+        "format_version": 1, "id": "fork-test", "name": "fork test", "revision": 0,
+        "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "go", "tools": [{"tool": "http_request@1.0.0"}],
+            "provider": {"kind": "scripted", "script": {"turns": turns}}}}],
+        "edges": []
+    })
+}
+
+/// The change of a fork that gives the agent `turns` as its script.
+fn script_change(turns: Vec<Value>, live_reads: bool) -> Value {
+    json!({"changes": {"nodes": {"agent": {"provider": {"script": {"turns": turns}}}}}, "live_reads": live_reads})
+}
+
+fn count(counter: &Counter, path: &str) -> usize {
+    counter.counts().get(path).copied().unwrap_or(0)
+}
+
+/// The changes of a node's calls in a diff, with whether the other run's
+/// call was replayed.
+fn changes(diff: &Value, node: &str) -> Vec<(String, bool)> {
+    diff["nodes"][node]["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| {
+            (
+                c["change"].as_str().expect("change").to_string(),
+                c["other"]["replayed"] == json!(true),
+            )
+        })
+        .collect()
+}
+
+/// Acceptance: a recorded run with two calls of a counting endpoint; a fork
+/// whose script changes the second call's arguments answers the first from
+/// the recording (the endpoint is not hit again) and runs the new read only
+/// when it allows live reads; the diff shows call 1 same and call 2 changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_that_changes_the_second_call_replays_the_first() {
+    let (counter, api) = Api::start().await;
+    let origin = api
+        .recorded_run(workflow(vec![
+            read("/read/1"),
+            read("/read/2"),
+            text("done"),
+        ]))
+        .await;
+    assert_eq!(
+        (count(&counter, "/read/1"), count(&counter, "/read/2")),
+        (1, 1)
+    );
+
+    let changed = vec![read("/read/1"), read("/read/3"), text("done")];
+    // Without live reads the new read fails, typed, and never runs.
+    let offline = api
+        .fork(&origin, script_change(changed.clone(), false))
+        .await;
+    let run = api.finished(&offline).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let calls = &run["agent_outputs"]["agent"];
+    let second = &calls["tools_by_id"][calls["tool_order"][1].as_str().expect("id")];
+    assert_eq!(second["error"]["code"], "POLICY_DENIED", "{second}");
+    assert_eq!(second["error"]["details"]["reason"], "LIVE_READS_OFF");
+    assert_eq!(
+        count(&counter, "/read/3"),
+        0,
+        "a new read ran without live reads"
+    );
+
+    // With live reads it runs; the first call is still answered from the
+    // recording.
+    let fork = api.fork(&origin, script_change(changed, true)).await;
+    let run = api.finished(&fork).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["kind"], "fork");
+    assert_eq!(run["fork_of"], origin.as_str());
+    assert_eq!(run["replay_of"], Value::Null);
+    assert_eq!(
+        (
+            count(&counter, "/read/1"),
+            count(&counter, "/read/2"),
+            count(&counter, "/read/3")
+        ),
+        (1, 1, 1),
+        "call 1 was replayed, not run again; the new call 2 ran once"
+    );
+    let diff = api.diff(&origin, &fork).await;
+    assert_eq!(
+        changes(&diff, "agent"),
+        vec![("same".to_string(), true), ("changed".to_string(), false)],
+        "{diff}"
+    );
+    let call2 = &diff["nodes"]["agent"]["calls"][1];
+    assert_eq!(call2["input_changed"], true);
+    assert!(call2["run"]["input"]["url"]
+        .as_str()
+        .expect("url")
+        .ends_with("/read/2"));
+    assert!(call2["other"]["input"]["url"]
+        .as_str()
+        .expect("url")
+        .ends_with("/read/3"));
+    assert_eq!(diff["summary"]["replayed"], 1);
+    assert_eq!(diff["nodes"]["agent"]["response_changed"], false);
+
+    // Bad changes are typed errors naming the field.
+    let (s, e) = api
+        .call(
+            "POST",
+            &format!("/runs/{origin}/fork"),
+            Some(json!({"changes": {"nodes": {"nope": {"prompt": "x"}}}})),
+        )
+        .await;
+    assert_eq!(
+        (s, &e["error"]["details"]["path"]),
+        (422, &json!("changes.nodes.nope")),
+        "{e}"
+    );
+    let (s, e) = api
+        .call(
+            "POST",
+            &format!("/runs/{origin}/fork"),
+            Some(json!({"changes": {"nodes": {"agent": {"tools": "http_request"}}}})),
+        )
+        .await;
+    assert_eq!(
+        (s, &e["error"]["details"]["path"]),
+        (422, &json!("changes.nodes.agent")),
+        "{e}"
+    );
+    let (s, e) = api
+        .call(
+            "POST",
+            &format!("/runs/{origin}/fork"),
+            Some(json!({"chnages": {}})),
+        )
+        .await;
+    assert!(s == 400 || s == 422, "{s} {e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("chnages"),
+        "{e}"
+    );
+    let (s, e) = api
+        .call("POST", "/runs/no-such-run/fork", Some(json!({})))
+        .await;
+    assert_eq!(s, 404, "{e}");
+    let (s, e) = api
+        .call("GET", &format!("/runs/{origin}/diff/no-such-run"), None)
+        .await;
+    assert_eq!(s, 404, "{e}");
+}
+
+/// Acceptance: a fork that changes only the final answer's text reuses
+/// every call: all are replayed and the endpoint is not hit again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_that_changes_only_the_answer_reuses_every_call() {
+    let (counter, api) = Api::start().await;
+    let turns = |answer: &str| vec![read("/read/1"), read("/read/2"), text(answer)];
+    let origin = api.recorded_run(workflow(turns("done"))).await;
+    let fork = api
+        .fork(&origin, script_change(turns("done, said otherwise"), false))
+        .await;
+    let run = api.finished(&fork).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(
+        run["agent_outputs"]["agent"]["response"],
+        "done, said otherwise"
+    );
+    assert_eq!(
+        (count(&counter, "/read/1"), count(&counter, "/read/2")),
+        (1, 1),
+        "no call ran again"
+    );
+    let diff = api.diff(&origin, &fork).await;
+    assert_eq!(
+        changes(&diff, "agent"),
+        vec![("same".to_string(), true), ("same".to_string(), true)],
+        "{diff}"
+    );
+    let node = &diff["nodes"]["agent"];
+    assert_eq!(node["response_changed"], true);
+    assert_eq!(node["run_response"], "done");
+    assert_eq!(node["other_response"], "done, said otherwise");
+    assert_eq!(
+        diff["summary"],
+        json!({"same": 2, "changed": 0, "new": 0, "missing": 0, "replayed": 2})
+    );
+    // A run compared with itself is all the same, nothing replayed.
+    let itself = api.diff(&origin, &origin).await;
+    assert_eq!(itself["summary"]["same"], 2);
+    assert_eq!(itself["summary"]["replayed"], 0);
+    assert_eq!(itself["outputs_changed"], false);
+}
+
+/// Acceptance: a fork whose new write call is not approved does not reach
+/// the write's endpoint: it waits for the approval, and once denied, the
+/// call fails and the endpoint was never hit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_write_in_a_fork_waits_for_approval_and_a_denied_one_never_runs() {
+    let (counter, api) = Api::start().await;
+    let origin = api
+        .recorded_run(workflow(vec![read("/read/1"), text("done")]))
+        .await;
+    let fork = api
+        .fork(
+            &origin,
+            script_change(
+                vec![read("/read/1"), write("/write/1"), text("written")],
+                true,
+            ),
+        )
+        .await;
+    api.wait_for(&fork, |r| r["status"] == "waiting_for_approval")
+        .await;
+    let (s, approvals) = api.call("GET", "/approvals", None).await;
+    assert_eq!(s, 200, "{approvals}");
+    let pending: Vec<&Value> = approvals["pending"]
+        .as_array()
+        .expect("pending")
+        .iter()
+        .filter(|a| a["run_id"] == fork.as_str())
+        .collect();
+    assert_eq!(pending.len(), 1, "only the new write asks: {approvals}");
+    assert_eq!(
+        count(&counter, "/write/1"),
+        0,
+        "the write ran before approval"
+    );
+    let token = pending[0]["token"].as_str().expect("token");
+    let (s, e) = api
+        .call(
+            "POST",
+            &format!("/approvals/{token}/deny"),
+            Some(json!({"reason": "not in a fork"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{e}");
+    let run = api.finished(&fork).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(
+        count(&counter, "/write/1"),
+        0,
+        "a denied write reached its endpoint"
+    );
+    assert_eq!(count(&counter, "/read/1"), 1, "the recorded read ran again");
+    let diff = api.diff(&origin, &fork).await;
+    assert_eq!(
+        changes(&diff, "agent"),
+        vec![("same".to_string(), true), ("new".to_string(), false)],
+        "{diff}"
+    );
+    let write = &diff["nodes"]["agent"]["calls"][1]["other"];
+    assert_eq!(
+        write["error"]["details"]["reason"], "APPROVAL_DENIED",
+        "{write}"
+    );
+}
