@@ -43,9 +43,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // The HTTP tool's TLS roots load beside start-up (database, migrations),
-    // not on the first call.
-    std::thread::spawn(node_runtime::builtins::http_request::prewarm);
     let cli = Cli::parse();
     // Logs (filtered by RUST_LOG), the spans of runs (always), and OTLP.
     let otlp = match init_tracing(cli.otlp_endpoint.as_deref().filter(|e| !e.is_empty())) {

@@ -46,6 +46,11 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::config(format!("cannot read {}: {e}", args.file.display())))?;
     let workflow = node_runtime::graph::Workflow::from_json(&text)
         .map_err(|e| Failure::config(format!("{}: {e}", args.file.display())))?;
+    if calls_http_tool(&workflow) {
+        // Its TLS roots load beside start-up (database, migrations), not on
+        // the first call; a run that cannot call it skips their ~50 ms of CPU.
+        std::thread::spawn(node_runtime::builtins::http_request::prewarm);
+    }
     let inputs = parse_inputs(&args.inputs)?;
     let config = args.db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
     let db = open_database(&config).await?;
@@ -145,4 +150,16 @@ pub async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
         ))),
         Err(e) => Err(Failure::runtime(e)),
     }
+}
+
+/// Whether a node of `workflow` can call `http_request` (an Agent Node that
+/// offers it, or a Tool node of it).
+fn calls_http_tool(workflow: &node_runtime::graph::Workflow) -> bool {
+    use node_runtime::graph::NodeKind;
+    let is_http = |tool: &str| tool.split('@').next() == Some("http_request");
+    workflow.nodes.iter().any(|n| match &n.kind {
+        NodeKind::Agent(c) => c.enabled_tools().iter().any(|t| is_http(t)),
+        NodeKind::Tool(c) => is_http(&c.tool),
+        _ => false,
+    })
 }

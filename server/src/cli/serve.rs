@@ -46,6 +46,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
         .clone()
         .unwrap_or_else(crate::config::default_instance_name);
     crate::config::InstanceConfig::check_name(&instance_name).map_err(Failure::config)?;
+    // The HTTP tool's TLS roots load beside start-up (database, migrations),
+    // not on the first call.
+    std::thread::spawn(node_runtime::builtins::http_request::prewarm);
     // Bind first: a taken port is the most common start-up failure and needs
     // no database to report.
     let addr = config.socket_addr();
