@@ -1,7 +1,7 @@
 //! The graph engine: ordering, concurrency of independent branches
 //! (measured from the records), branch skips, failure propagation,
-//! cancellation, pinned handles across runs, materialize-then-run, and the
-//! workflow-level replay.
+//! cancellation, pinned handles across runs, materialize-then-run, the
+//! workflow-level replay, and forks answering recorded calls.
 
 mod common;
 
@@ -614,6 +614,59 @@ async fn workflow_replay_reproduces_outputs_without_live_calls() {
         matches!(&err, EngineError::ReplayDiverged { node, .. } if node == "calc"),
         "{err}"
     );
+}
+
+/// A fork answers every call its origin recorded, an Agent node's and a
+/// Tool node's, from the recording (`replayed`); a call the origin never
+/// made (the Tool node's changed input) runs.
+#[tokio::test]
+async fn a_fork_answers_recorded_calls_from_the_recording() {
+    let (s, _b) = services(Arc::default());
+    let calc = |expression: &str| {
+        node(
+            "calc",
+            1.0,
+            tool("calculator@1.0.0", json!({ "expression": expression }), &[]),
+        )
+    };
+    let mut w = pinned_workflow(true, OnMissing::Null);
+    w.nodes.push(calc("2+2"));
+    w.nodes.push(node("out2", 4.0, output(&["four"])));
+    w.edges
+        .push(edge("5", ("calc", "output"), ("out2", "four")));
+    let (origin, _) = run(&s, &w, json!({"q": "6*7"})).await;
+    assert_eq!(origin.outcome, RunOutcome::Succeeded);
+    let recorded: WorkflowRun =
+        serde_json::from_str(&serde_json::to_string(&origin).expect("ser")).expect("de");
+    let (mut forked, _b2) = services(Arc::default());
+    forked.fork = Some(Arc::new(ForkRecording::from_run(&recorded, false)));
+    assert_eq!(forked.fork.as_ref().map(|f| f.len()), Some(2));
+    let replayed = |r: &WorkflowRun| {
+        let agent = r.nodes["agent"].bundle.as_ref().expect("bundle");
+        (
+            agent
+                .envelopes
+                .iter()
+                .map(|e| e.replayed)
+                .collect::<Vec<_>>(),
+            r.nodes["calc"]
+                .envelope
+                .as_ref()
+                .expect("envelope")
+                .replayed,
+        )
+    };
+    assert_eq!(replayed(&origin), (vec![false], false));
+    let (same, _) = run(&forked, &w, json!({"q": "6*7"})).await;
+    assert_eq!(same.outcome, RunOutcome::Succeeded);
+    assert_eq!(replayed(&same), (vec![true], true));
+    assert_eq!(same.outputs, origin.outputs);
+    let mut changed = w.clone();
+    changed.nodes.retain(|n| n.id != "calc");
+    changed.nodes.push(calc("3+3"));
+    let (other, _) = run(&forked, &changed, json!({"q": "6*7"})).await;
+    assert_eq!(replayed(&other), (vec![true], false));
+    assert_eq!(other.outputs["four"], json!({"result": 6.0}));
 }
 
 #[tokio::test]
