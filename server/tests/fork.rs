@@ -383,3 +383,71 @@ async fn a_new_write_in_a_fork_waits_for_approval_and_a_denied_one_never_runs() 
         "{write}"
     );
 }
+
+/// A write the origin made after its approval is answered from the
+/// recording in a fork: no approval is asked and the endpoint is not hit
+/// again. A replay has no recording to fork.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_write_is_replayed_without_approval_or_effect() {
+    let (counter, api) = Api::start().await;
+    let (s, created) = api
+        .call(
+            "POST",
+            "/workflows",
+            Some(workflow(vec![write("/write/1"), text("written")])),
+        )
+        .await;
+    assert_eq!(s, 201, "{created}");
+    let (s, started) = api
+        .call("POST", "/runs", Some(json!({"workflow_id": created["id"]})))
+        .await;
+    assert_eq!(s, 202, "{started}");
+    let origin = started["run_id"].as_str().expect("run id").to_string();
+    api.wait_for(&origin, |r| r["status"] == "waiting_for_approval")
+        .await;
+    let (_, approvals) = api.call("GET", "/approvals", None).await;
+    let token = approvals["pending"][0]["token"].as_str().expect("token");
+    let (s, e) = api
+        .call("POST", &format!("/approvals/{token}/approve"), None)
+        .await;
+    assert_eq!(s, 200, "{e}");
+    let run = api.finished(&origin).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(count(&counter, "/write/1"), 1);
+
+    let fork = api
+        .fork(
+            &origin,
+            script_change(vec![write("/write/1"), text("written again")], false),
+        )
+        .await;
+    let run = api.finished(&fork).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(
+        count(&counter, "/write/1"),
+        1,
+        "the recorded write ran again"
+    );
+    let (_, approvals) = api.call("GET", "/approvals", None).await;
+    assert_eq!(approvals["count"], 0, "a replayed write asked for approval");
+    let diff = api.diff(&origin, &fork).await;
+    assert_eq!(
+        changes(&diff, "agent"),
+        vec![("same".to_string(), true)],
+        "{diff}"
+    );
+
+    let (s, replay) = api
+        .call("POST", &format!("/runs/{origin}/replay"), None)
+        .await;
+    assert_eq!(s, 200, "{replay}");
+    let replay_id = replay["run_id"].as_str().expect("replay id");
+    let (s, e) = api
+        .call("POST", &format!("/runs/{replay_id}/fork"), Some(json!({})))
+        .await;
+    assert_eq!(
+        (s, e["error"]["code"].as_str()),
+        (409, Some("CONFLICT")),
+        "{e}"
+    );
+}
