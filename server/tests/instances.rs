@@ -104,7 +104,7 @@ async fn three_instances_survive_the_loss_of_one_on_postgres() {
     outcome.expect("scale-out scenario");
 }
 
-const LEASE_S: u64 = 3;
+const LEASE_S: u64 = 5;
 const RUNS: usize = 300;
 
 async fn three_instances(url: &str) -> Result<(), String> {
@@ -305,6 +305,28 @@ async fn the_instances_view_names_the_serving_instance() {
     assert_eq!(list[0]["name"], "solo-1");
     assert_eq!(list[0]["current"], true);
     assert_eq!(list[0]["runs_held"], 0);
+    // A run waiting for approval is held by the one instance.
+    let counter = procs::Counter::start(Duration::ZERO);
+    let (s, v) = api
+        .call(
+            &server.url,
+            "POST",
+            "/workflows",
+            Some(reader_writer(counter.port, 1, true)),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = api
+        .call(
+            &server.url,
+            "POST",
+            "/runs",
+            Some(json!({"workflow_id": v["id"]})),
+        )
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let (_, v) = api.call(&server.url, "GET", "/instances", None).await;
+    assert_eq!(v["instances"][0]["runs_held"], 1, "{v}");
     assert!(list[0]["stopped_at"].is_null(), "{v}");
     assert!(
         list[0]["started_at"]

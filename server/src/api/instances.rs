@@ -26,18 +26,28 @@ async fn list(
         ));
     }
     let current = state.runs().instance_name();
+    // SQLite's one instance claims no run as it starts it: what it holds
+    // is what it executes.
+    let sqlite = state.db().is_sqlite();
     let instances = state
         .db()
         .instances()
         .await?
         .into_iter()
-        .map(|r| InstanceView {
-            current: r.name == current,
-            name: r.name,
-            started_at: r.started_at,
-            last_heartbeat_at: r.heartbeat_at,
-            stopped_at: r.stopped_at,
-            runs_held: r.runs_held,
+        .map(|r| {
+            let is_current = r.name == current;
+            InstanceView {
+                runs_held: if sqlite && is_current {
+                    state.runs().running() as i64
+                } else {
+                    r.runs_held
+                },
+                current: is_current,
+                name: r.name,
+                started_at: r.started_at,
+                last_heartbeat_at: r.heartbeat_at,
+                stopped_at: r.stopped_at,
+            }
         })
         .collect();
     Ok(Json(InstanceList { instances }))

@@ -11,6 +11,9 @@ use super::*;
 /// How many runs one claim takes at most (the next tick takes more).
 const CLAIM_BATCH: i64 = 100;
 
+/// A run no instance claimed is taken after at least this long.
+const ORPHAN_AFTER: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
 /// Instances not heard of for this long, holding nothing, leave the view.
 const FORGET_AFTER: chrono::TimeDelta = chrono::TimeDelta::days(1);
 
@@ -18,6 +21,11 @@ impl Runs {
     /// This process's instance name.
     pub fn instance_name(&self) -> &str {
         &self.instance.name
+    }
+
+    /// How many runs execute in this process now.
+    pub fn running(&self) -> usize {
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Remembers a run this process claimed, while it executes here.
@@ -73,14 +81,22 @@ impl Runs {
         crate::storage::now_plus(lease_delta(self.instance.lease))
     }
 
-    /// Claims a run this process just created.
+    /// Claims a run this process just created. Not on SQLite: its one
+    /// instance executes every run (claimed all at once at its start), so
+    /// a run costs no write more there.
     pub(super) fn claim_new(self: &Arc<Self>, run_id: &str) {
+        if self.store.is_sqlite() {
+            return;
+        }
         let this = self.clone();
         let id = run_id.to_string();
         tokio::spawn(async move {
             let until = this.lease_end();
             match this.store.claim_run(&id, &this.instance.name, &until).await {
-                Ok(()) => this.note_claim(&id),
+                Ok(true) => this.note_claim(&id),
+                // Taken as an orphan by another instance (this claim came
+                // very late): that one executes it now.
+                Ok(false) => this.abandon(std::slice::from_ref(&id)),
                 Err(e) => tracing::error!(run_id = %id, error = %e, "cannot claim a new run"),
             }
         });
@@ -145,6 +161,15 @@ impl Runs {
     async fn beat(self: &Arc<Self>, started: &str) {
         use std::sync::atomic::Ordering::Relaxed;
         let name = &self.instance.name;
+        if self.store.is_sqlite() {
+            // One instance: nothing to renew or to lose.
+            if self.serving.load(Relaxed) {
+                if let Err(e) = self.store.instance_heartbeat(name, started).await {
+                    tracing::warn!(error = %e, "cannot record the instance heartbeat");
+                }
+            }
+            return;
+        }
         // The runs known claimed before the renewal: one of them it does
         // not renew was claimed away (a run claimed during the renewal is
         // not among them, so it is not taken for lost).
@@ -155,10 +180,31 @@ impl Runs {
             .iter()
             .cloned()
             .collect();
-        match self.store.renew_leases(name, &self.lease_end()).await {
+        // A renewal may meet a claim or a run's write on the same rows and
+        // lose a deadlock; it is tried again at once.
+        let mut renewed = self.store.renew_leases(name, &self.lease_end()).await;
+        for _ in 0..2 {
+            if renewed.is_ok() {
+                break;
+            }
+            renewed = self.store.renew_leases(name, &self.lease_end()).await;
+        }
+        match renewed {
             Ok(held) => {
-                let lost: Vec<String> =
-                    before.into_iter().filter(|id| !held.contains(id)).collect();
+                let mut lost = Vec::new();
+                for id in before.into_iter().filter(|id| !held.contains(id)) {
+                    // Not renewed: ended just now (its task is finishing),
+                    // or claimed by another instance.
+                    match self.store.run_holder(&id).await {
+                        Ok((holder, false)) if holder.as_deref() != Some(name.as_str()) => {
+                            lost.push(id)
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::warn!(run_id = %id, error = %e, "cannot read a run's claim")
+                        }
+                    }
+                }
                 self.abandon(&lost);
             }
             Err(e) => tracing::warn!(error = %e, "cannot renew the leases of this process's runs"),
@@ -173,12 +219,19 @@ impl Runs {
             .store
             .forget_instances(&crate::storage::now_plus(-FORGET_AFTER))
             .await;
-        if self.takeover.load(Relaxed) {
-            match self.take_over(false).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(runs = n, "took over runs of a stopped instance"),
-                Err(e) => tracing::warn!(error = %e, "cannot look for runs to take over"),
-            }
+        // The takeover (resuming many runs takes a while) runs beside the
+        // heartbeat, which must keep renewing this instance's own leases;
+        // one at a time.
+        if self.takeover.load(Relaxed) && !self.taking_over.swap(true, Relaxed) {
+            let this = self.clone();
+            tokio::spawn(async move {
+                match this.take_over(false).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(runs = n, "took over runs of a stopped instance"),
+                    Err(e) => tracing::warn!(error = %e, "cannot look for runs to take over"),
+                }
+                this.taking_over.store(false, Relaxed);
+            });
         }
     }
 
@@ -194,7 +247,11 @@ impl Runs {
                 }
                 None => Vec::new(),
             };
-            let orphan_before = crate::storage::now_plus(-lease_delta(self.instance.lease));
+            // A run nobody claimed: its creator died between storing and
+            // claiming it (or its claim is very late: it is never taken
+            // from a creator that lives, see `claim_new`).
+            let orphan_before =
+                crate::storage::now_plus(-lease_delta(self.instance.lease * 2).max(ORPHAN_AFTER));
             let claimed = self
                 .store
                 .claim_runs(

@@ -198,6 +198,8 @@ pub struct Runs {
     /// and whether the heartbeat claims the runs of gone instances.
     serving: std::sync::atomic::AtomicBool,
     takeover: std::sync::atomic::AtomicBool,
+    /// Whether a takeover is under way (see `claims`).
+    taking_over: std::sync::atomic::AtomicBool,
     /// When this process's runs began (its instance's start).
     started_at: String,
     /// The runs this process has claimed and executes (see `claims`).
@@ -309,6 +311,7 @@ impl Runs {
             instance_lock: tokio::sync::Mutex::new(None),
             serving: Default::default(),
             takeover: Default::default(),
+            taking_over: Default::default(),
             started_at: now(),
             announced: broadcast::channel(1024).0,
             claimed: Default::default(),

@@ -85,15 +85,21 @@ impl Store {
             .rows_affected())
     }
 
-    /// Claims one run for `name` (the run it just created), until `until`.
-    pub async fn claim_run(&self, run_id: &str, name: &str, until: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE runs SET claimed_by = $2, lease_until = $3 WHERE id = $1")
+    /// Claims one run for `name` (the run it just created), until `until`;
+    /// `false` when another instance claimed it first (as an orphan).
+    pub async fn claim_run(
+        &self,
+        run_id: &str,
+        name: &str,
+        until: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query("UPDATE runs SET claimed_by = $2, lease_until = $3 WHERE id = $1 AND (claimed_by IS NULL OR claimed_by = $2)")
             .bind(run_id)
             .bind(name)
             .bind(until)
             .execute(self.writer())
             .await?;
-        Ok(())
+        Ok(done.rows_affected() == 1)
     }
 
     /// Renews the lease of every unfinished run `name` holds; returns the
@@ -106,6 +112,17 @@ impl Store {
         .bind(until)
         .fetch_all(self.writer())
         .await?)
+    }
+
+    /// Who holds a run, and whether it has ended.
+    pub async fn run_holder(&self, run_id: &str) -> Result<(Option<String>, bool), StoreError> {
+        let (holder, finished): (Option<String>, Option<String>) =
+            sqlx::query_as("SELECT claimed_by, finished_at FROM runs WHERE id = $1")
+                .bind(run_id)
+                .fetch_optional(self.pool())
+                .await?
+                .unwrap_or((None, Some(String::new())));
+        Ok((holder, finished.is_some()))
     }
 
     /// The instances other than `name` holding unfinished runs.
