@@ -21,6 +21,12 @@ impl Api {
     /// `counter`.
     async fn start() -> (Counter, Api) {
         let counter = Counter::start(Duration::ZERO);
+        let (_, api) = Self::start_with(&counter).await;
+        (counter, api)
+    }
+
+    /// [`Api::start`] with a given endpoint.
+    async fn start_with(counter: &Counter) -> ((), Api) {
         let api = Api {
             workspaces: common::TwoWorkspaces::new(2 * 1024 * 1024).await,
         };
@@ -32,7 +38,7 @@ impl Api {
             )
             .await;
         assert_eq!(s, 201, "{created}");
-        (counter, api)
+        ((), api)
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -450,4 +456,105 @@ async fn a_recorded_write_is_replayed_without_approval_or_effect() {
         (409, Some("CONFLICT")),
         "{e}"
     );
+}
+
+/// A fork waiting for the approval of a new write when its server stops
+/// is resumed by the next start: its changed graph was stored, and its
+/// origin's recording is read again, so after the approval the write runs
+/// once and the recorded read that follows is still answered from the
+/// recording.
+#[test]
+fn a_fork_interrupted_by_a_stop_resumes_from_its_checkpoint() {
+    let counter = Counter::start(Duration::ZERO);
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    };
+    // The first server: the origin, then a fork waiting for an approval.
+    let first = runtime();
+    let (dir, token, origin, fork) = first.block_on(async {
+        let (_, api) = Api::start_with(&counter).await;
+        let origin = api
+            .recorded_run(workflow(vec![read("/read/1"), text("done")]))
+            .await;
+        let fork = api
+            .fork(
+                &origin,
+                script_change(
+                    vec![write("/write/1"), read("/read/1"), text("written")],
+                    false,
+                ),
+            )
+            .await;
+        api.wait_for(&fork, |r| r["status"] == "waiting_for_approval")
+            .await;
+        let common::TwoWorkspaces {
+            dir, admin_token, ..
+        } = api.workspaces;
+        (dir, admin_token, origin, fork)
+    });
+    // The stop: every task of the first server ends where it is.
+    first.shutdown_timeout(Duration::from_secs(5));
+    assert_eq!(count(&counter, "/read/1"), 1);
+
+    let second = runtime();
+    second.block_on(async {
+        let url = glassbox_server::Config::default_database_url(dir.path());
+        let db = glassbox_server::Store::open(&url).await.expect("reopen");
+        let config = common::TwoWorkspaces::config(dir.path(), 2 * 1024 * 1024);
+        let state = glassbox_server::AppState::new(db, config).expect("state");
+        let resumed = state.runs().recover().await.expect("recover");
+        let call = |method: &'static str, path: String, body: Option<Value>| {
+            let state = state.clone();
+            let token = token.clone();
+            async move {
+                let (s, _, bytes) =
+                    common::request(&state, method, &format!("/api/v1{path}"), &token, body).await;
+                (
+                    s.as_u16(),
+                    serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+                )
+            }
+        };
+        let (_, run) = call("GET", format!("/runs/{fork}"), None).await;
+        assert_eq!(resumed, 1, "the fork is resumed: {run}");
+        let (_, approvals) = call("GET", "/approvals".into(), None).await;
+        let token = approvals["pending"][0]["token"]
+            .as_str()
+            .expect("the write waits again")
+            .to_string();
+        let (s, e) = call("POST", format!("/approvals/{token}/approve"), None).await;
+        assert_eq!(s, 200, "{e}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let run = loop {
+            let (_, run) = call("GET", format!("/runs/{fork}"), None).await;
+            if run["status"] == "succeeded" || run["status"] == "failed" {
+                break run;
+            }
+            assert!(Instant::now() < deadline, "fork stuck: {run}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(run["status"], "succeeded", "{run}");
+        assert_eq!(run["kind"], "fork");
+        assert_eq!(run["fork_of"], origin.as_str());
+        assert_eq!(
+            count(&counter, "/write/1"),
+            1,
+            "the approved write ran once"
+        );
+        assert_eq!(
+            count(&counter, "/read/1"),
+            1,
+            "the recorded read ran again after the resume"
+        );
+        let (_, diff) = call("GET", format!("/runs/{origin}/diff/{fork}"), None).await;
+        assert_eq!(
+            changes(&diff, "agent"),
+            vec![("new".to_string(), false), ("same".to_string(), true)],
+            "{diff}"
+        );
+    });
 }

@@ -8,6 +8,10 @@
 //! answers every call the origin recorded from the recording
 //! (`node_runtime::graph::engine::ForkRecording`): see there for what a new
 //! call may do.
+//!
+//! What the fork runs (its changed graph and whether it reads live) is a
+//! checkpoint of kind `fork`, so a fork that a server stop interrupted is
+//! resumed like any run, its recording read again from its origin.
 
 use super::*;
 
@@ -15,8 +19,15 @@ use node_runtime::graph::engine::WorkflowRun;
 use node_runtime::graph::Node;
 use node_runtime::wire::ForkRequest;
 
-/// Why a fork that a server stop interrupted is failed rather than resumed.
-pub(super) const NOT_RESUMED: &str = "a fork is not resumed after a server stop (its changes and recording are not checkpointed): fork its origin again";
+/// The kind of the checkpoint holding what a fork runs ([`ForkSpec`]).
+pub(super) const CHECKPOINT: &str = "fork";
+
+/// What a fork runs, stored as its checkpoint for a resume.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ForkSpec {
+    workflow: Workflow,
+    live_reads: bool,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ForkError {
@@ -123,6 +134,11 @@ impl Runs {
         }
         let recording = ForkRecording::from_run(&recorded, request.live_reads);
         let calls = recording.len();
+        let spec = serde_json::to_string(&ForkSpec {
+            workflow: workflow.clone(),
+            live_reads: request.live_reads,
+        })
+        .map_err(|e| StoreError::Corrupt(format!("a fork's graph: {e}")))?;
         let run_id = self
             .start_as(
                 owner,
@@ -132,7 +148,44 @@ impl Runs {
                 Some((origin.id.clone(), Arc::new(recording))),
             )
             .await?;
+        // Stored once the run's record is (`start_as` returns then).
+        if let Err(e) = self.store.put_fork_checkpoint(&run_id, &spec).await {
+            tracing::error!(run_id, error = %e, "cannot store a fork's checkpoint: it will not resume after a stop");
+        }
         Ok((run_id, calls))
+    }
+
+    /// What an interrupted fork continues with: its stored graph and its
+    /// origin's recording, read again.
+    pub(super) async fn fork_to_resume(
+        &self,
+        run: &RunRow,
+        checkpoints: &[(String, String, String)],
+    ) -> Result<(Workflow, Arc<ForkRecording>), String> {
+        let spec = checkpoints
+            .iter()
+            .find(|(_, kind, _)| kind == CHECKPOINT)
+            .ok_or("the fork's graph was not stored")?;
+        let spec: ForkSpec =
+            serde_json::from_str(&spec.2).map_err(|e| format!("the fork's graph: {e}"))?;
+        let origin_id = run.replay_of.as_deref().ok_or("the fork names no origin")?;
+        let origin = self
+            .store
+            .get_run(&run.workspace_id, origin_id)
+            .await
+            .map_err(|e| format!("its origin {origin_id}: {e}"))?;
+        let record = self
+            .store
+            .run_record(&origin)
+            .await
+            .map_err(|e| format!("its origin's record: {e}"))?
+            .ok_or("its origin has no record")?;
+        let recorded: WorkflowRun =
+            serde_json::from_value(record).map_err(|e| format!("its origin's record: {e}"))?;
+        Ok((
+            spec.workflow,
+            Arc::new(ForkRecording::from_run(&recorded, spec.live_reads)),
+        ))
     }
 }
 

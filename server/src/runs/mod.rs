@@ -58,6 +58,15 @@ use events::*;
 pub use fork::ForkError;
 pub use replay::{ReplayError, ReplayOutcome, ReplayTimeline};
 
+/// What an interrupted run continues with: its graph, inputs, checkpoints
+/// and, for a fork, its origin's recording.
+type Resumed = (
+    Workflow,
+    Map<String, Value>,
+    ResumeState,
+    Option<Arc<ForkRecording>>,
+);
+
 /// A stored run event as broadcast live: its sequence number and JSON text.
 pub type LiveEvent = (i64, Arc<str>);
 
@@ -528,7 +537,7 @@ impl Runs {
     /// (it is then marked failed with the reason).
     async fn resume_run(self: &Arc<Self>, run: RunRow) -> Result<bool, StoreError> {
         match self.resume_state(&run).await {
-            Ok((workflow, inputs, state)) => {
+            Ok((workflow, inputs, state, fork)) => {
                 let last_seq = self.store.last_event_seq(&run.id).await?;
                 // The starter's scopes, as when the run started.
                 let owner = SecretOwner {
@@ -537,7 +546,7 @@ impl Runs {
                 };
                 tracing::info!(run_id = %run.id, nodes_done = state.records.len(), agents_waiting = state.agents.len(), "resuming an interrupted run");
                 let from = StartFrom {
-                    fork: None,
+                    fork,
                     resume: state,
                     last_seq,
                     created: Created::stored(),
@@ -562,32 +571,35 @@ impl Runs {
         }
     }
 
-    async fn resume_state(
-        &self,
-        run: &RunRow,
-    ) -> Result<(Workflow, Map<String, Value>, ResumeState), String> {
-        if run.kind == RunKind::Fork.as_str() {
-            return Err(fork::NOT_RESUMED.into());
-        }
-        let (Some(workflow_id), Some(revision)) = (&run.workflow_id, run.workflow_revision) else {
-            return Err("the run names no workflow revision".into());
-        };
-        let row = self
-            .store
-            .revision(workflow_id, revision)
-            .await
-            .map_err(|e| e.to_string())?;
-        let workflow = Workflow::from_json(&row.document).map_err(|e| e.to_string())?;
-        let inputs: Map<String, Value> =
-            serde_json::from_str(&run.inputs).map_err(|e| format!("inputs: {e}"))?;
-        let mut state = ResumeState::default();
-        for (node_id, kind, text) in self
+    async fn resume_state(&self, run: &RunRow) -> Result<Resumed, String> {
+        let checkpoints = self
             .store
             .checkpoints(&run.id)
             .await
-            .map_err(|e| e.to_string())?
-        {
+            .map_err(|e| e.to_string())?;
+        // A fork runs its own graph, answered from its origin's recording.
+        let (workflow, fork) = if run.kind == RunKind::Fork.as_str() {
+            let (workflow, recording) = self.fork_to_resume(run, &checkpoints).await?;
+            (workflow, Some(recording))
+        } else {
+            let (Some(workflow_id), Some(revision)) = (&run.workflow_id, run.workflow_revision)
+            else {
+                return Err("the run names no workflow revision".into());
+            };
+            let row = self
+                .store
+                .revision(workflow_id, revision)
+                .await
+                .map_err(|e| e.to_string())?;
+            let workflow = Workflow::from_json(&row.document).map_err(|e| e.to_string())?;
+            (workflow, None)
+        };
+        let inputs: Map<String, Value> =
+            serde_json::from_str(&run.inputs).map_err(|e| format!("inputs: {e}"))?;
+        let mut state = ResumeState::default();
+        for (node_id, kind, text) in checkpoints {
             match kind.as_str() {
+                fork::CHECKPOINT => {}
                 "node" => {
                     let record: NodeRecord = serde_json::from_str(&text)
                         .map_err(|e| format!("checkpoint of node {node_id}: {e}"))?;
@@ -602,7 +614,7 @@ impl Runs {
         }
         // An agent that ended has nothing to resume.
         state.agents.retain(|id, _| !state.records.contains_key(id));
-        Ok((workflow, inputs, state))
+        Ok((workflow, inputs, state, fork))
     }
 
     /// Runs a workflow to its end, in this task (the CLI uses this directly).

@@ -54,6 +54,19 @@ impl Store {
         Ok(())
     }
 
+    /// Stores what a fork runs from (its changed graph; see `runs::fork`),
+    /// synced like an agent's state: a fork resumed after a stop needs it.
+    /// Kind `fork`, no node.
+    pub async fn put_fork_checkpoint(&self, run_id: &str, state: &str) -> Result<(), StoreError> {
+        let sql = format!(
+            "{} VALUES ($1, '', 'fork', $2, $3, NULL) {}",
+            CHECKPOINTS.head, CHECKPOINTS.tail
+        );
+        self.durable(sqlx::query(&sql).bind(run_id).bind(state).bind(now()))
+            .await?;
+        Ok(())
+    }
+
     /// A run's checkpoints: `(node_id, kind, state)`, inflated (see
     /// `payloads`).
     pub async fn checkpoints(
@@ -78,7 +91,7 @@ impl Store {
 
     /// Runs that were queued, running or waiting when the server stopped.
     pub async fn interrupted_runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        Ok(sqlx::query_as("SELECT * FROM runs WHERE kind = 'run' AND finished_at IS NULL AND status IN ('queued', 'running', 'waiting_for_approval') ORDER BY created_at, id")
+        Ok(sqlx::query_as("SELECT * FROM runs WHERE kind IN ('run', 'fork') AND finished_at IS NULL AND status IN ('queued', 'running', 'waiting_for_approval') ORDER BY created_at, id")
             .fetch_all(self.pool())
             .await?)
     }

@@ -33,7 +33,7 @@ fn lock_key(name: &str) -> i64 {
 
 /// The unfinished runs of the `run` kind (what a claim may take).
 const UNFINISHED: &str =
-    "kind = 'run' AND finished_at IS NULL AND status IN ('queued', 'running', 'waiting_for_approval')";
+    "kind IN ('run', 'fork') AND finished_at IS NULL AND status IN ('queued', 'running', 'waiting_for_approval')";
 
 impl Store {
     /// Records the instance's heartbeat (its row made on the first one).
