@@ -11,26 +11,58 @@ use std::time::{Duration, Instant};
 use procs::Counter;
 use serde_json::{json, Value};
 
-/// The API of a fresh server state, signed in as its admin.
+/// The API of a server state (in-process), signed in as its admin.
 struct Api {
-    workspaces: common::TwoWorkspaces,
+    state: glassbox_server::AppState,
+    token: String,
+    _dir: Option<tempfile::TempDir>,
 }
 
+const MAX_OUTPUT_BYTES: usize = 2 * 1024 * 1024;
+
 impl Api {
-    /// A server and a counting endpoint, reachable as the connection
-    /// `counter`.
+    /// A server on SQLite and a counting endpoint, reachable as the
+    /// connection `counter`.
     async fn start() -> (Counter, Api) {
         let counter = Counter::start(Duration::ZERO);
-        let (_, api) = Self::start_with(&counter).await;
+        let w = common::TwoWorkspaces::new(MAX_OUTPUT_BYTES).await;
+        let api = Api {
+            state: w.state,
+            token: w.admin_token,
+            _dir: Some(w.dir),
+        };
+        api.add_counter(&counter).await;
         (counter, api)
     }
 
-    /// [`Api::start`] with a given endpoint.
-    async fn start_with(counter: &Counter) -> ((), Api) {
-        let api = Api {
-            workspaces: common::TwoWorkspaces::new(2 * 1024 * 1024).await,
+    /// A server on `database_url` (its files in `dir`); `token`: a session
+    /// of an earlier server on it, else the first start's admin signs in.
+    async fn open(dir: &std::path::Path, database_url: &str, token: Option<String>) -> Api {
+        use glassbox_server::auth::{bootstrap, exchange};
+        let db = glassbox_server::Store::open(database_url)
+            .await
+            .expect("open");
+        let token = match token {
+            Some(t) => t,
+            None => {
+                let signin = bootstrap(&db).await.expect("bootstrap");
+                exchange(&db, &signin).await.expect("session").0
+            }
         };
-        let (s, created) = api
+        let config = glassbox_server::Config {
+            database_url: database_url.into(),
+            ..common::TwoWorkspaces::config(dir, MAX_OUTPUT_BYTES)
+        };
+        Api {
+            state: glassbox_server::AppState::new(db, config).expect("state"),
+            token,
+            _dir: None,
+        }
+    }
+
+    /// The connection `counter` to the counting endpoint.
+    async fn add_counter(&self, counter: &Counter) {
+        let (s, created) = self
             .call(
                 "POST",
                 "/connections",
@@ -38,15 +70,14 @@ impl Api {
             )
             .await;
         assert_eq!(s, 201, "{created}");
-        ((), api)
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let (status, _, bytes) = common::request(
-            &self.workspaces.state,
+            &self.state,
             method,
             &format!("/api/v1{path}"),
-            &self.workspaces.admin_token,
+            &self.token,
             body,
         )
         .await;
@@ -462,9 +493,8 @@ async fn a_recorded_write_is_replayed_without_approval_or_effect() {
 /// is resumed by the next start: its changed graph was stored, and its
 /// origin's recording is read again, so after the approval the write runs
 /// once and the recorded read that follows is still answered from the
-/// recording.
-#[test]
-fn a_fork_interrupted_by_a_stop_resumes_from_its_checkpoint() {
+/// recording. On SQLite and on Postgres.
+fn interrupted_fork_resumes(dir: &std::path::Path, database_url: &str) {
     let counter = Counter::start(Duration::ZERO);
     let runtime = || {
         tokio::runtime::Builder::new_multi_thread()
@@ -475,8 +505,9 @@ fn a_fork_interrupted_by_a_stop_resumes_from_its_checkpoint() {
     };
     // The first server: the origin, then a fork waiting for an approval.
     let first = runtime();
-    let (dir, token, origin, fork) = first.block_on(async {
-        let (_, api) = Api::start_with(&counter).await;
+    let (token, origin, fork) = first.block_on(async {
+        let api = Api::open(dir, database_url, None).await;
+        api.add_counter(&counter).await;
         let origin = api
             .recorded_run(workflow(vec![read("/read/1"), text("done")]))
             .await;
@@ -491,10 +522,7 @@ fn a_fork_interrupted_by_a_stop_resumes_from_its_checkpoint() {
             .await;
         api.wait_for(&fork, |r| r["status"] == "waiting_for_approval")
             .await;
-        let common::TwoWorkspaces {
-            dir, admin_token, ..
-        } = api.workspaces;
-        (dir, admin_token, origin, fork)
+        (api.token.clone(), origin, fork)
     });
     // The stop: every task of the first server ends where it is.
     first.shutdown_timeout(Duration::from_secs(5));
@@ -502,41 +530,19 @@ fn a_fork_interrupted_by_a_stop_resumes_from_its_checkpoint() {
 
     let second = runtime();
     second.block_on(async {
-        let url = glassbox_server::Config::default_database_url(dir.path());
-        let db = glassbox_server::Store::open(&url).await.expect("reopen");
-        let config = common::TwoWorkspaces::config(dir.path(), 2 * 1024 * 1024);
-        let state = glassbox_server::AppState::new(db, config).expect("state");
-        let resumed = state.runs().recover().await.expect("recover");
-        let call = |method: &'static str, path: String, body: Option<Value>| {
-            let state = state.clone();
-            let token = token.clone();
-            async move {
-                let (s, _, bytes) =
-                    common::request(&state, method, &format!("/api/v1{path}"), &token, body).await;
-                (
-                    s.as_u16(),
-                    serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
-                )
-            }
-        };
-        let (_, run) = call("GET", format!("/runs/{fork}"), None).await;
+        let api = Api::open(dir, database_url, Some(token)).await;
+        let resumed = api.state.runs().recover().await.expect("recover");
+        let (_, run) = api.call("GET", &format!("/runs/{fork}"), None).await;
         assert_eq!(resumed, 1, "the fork is resumed: {run}");
-        let (_, approvals) = call("GET", "/approvals".into(), None).await;
+        let (_, approvals) = api.call("GET", "/approvals", None).await;
         let token = approvals["pending"][0]["token"]
             .as_str()
-            .expect("the write waits again")
-            .to_string();
-        let (s, e) = call("POST", format!("/approvals/{token}/approve"), None).await;
+            .expect("the write waits again");
+        let (s, e) = api
+            .call("POST", &format!("/approvals/{token}/approve"), None)
+            .await;
         assert_eq!(s, 200, "{e}");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let run = loop {
-            let (_, run) = call("GET", format!("/runs/{fork}"), None).await;
-            if run["status"] == "succeeded" || run["status"] == "failed" {
-                break run;
-            }
-            assert!(Instant::now() < deadline, "fork stuck: {run}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let run = api.finished(&fork).await;
         assert_eq!(run["status"], "succeeded", "{run}");
         assert_eq!(run["kind"], "fork");
         assert_eq!(run["fork_of"], origin.as_str());
@@ -550,11 +556,36 @@ fn a_fork_interrupted_by_a_stop_resumes_from_its_checkpoint() {
             1,
             "the recorded read ran again after the resume"
         );
-        let (_, diff) = call("GET", format!("/runs/{origin}/diff/{fork}"), None).await;
+        let diff = api.diff(&origin, &fork).await;
         assert_eq!(
             changes(&diff, "agent"),
             vec![("new".to_string(), false), ("same".to_string(), true)],
             "{diff}"
         );
     });
+    second.shutdown_timeout(Duration::from_secs(5));
+}
+
+#[test]
+fn a_fork_interrupted_by_a_stop_resumes_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let url = glassbox_server::Config::default_database_url(dir.path());
+    interrupted_fork_resumes(dir.path(), &url);
+}
+
+#[test]
+fn a_fork_interrupted_by_a_stop_resumes_on_postgres() {
+    let admin = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let Some(db) = admin.block_on(common::TempPgDatabase::create("glassbox_fork")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let outcome = std::panic::catch_unwind(|| interrupted_fork_resumes(dir.path(), &db.url));
+    admin.block_on(db.drop_now());
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
 }
