@@ -37,6 +37,22 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+/// Runs a scenario, a failed assertion inside it included, so the test's
+/// database is dropped whatever happens (the failure is raised after).
+async fn guarded(
+    scenario: impl std::future::Future<Output = Result<(), String>>,
+) -> Result<(), String> {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(scenario).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(panic) => Err(panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "the scenario panicked".into())),
+    }
+}
+
 /// An API client of several instances sharing one session.
 struct Api {
     client: reqwest::Client,
@@ -99,7 +115,7 @@ async fn three_instances_survive_the_loss_of_one_on_postgres() {
     let Some(db) = common::TempPgDatabase::create("glassbox_scaleout").await else {
         return;
     };
-    let outcome = three_instances(&db.url).await;
+    let outcome = guarded(three_instances(&db.url)).await;
     db.drop_now().await;
     outcome.expect("scale-out scenario");
 }
@@ -430,7 +446,7 @@ async fn events_approvals_and_cancels_reach_across_instances_on_postgres() {
     let Some(db) = common::TempPgDatabase::create("glassbox_across").await else {
         return;
     };
-    let outcome = across(&db.url).await;
+    let outcome = guarded(across(&db.url)).await;
     db.drop_now().await;
     outcome.expect("across instances");
 }
@@ -607,7 +623,7 @@ async fn an_instance_that_lost_its_claim_stops_the_run_on_postgres() {
     let Some(db) = common::TempPgDatabase::create("glassbox_fence").await else {
         return;
     };
-    let outcome = lost_claim(&db.url).await;
+    let outcome = guarded(lost_claim(&db.url)).await;
     db.drop_now().await;
     outcome.expect("lost claim");
 }
