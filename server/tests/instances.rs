@@ -740,3 +740,69 @@ async fn lost_claim(url: &str) -> Result<(), String> {
     conn.close().await.map_err(|e| e.to_string())?;
     Ok(())
 }
+
+/// `glassbox run` on the Postgres database of a serving instance: its run
+/// is claimed under the process's name and lock, so the server does not
+/// take it over while the command runs (the slow read it makes is made
+/// once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_glassbox_run_beside_a_server_keeps_its_run_on_postgres() {
+    let Some(db) = common::TempPgDatabase::create("glassbox_cli_run").await else {
+        return;
+    };
+    let outcome = guarded(cli_run(&db.url)).await;
+    db.drop_now().await;
+    outcome.expect("glassbox run beside a server");
+}
+
+async fn cli_run(url: &str) -> Result<(), String> {
+    // Slower than the lease and several heartbeats.
+    let counter = procs::Counter::start(Duration::from_millis(4500));
+    let allow = format!("127.0.0.1:{}", counter.port);
+    let env = [
+        ("GLASSBOX_DATABASE_URL", url),
+        ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
+        ("GLASSBOX_LEASE_S", "3"),
+        ("RUST_LOG", "info,sqlx=warn,tower_http=warn"),
+    ];
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let server =
+        Serve::start(dir.path(), &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
+    let file = dir.path().join("reader.json");
+    std::fs::write(&file, reader_writer(counter.port, 5, false).to_string())
+        .map_err(|e| e.to_string())?;
+    let out = tokio::task::spawn_blocking({
+        let (file, data) = (file.clone(), dir.path().to_path_buf());
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move || {
+            procs::glassbox()
+                .arg("run")
+                .arg(&file)
+                .arg("--data-dir")
+                .arg(&data)
+                .envs(env)
+                .output()
+        }
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "glassbox run: {stdout} {stderr}");
+    assert_eq!(
+        counter.counts().get("/read/5"),
+        Some(&1),
+        "the read was made once: the server took nothing over ({})",
+        server.log()
+    );
+    assert!(
+        !server.log().contains("interrupted run"),
+        "the server resumed nothing: {}",
+        server.log()
+    );
+    Ok(())
+}

@@ -91,6 +91,21 @@ impl Runs {
         let this = self.clone();
         let id = run_id.to_string();
         tokio::spawn(async move {
+            // Claims only under the name's lock: without it, others would
+            // take this process for gone (a serving instance holds it from
+            // its start; any other process, `glassbox run`, from its first
+            // run).
+            match this.hold_instance_name().await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::error!(run_id = %id, name = %this.instance.name, "another live process claims runs under this process's name; this run is not claimed");
+                    return;
+                }
+                Err(e) => {
+                    tracing::error!(run_id = %id, error = %e, "cannot hold this process's name; the run is not claimed");
+                    return;
+                }
+            }
             let until = this.lease_end();
             match this.store.claim_run(&id, &this.instance.name, &until).await {
                 Ok(true) => this.note_claim(&id),
@@ -105,13 +120,20 @@ impl Runs {
     /// On Postgres, holds the instance's advisory lock for the life of the
     /// process; `Ok(false)` when a live process already serves under this
     /// name. On SQLite always `Ok(true)` (the serve lock file guards it).
+    /// Held already: `Ok(true)`. Every process that claims runs holds it
+    /// (`glassbox run` too, see [`Runs::claim_new`]): a free lock is how
+    /// others tell its holder is gone.
     pub async fn hold_instance_name(&self) -> Result<bool, StoreError> {
         if self.store.is_sqlite() {
             return Ok(true);
         }
+        let mut held = self.instance_lock.lock().await;
+        if held.is_some() {
+            return Ok(true);
+        }
         match self.store.instance_lock(&self.instance.name).await? {
             Some(lock) => {
-                *self.instance_lock.lock().await = Some(lock);
+                *held = Some(lock);
                 Ok(true)
             }
             None => Ok(false),
