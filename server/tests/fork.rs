@@ -489,6 +489,37 @@ async fn a_recorded_write_is_replayed_without_approval_or_effect() {
     );
 }
 
+/// A fork of a fork with live reads runs the read its origin (a fork
+/// without live reads) was refused: a refusal is not a recorded answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_of_a_fork_runs_the_read_its_origin_was_refused() {
+    let (counter, api) = Api::start().await;
+    let origin = api
+        .recorded_run(workflow(vec![read("/read/1"), text("done")]))
+        .await;
+    let offline = api
+        .fork(
+            &origin,
+            script_change(vec![read("/read/1"), read("/read/3"), text("done")], false),
+        )
+        .await;
+    let run = api.finished(&offline).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(count(&counter, "/read/3"), 0);
+
+    let live = api.fork(&offline, json!({"live_reads": true})).await;
+    let run = api.finished(&live).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let calls = &run["agent_outputs"]["agent"];
+    let second = &calls["tools_by_id"][calls["tool_order"][1].as_str().expect("id")];
+    assert_eq!(second["error"], Value::Null, "{second}");
+    assert_eq!(
+        (count(&counter, "/read/1"), count(&counter, "/read/3")),
+        (1, 1),
+        "the refused read ran once, the recorded one not again"
+    );
+}
+
 /// A fork waiting for the approval of a new write when its server stops
 /// is resumed by the next start: its changed graph was stored, and its
 /// origin's recording is read again, so after the approval the write runs

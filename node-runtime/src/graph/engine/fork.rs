@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::agent::{AgentError, AgentRun, BatchItem, LiveTools, ToolRunner};
 use crate::envelope::ToolEnvelope;
-use crate::error::ToolError;
+use crate::error::{ErrorCode, ToolError};
 use crate::executor::{error_envelope, ToolCall};
 use crate::graph::record::WorkflowRun;
 use crate::policy::{check_tool_call, Usage};
@@ -40,7 +40,11 @@ pub struct ForkRecording {
 impl ForkRecording {
     /// The calls `origin` recorded: every Agent node's bundle envelopes and
     /// every Tool node's envelope. A node that ended without a bundle (its
-    /// loop failed) recorded nothing to answer from.
+    /// loop failed) recorded nothing to answer from. A refusal is no
+    /// answer: a call the policy or a human refused (POLICY_DENIED: not
+    /// enabled, a limit, `LIVE_READS_OFF`, denied, revision asked) did not
+    /// run, so a fork under other rules decides it again. A real tool
+    /// error and a write of unknown outcome are answers and are kept.
     pub fn from_run(origin: &WorkflowRun, live_reads: bool) -> Self {
         let mut calls: HashMap<String, HashMap<String, ToolEnvelope>> = HashMap::new();
         for (node_id, record) in &origin.nodes {
@@ -50,7 +54,7 @@ impl ForkRecording {
                 .iter()
                 .flat_map(|b| b.envelopes.iter())
                 .chain(record.envelope.iter());
-            for envelope in envelopes {
+            for envelope in envelopes.filter(|e| !refused(e)) {
                 node.insert(envelope.call_id.clone(), envelope.clone());
             }
         }
@@ -97,6 +101,15 @@ impl ForkRecording {
             .with_details(json!({ "reason": "LIVE_READS_OFF", "call_id": call.call_id }))
         })
     }
+}
+
+/// Whether `envelope` is a refusal: the call was stopped by the policy
+/// guard or by a human before it ran.
+fn refused(envelope: &ToolEnvelope) -> bool {
+    envelope
+        .error
+        .as_ref()
+        .is_some_and(|e| e.code == ErrorCode::PolicyDenied)
 }
 
 /// An Agent node's tool runner in a fork: recorded calls answered from the
