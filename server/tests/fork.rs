@@ -473,6 +473,14 @@ async fn a_recorded_write_is_replayed_without_approval_or_effect() {
         vec![("same".to_string(), true)],
         "{diff}"
     );
+    // The fork's replay answers its replayed write from its bundle too,
+    // without an approval the bundle cannot hold.
+    let (s, replayed) = api
+        .call("POST", &format!("/runs/{fork}/replay"), None)
+        .await;
+    assert_eq!(s, 200, "{replayed}");
+    assert_eq!(replayed["match"], true, "{replayed}");
+    assert_eq!(count(&counter, "/write/1"), 1);
 
     let (s, replay) = api
         .call("POST", &format!("/runs/{origin}/replay"), None)

@@ -806,3 +806,81 @@ async fn cli_run(url: &str) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// A cancel asked while the run's holder is dead and no instance has taken
+/// the run over yet (a long lease: the next heartbeat is seconds away) is
+/// not lost: the instance asked claims the run and ends it cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_reaches_a_run_whose_holder_died_on_postgres() {
+    let Some(db) = common::TempPgDatabase::create("glassbox_orphan_cancel").await else {
+        return;
+    };
+    let outcome = guarded(orphan_cancel(&db.url)).await;
+    db.drop_now().await;
+    outcome.expect("cancel of a run whose holder died");
+}
+
+async fn orphan_cancel(url: &str) -> Result<(), String> {
+    let counter = procs::Counter::start(Duration::ZERO);
+    let allow = format!("127.0.0.1:{}", counter.port);
+    let env = [
+        ("GLASSBOX_DATABASE_URL", url),
+        ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
+        // Heartbeats 10 s apart: no takeover during the test.
+        ("GLASSBOX_LEASE_S", "30"),
+    ];
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let a =
+        Serve::start(dir.path(), &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
+    let b =
+        Serve::start(dir.path(), &["--instance-name", "b"], &env).map_err(|r| format!("{r:?}"))?;
+    let client = reqwest::Client::new();
+    let api = Api {
+        token: a.sign_in(&client).await,
+        client,
+    };
+    let (s, v) = api
+        .call(
+            &a.url,
+            "POST",
+            "/workflows",
+            Some(reader_writer(counter.port, 3, true)),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = api
+        .call(
+            &a.url,
+            "POST",
+            "/runs",
+            Some(json!({"workflow_id": v["id"]})),
+        )
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let run = v["run_id"].as_str().expect("run id").to_string();
+    let mut token = None;
+    for _ in 0..200 {
+        let (_, v) = api.call(&b.url, "GET", "/approvals", None).await;
+        token = v["pending"][0]["token"].as_str().map(str::to_string);
+        if token.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let token = token.ok_or("the run never asked for approval")?;
+    a.kill9();
+    let (s, v) = api
+        .call(&b.url, "POST", &format!("/runs/{run}/cancel"), None)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["cancelled"], true, "{v}");
+    let (_, v) = api.call(&b.url, "GET", &format!("/runs/{run}"), None).await;
+    assert_eq!(v["status"], "cancelled", "ended at once: {v}");
+    // Its approval closed with it; nothing was written.
+    let (s, v) = api
+        .call(&b.url, "POST", &format!("/approvals/{token}/approve"), None)
+        .await;
+    assert_eq!(s, 409, "{v}");
+    assert!(!counter.counts().contains_key("/write/3"), "no write");
+    Ok(())
+}

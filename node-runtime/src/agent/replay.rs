@@ -141,6 +141,12 @@ struct ReplayTools<'a> {
 }
 
 impl ToolRunner for ReplayTools<'_> {
+    /// A call the recorded run (a fork) answered from its own recording
+    /// asked no approval, so its replay asks none either.
+    fn recorded(&self, call_id: &str) -> bool {
+        self.by_call_id.get(call_id).is_some_and(|e| e.replayed)
+    }
+
     fn run_batch<'a>(
         &'a self,
         _run: &'a AgentRun,

@@ -77,6 +77,35 @@ impl Runs {
         }
     }
 
+    /// Claims `run` here when no live instance holds it (its holder died
+    /// and no instance took it over yet): whether it is now this one's.
+    pub(super) async fn claim_if_free(&self, run: &RunRow) -> Result<bool, StoreError> {
+        let (holder, finished) = self.store.run_holder(&run.id).await?;
+        if finished {
+            return Ok(false);
+        }
+        let dead = match (holder, self.instance_lock.lock().await.as_mut()) {
+            (Some(h), Some(lock)) if h != self.instance.name => {
+                lock.dead(std::slice::from_ref(&h)).await?.pop()
+            }
+            _ => None,
+        };
+        self.store
+            .claim_if_free(
+                &run.id,
+                &self.instance.name,
+                &self.lease_end(),
+                &now(),
+                &self.orphan_before(),
+                dead.as_deref(),
+            )
+            .await
+    }
+
+    fn orphan_before(&self) -> String {
+        crate::storage::now_plus(-lease_delta(self.instance.lease * 2).max(ORPHAN_AFTER))
+    }
+
     fn lease_end(&self) -> String {
         crate::storage::now_plus(lease_delta(self.instance.lease))
     }
@@ -272,8 +301,7 @@ impl Runs {
             // A run nobody claimed: its creator died between storing and
             // claiming it (or its claim is very late: it is never taken
             // from a creator that lives, see `claim_new`).
-            let orphan_before =
-                crate::storage::now_plus(-lease_delta(self.instance.lease * 2).max(ORPHAN_AFTER));
+            let orphan_before = self.orphan_before();
             let claimed = self
                 .store
                 .claim_runs(

@@ -52,13 +52,26 @@ pub(super) async fn watch_notices(runs: std::sync::Weak<Runs>, store: Store) {
 
 impl Runs {
     /// Cancels a run wherever it executes: here, or by announcing it to the
-    /// instance that holds it (Postgres). Whether a cancel was sent.
+    /// instance that holds it (Postgres); a run whose holder is gone (and
+    /// not yet taken over) is claimed here and ended cancelled at once, so
+    /// the cancel is not lost with it. Whether a cancel was sent.
     pub async fn cancel_anywhere(&self, run: &RunRow) -> Result<bool, StoreError> {
         if self.cancel(&run.id) {
             return Ok(true);
         }
         if run.finished_at.is_some() || self.store.is_sqlite() {
             return Ok(false);
+        }
+        if self.claim_if_free(run).await? {
+            self.writer
+                .write(RunWrite::End(Box::new(RunEnd {
+                    run_id: run.id.clone(),
+                    status: RunStatus::Cancelled.as_str().into(),
+                    error: Some("cancelled while no instance executed it".into()),
+                    ..RunEnd::default()
+                })))
+                .await?;
+            return Ok(true);
         }
         self.store.notify_cancel(&run.id).await?;
         Ok(true)

@@ -102,6 +102,30 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Claims one unfinished run for `name` if no live instance holds it:
+    /// its lease ended before `now`, its holder is `dead`, or nobody
+    /// claimed it since before `orphan_before`. Whether it was claimed.
+    pub async fn claim_if_free(
+        &self,
+        run_id: &str,
+        name: &str,
+        until: &str,
+        now: &str,
+        orphan_before: &str,
+        dead: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(&format!("UPDATE runs SET claimed_by = $2, lease_until = $3 WHERE id = $1 AND {UNFINISHED} AND (lease_until < $4 OR (claimed_by IS NULL AND created_at < $5) OR claimed_by = $6)"))
+            .bind(run_id)
+            .bind(name)
+            .bind(until)
+            .bind(now)
+            .bind(orphan_before)
+            .bind(dead.unwrap_or(""))
+            .execute(self.writer())
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Renews the lease of every unfinished run `name` holds; returns the
     /// ids it still holds (a run claimed away is no longer among them).
     pub async fn renew_leases(&self, name: &str, until: &str) -> Result<Vec<String>, StoreError> {
