@@ -528,6 +528,50 @@ async fn a_fork_of_a_fork_runs_the_read_its_origin_was_refused() {
     );
 }
 
+/// Calls answered from the recording count toward `max_tool_calls` within
+/// their batch: with a limit of 2, a batch of 2 recorded calls and a new
+/// read refuses the new read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_calls_count_toward_the_limit_within_a_batch() {
+    let (counter, api) = Api::start().await;
+    let batch = |paths: &[&str]| -> Value {
+        let calls: Vec<Value> = paths
+            .iter()
+            .map(|p| read(p)["tool_calls"][0].clone())
+            .collect();
+        json!({ "tool_calls": calls })
+    };
+    let mut limited = workflow(vec![batch(&["/read/1", "/read/2"]), text("done")]);
+    limited["nodes"][0]["config"]["policy"] = json!({"max_tool_calls": 2});
+    let origin = api.recorded_run(limited).await;
+    assert_eq!(
+        (count(&counter, "/read/1"), count(&counter, "/read/2")),
+        (1, 1)
+    );
+    let fork = api
+        .fork(
+            &origin,
+            script_change(
+                vec![batch(&["/read/1", "/read/2", "/read/3"]), text("done")],
+                true,
+            ),
+        )
+        .await;
+    let run = api.finished(&fork).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let calls = &run["agent_outputs"]["agent"];
+    let third = &calls["tools_by_id"][calls["tool_order"][2].as_str().expect("id")];
+    assert_eq!(
+        third["error"]["details"]["reason"], "MAX_TOOL_CALLS",
+        "{third}"
+    );
+    assert_eq!(
+        count(&counter, "/read/3"),
+        0,
+        "a call past max_tool_calls ran"
+    );
+}
+
 /// A fork waiting for the approval of a new write when its server stops
 /// is resumed by the next start: its changed graph was stored, and its
 /// origin's recording is read again, so after the approval the write runs

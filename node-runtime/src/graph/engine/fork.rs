@@ -153,20 +153,25 @@ impl ToolRunner for ForkTools<'_> {
                         error,
                     )
                 };
+                // The fork's own policy holds for every call, each counted
+                // after all calls before it in the batch, answered from the
+                // recording or not (the executor counts only the calls it
+                // is handed, so a new call is checked here too).
+                let usage = Usage {
+                    tool_calls: run.usage.tool_calls + i as u32,
+                    ..run.usage
+                };
+                let side_effects = call.tool.side_effects_for(&call.input);
+                let cleared = check_tool_call(&policy, &call.tool.spec, side_effects, &usage);
                 if let Some(envelope) = self.fork.answer(self.node_id, &call.call_id) {
-                    // Nothing runs, but the fork's own policy still holds.
-                    let usage = Usage {
-                        tool_calls: run.usage.tool_calls + i as u32,
-                        ..run.usage
-                    };
-                    let side_effects = call.tool.side_effects_for(&call.input);
-                    slots.push(Some(
-                        match check_tool_call(&policy, &call.tool.spec, side_effects, &usage) {
-                            Ok(_) => envelope,
-                            Err(error) => failed(error),
-                        },
-                    ));
+                    // Nothing runs.
+                    slots.push(Some(match cleared {
+                        Ok(_) => envelope,
+                        Err(error) => failed(error),
+                    }));
                 } else if let Some(error) = self.fork.refuse_new(&call) {
+                    slots.push(Some(failed(error)));
+                } else if let Err(error) = cleared {
                     slots.push(Some(failed(error)));
                 } else {
                     live.push(BatchItem::Execute(call));
