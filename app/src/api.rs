@@ -330,6 +330,19 @@ pub async fn list_tools() -> Result<Vec<node_runtime::wire::ToolView>, ApiError>
         .map(|l| l.tools)
 }
 
+/// `POST /api/v1/workflows/template-variables`: the variables of each
+/// template (see `templates`), in order.
+pub async fn template_variables(
+    templates: &[String],
+) -> Result<Vec<node_runtime::graph::TemplateVariables>, ApiError> {
+    post_json::<node_runtime::wire::TemplateVariablesAnswer>(
+        "/workflows/template-variables",
+        &serde_json::json!({ "templates": templates }),
+    )
+    .await
+    .map(|a| a.variables.into_iter().map(|v| v.answer()).collect())
+}
+
 /// `POST /api/v1/workflows/validate`: the server's diagnostics for an
 /// unsaved document.
 pub async fn validate(

@@ -13,6 +13,7 @@ pub mod live;
 pub mod pages;
 pub mod runs_view;
 pub mod session;
+pub mod templates;
 pub mod theme;
 pub mod trace_view;
 pub mod widgets;

@@ -20,6 +20,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("get", "/workflows"),
     ("post", "/workflows"),
     ("post", "/workflows/validate"),
+    ("post", "/workflows/template-variables"),
     ("get", "/workflows/{id}"),
     ("put", "/workflows/{id}"),
     ("delete", "/workflows/{id}"),

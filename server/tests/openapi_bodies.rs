@@ -276,6 +276,31 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         )
         .await,
     );
+    let answered = request(
+        &state,
+        "POST",
+        &api("/workflows/template-variables"),
+        t,
+        Some(serde_json::json!({"templates": ["Hi {{ name }}, {{ topic }}", "{{ broken "]})),
+    )
+    .await;
+    c.check("post", "/workflows/template-variables", &answered);
+    let answer = json_of(&answered);
+    assert_eq!(
+        answer["variables"][0]["names"],
+        serde_json::json!(["name", "topic"])
+    );
+    assert!(answer["variables"][1]["error"].is_string(), "{answer}");
+    let too_many = request(
+        &state,
+        "POST",
+        &api("/workflows/template-variables"),
+        t,
+        Some(serde_json::json!({"templates": vec!["{{ a }}"; 1001]})),
+    )
+    .await;
+    assert_eq!(too_many.0, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(json_of(&too_many)["error"]["details"]["path"], "templates");
     // The gallery: the shipped examples, and a workflow made from one.
     let examples = common::shipped_examples();
     let gallery = state.clone().with_examples(examples.clone());

@@ -250,10 +250,12 @@ pub(super) fn apply_to(
             n.kind = (**kind).clone();
             // Wires at handles the new config no longer has (a removed
             // field, a template variable gone) go with them; undo brings
-            // both back.
-            let (inputs, outputs) = (n.inputs(), n.outputs());
+            // both back. While a template's variables are not known (see
+            // `crate::templates`), its node keeps every wire in.
+            let (inputs, outputs) = (n.known_inputs(), n.outputs());
             doc.edges.retain(|e| {
-                (e.target.node != *node || inputs.contains(&e.target.handle))
+                (e.target.node != *node
+                    || inputs.as_ref().is_none_or(|i| i.contains(&e.target.handle)))
                     && (e.source.node != *node || outputs.contains(&e.source.handle))
             });
             Ok(None)

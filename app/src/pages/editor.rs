@@ -100,7 +100,12 @@ pub fn EditorPage() -> impl IntoView {
     let id = move || params.with(|p| p.get("id")).unwrap_or_default();
     let loaded = LocalResource::new(move || {
         let id = id();
-        async move { api::get_workflow(&id).await }
+        async move {
+            let view = api::get_workflow(&id).await?;
+            // Its nodes' input handles, before the first drawing.
+            crate::templates::learn_workflow(&view.workflow).await;
+            Ok::<_, api::ApiError>(view)
+        }
     });
     view! {
         <Suspense fallback=|| view! { <p class="muted">"Loading the workflow…"</p> }>
@@ -126,6 +131,15 @@ fn canvas_size(host: NodeRef<leptos::html::Div>) -> Option<(f64, f64)> {
 fn Canvas(view: api::WorkflowView) -> impl IntoView {
     let workflow_id = view.id.clone();
     let editor = RwSignal::new(Editor::new(view.workflow));
+    // An edit that brings a template the app has not seen (a new node, an
+    // import, an undo past what is kept) draws it without input handles;
+    // once drawn, its variables are learned and it is drawn again.
+    Effect::new(move |_| {
+        editor.track();
+        request_animation_frame(move || {
+            crate::templates::learn_missed(move || editor.update(|_| {}))
+        });
+    });
     let cam = RwSignal::new(View::default());
     let panes = Panes::load();
     let drag = RwSignal::new(None::<Drag>);

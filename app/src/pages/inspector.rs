@@ -470,6 +470,9 @@ pub fn Inspector(
                 let prompt_id = id.clone();
                 let set_prompt = move |ev: leptos::ev::Event| {
                     let prompt = event_target_value(&ev);
+                    // Known before the edit, so the canvas keeps the wires
+                    // of the variables the new prompt still reads.
+                    let _ = node_runtime::graph::parse_template_variables(&prompt);
                     edit_agent(editor, &prompt_id, |c| c.prompt = prompt);
                 };
                 let rows_id = id.clone();

@@ -5,7 +5,8 @@
 
 use leptos::prelude::*;
 use node_runtime::graph::{
-    render, template_variables, BranchConfig, InputConfig, NodeKind, OutputConfig, TemplateConfig,
+    parse_template_variables, render, BranchConfig, InputConfig, NodeKind, OutputConfig,
+    TemplateConfig,
 };
 
 use super::inspector::set_kind;
@@ -140,7 +141,7 @@ pub fn template_panel(editor: RwSignal<Editor>, watched: Watched, id: String) ->
     let set_id = id.clone();
     let set = move |ev: leptos::ev::Event| {
         let template = event_target_value(&ev);
-        match template_variables(&template) {
+        match parse_template_variables(&template) {
             Ok(_) => {
                 problem.set(None);
                 set_kind(
@@ -152,7 +153,7 @@ pub fn template_panel(editor: RwSignal<Editor>, watched: Watched, id: String) ->
             Err(e) => problem.set(Some(format!("The template does not parse: {e}"))),
         }
     };
-    let variables = move || match template_variables(&typed.get()) {
+    let variables = move || match parse_template_variables(&typed.get()) {
         Ok(v) if v.is_empty() => "none".to_string(),
         Ok(v) => v.into_iter().collect::<Vec<_>>().join(", "),
         Err(_) => "(the template does not parse yet)".into(),

@@ -279,7 +279,14 @@ pub fn RunPage() -> impl IntoView {
     let id = move || params.with(|p| p.get("id")).unwrap_or_default();
     let run = LocalResource::new(move || {
         let id = id();
-        async move { api::get_run(&id).await }
+        async move {
+            let run = api::get_run(&id).await?;
+            // The graph's input handles, before it is drawn.
+            if let Some(graph) = runs_view::run_graph(&run) {
+                crate::templates::learn_workflow(&graph).await;
+            }
+            Ok::<_, api::ApiError>(run)
+        }
     });
     refresh_while(
         move || {

@@ -307,35 +307,81 @@ pub fn render_within(
     Ok(out)
 }
 
+/// The variables of a template, or why it does not parse.
+pub type TemplateVariables = Result<BTreeSet<String>, String>;
+
+thread_local! {
+    /// Answers for the most recent templates: a node's handles are asked for
+    /// often (the editor draws, culls and wires by them), and a parse costs
+    /// microseconds each time.
+    static KNOWN_TEMPLATES: std::cell::RefCell<lru::LruCache<String, TemplateVariables>> =
+        std::cell::RefCell::new(lru::LruCache::new(KEPT_TEMPLATES));
+    /// Templates asked for and not known (the browser app only: it learns
+    /// them from the server, see [`template_variables`]).
+    static MISSED_TEMPLATES: std::cell::RefCell<BTreeSet<String>> =
+        const { std::cell::RefCell::new(BTreeSet::new()) };
+}
+
+const KEPT_TEMPLATES: std::num::NonZeroUsize = match std::num::NonZeroUsize::new(256) {
+    Some(n) => n,
+    None => unreachable!(),
+};
+
 /// Variables a minijinja template reads (its input handles), sorted.
 ///
-/// A node's handles are asked for often (the editor draws, culls and wires
-/// by them), and a parse costs microseconds each time, so the answers for
-/// the most recent templates are kept, per thread.
-pub fn template_variables(template: &str) -> Result<BTreeSet<String>, String> {
-    const KEPT: std::num::NonZeroUsize = match std::num::NonZeroUsize::new(256) {
-        Some(n) => n,
-        None => unreachable!(),
-    };
-    type Answer = Result<BTreeSet<String>, String>;
-    thread_local! {
-        static SEEN: std::cell::RefCell<lru::LruCache<String, Answer>> =
-            std::cell::RefCell::new(lru::LruCache::new(KEPT));
+/// Answers are kept per thread for the most recent templates. Natively an
+/// unknown template is parsed. In the browser app (wasm) it is not: the
+/// parser is most of the editor's code, so the app learns the answers from
+/// the server (`POST /api/v1/workflows/template-variables`) and
+/// [`remember_template_variables`]; until then an unknown template reads no
+/// variables and is listed by [`take_missed_templates`]. The inspector,
+/// which edits templates, parses with [`parse_template_variables`].
+pub fn template_variables(template: &str) -> TemplateVariables {
+    if let Some(known) = known_template_variables(template) {
+        return known;
     }
-    if let Some(hit) = SEEN.with_borrow_mut(|seen| seen.get(template).cloned()) {
-        return hit;
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        parse_template_variables(template)
     }
+    #[cfg(target_arch = "wasm32")]
+    {
+        MISSED_TEMPLATES.with_borrow_mut(|missed| missed.insert(template.to_string()));
+        Ok(BTreeSet::new())
+    }
+}
+
+/// The kept answer for `template`, if any.
+pub fn known_template_variables(template: &str) -> Option<TemplateVariables> {
+    KNOWN_TEMPLATES.with_borrow_mut(|known| known.get(template).cloned())
+}
+
+/// Parses `template` (with minijinja) for its variables and keeps the
+/// answer.
+pub fn parse_template_variables(template: &str) -> TemplateVariables {
     // An empty environment: the variables come from the template's syntax
     // alone, and the built-in filters (most of minijinja's code) are not
-    // reached, so the editor's wasm opens without them (only the Template
-    // panel's preview renders).
+    // reached.
     let env = minijinja::Environment::empty();
     let found = env
         .template_from_str(template)
         .map(|tmpl| tmpl.undeclared_variables(false).into_iter().collect())
         .map_err(|e| e.to_string());
-    SEEN.with_borrow_mut(|seen| seen.put(template.to_string(), found.clone()));
+    remember_template_variables(template, found.clone());
     found
+}
+
+/// Keeps `answer` as the variables of `template` (an answer from the
+/// server, in the browser app).
+pub fn remember_template_variables(template: &str, answer: TemplateVariables) {
+    MISSED_TEMPLATES.with_borrow_mut(|missed| missed.remove(template));
+    KNOWN_TEMPLATES.with_borrow_mut(|known| known.put(template.to_string(), answer));
+}
+
+/// The templates [`template_variables`] was asked for and did not know
+/// since the last call (always none natively).
+pub fn take_missed_templates() -> Vec<String> {
+    MISSED_TEMPLATES.with_borrow_mut(|missed| std::mem::take(missed).into_iter().collect())
 }
 
 impl Node {
@@ -348,6 +394,20 @@ impl Node {
             NodeKind::Branch(_) => "branch",
             NodeKind::Output(_) => "output",
         }
+    }
+
+    /// Input handle names, or `None` while they depend on a template whose
+    /// variables are not known (see [`template_variables`]).
+    pub fn known_inputs(&self) -> Option<Vec<String>> {
+        let template = match &self.kind {
+            NodeKind::Agent(c) => &c.prompt,
+            NodeKind::Template(c) => &c.template,
+            _ => return Some(self.inputs()),
+        };
+        if cfg!(target_arch = "wasm32") && known_template_variables(template).is_none() {
+            return None;
+        }
+        Some(self.inputs())
     }
 
     /// Input handle names.
@@ -486,6 +546,26 @@ mod tests {
         let err = Workflow::from_json(&described.replace("\"Does a thing.\"", "7"))
             .expect_err("not text");
         assert!(err.to_string().contains("`description`"), "{err}");
+    }
+
+    #[test]
+    fn remembered_answers_are_the_answers() {
+        // The browser app learns answers from the server: a remembered
+        // answer is what every later question gets, parse error included.
+        use super::{known_template_variables, remember_template_variables, take_missed_templates};
+        let text = "{{ remembered_only }}";
+        assert!(known_template_variables(text).is_none());
+        let answer: std::collections::BTreeSet<String> = ["x".to_string()].into();
+        remember_template_variables(text, Ok(answer.clone()));
+        assert_eq!(template_variables(text), Ok(answer));
+        remember_template_variables("{{ a ", Err("unclosed".into()));
+        assert_eq!(template_variables("{{ a "), Err("unclosed".into()));
+        // Natively an unknown template is parsed, never missed.
+        assert_eq!(
+            template_variables("{{ fresh_one }}").map(|v| v.len()),
+            Ok(1)
+        );
+        assert!(take_missed_templates().is_empty());
     }
 
     #[test]

@@ -48,8 +48,9 @@ pub use tokens::{ApiToken, ApiTokenCreated, ApiTokenList};
 pub use tools::{McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView};
 pub use traces::{Span, Trace};
 pub use workflows::{
-    Diagnostics, ExampleItem, ExampleList, Revision, RevisionList, WorkflowItem, WorkflowList,
-    WorkflowSaved, WorkflowView,
+    Diagnostics, ExampleItem, ExampleList, Revision, RevisionList, TemplateVariablesAnswer,
+    TemplateVariablesOf, TemplateVariablesRequest, WorkflowItem, WorkflowList, WorkflowSaved,
+    WorkflowView, MAX_TEMPLATES_PER_REQUEST,
 };
 
 /// The API version prefix every route lives under.

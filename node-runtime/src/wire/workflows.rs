@@ -116,3 +116,57 @@ mod tests {
         assert_eq!(view, saved.view);
     }
 }
+
+/// Body of `POST /api/v1/workflows/template-variables`: template texts
+/// (Agent prompts, Template nodes) whose variables, the nodes' input
+/// handles, the browser app needs (it has no template parser of its own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TemplateVariablesRequest {
+    /// At most [`MAX_TEMPLATES_PER_REQUEST`].
+    pub templates: Vec<String>,
+}
+
+/// The most templates one `template-variables` request may ask about.
+pub const MAX_TEMPLATES_PER_REQUEST: usize = 1000;
+
+/// Answer of `POST /api/v1/workflows/template-variables`: one entry per
+/// template asked about, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TemplateVariablesAnswer {
+    pub variables: Vec<TemplateVariablesOf>,
+}
+
+/// The variables one template reads, sorted, or why it does not parse.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TemplateVariablesOf {
+    /// Empty when `error` is set.
+    pub names: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl TemplateVariablesOf {
+    pub fn of(answer: crate::graph::TemplateVariables) -> Self {
+        match answer {
+            Ok(names) => Self {
+                names: names.into_iter().collect(),
+                error: None,
+            },
+            Err(error) => Self {
+                names: Vec::new(),
+                error: Some(error),
+            },
+        }
+    }
+
+    pub fn answer(self) -> crate::graph::TemplateVariables {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.names.into_iter().collect()),
+        }
+    }
+}

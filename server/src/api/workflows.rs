@@ -1,5 +1,6 @@
 //! Workflows: create, list, get, update (a new revision; a stale base is
-//! refused with 409), delete, revisions, validate. A workflow's name and
+//! refused with 409), delete, revisions, validate, and the variables of
+//! templates (the browser app's input handles). A workflow's name and
 //! one-line description live in its document and are kept beside it for
 //! the list.
 
@@ -10,7 +11,8 @@ use node_runtime::graph::validate::validate;
 use node_runtime::graph::{Workflow, WorkflowError};
 use node_runtime::tool_spec::ToolSpec;
 use node_runtime::wire::{
-    Diagnostics, Revision, RevisionList, WorkflowList, WorkflowSaved, WorkflowView,
+    Diagnostics, Revision, RevisionList, TemplateVariablesAnswer, TemplateVariablesOf,
+    TemplateVariablesRequest, WorkflowList, WorkflowSaved, WorkflowView, MAX_TEMPLATES_PER_REQUEST,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -27,6 +29,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create, list))
         .routes(routes!(validate_unsaved))
+        .routes(routes!(template_variables))
         .routes(routes!(get_one, update, remove))
         .routes(routes!(revisions))
         .routes(routes!(validate_saved))
@@ -217,4 +220,30 @@ async fn validate_unsaved(
     Ok(Json(Diagnostics {
         diagnostics: validate(&wf, &catalog(&state, &caller.workspace_id).await?),
     }))
+}
+
+/// The variables of each template (an Agent Node's prompt or a Template
+/// node's text): the input handles the editor draws. The browser app has no
+/// template parser of its own (it is most of the editor's code), so it asks
+/// here for the templates it has not seen.
+#[utoipa::path(post, path = "/workflows/template-variables", tag = "workflows", request_body = TemplateVariablesRequest, responses((status = 200, body = TemplateVariablesAnswer, description = "one entry per template, in order"), (status = 422, description = "too many templates")))]
+async fn template_variables(
+    _caller: Caller,
+    ApiJson(body): ApiJson<TemplateVariablesRequest>,
+) -> Result<Json<TemplateVariablesAnswer>, ApiError> {
+    if body.templates.len() > MAX_TEMPLATES_PER_REQUEST {
+        return Err(ApiError::unprocessable(
+            format!(
+                "{} templates asked about, more than the {MAX_TEMPLATES_PER_REQUEST} one request may",
+                body.templates.len()
+            ),
+            json!({"path": "templates"}),
+        ));
+    }
+    let variables = body
+        .templates
+        .iter()
+        .map(|t| TemplateVariablesOf::of(node_runtime::graph::template_variables(t)))
+        .collect();
+    Ok(Json(TemplateVariablesAnswer { variables }))
 }
