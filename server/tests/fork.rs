@@ -572,6 +572,40 @@ async fn recorded_calls_count_toward_the_limit_within_a_batch() {
     );
 }
 
+/// What a fork runs is stored with its row, in one write, and dropped with
+/// its end: forks that end at once (every call answered from the
+/// recording), many at a time, leave no checkpoint behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fast_forks_leave_no_checkpoint_behind() {
+    let (_counter, api) = Api::start().await;
+    let turns = |answer: &str| vec![read("/read/1"), text(answer)];
+    let origin = api.recorded_run(workflow(turns("done"))).await;
+    let forks = futures::future::join_all((0..30).map(|i| {
+        let (api, origin) = (&api, &origin);
+        async move {
+            let fork = api
+                .fork(origin, script_change(turns(&format!("done {i}")), false))
+                .await;
+            let run = api.finished(&fork).await;
+            assert_eq!(run["status"], "succeeded", "{run}");
+            fork
+        }
+    }))
+    .await;
+    for fork in forks {
+        let left = api
+            .state
+            .db()
+            .checkpoints(&fork)
+            .await
+            .expect("checkpoints");
+        assert!(
+            left.is_empty(),
+            "fork {fork} left checkpoints behind: {left:?}"
+        );
+    }
+}
+
 /// A fork waiting for the approval of a new write when its server stops
 /// is resumed by the next start: its changed graph was stored, and its
 /// origin's recording is read again, so after the approval the write runs

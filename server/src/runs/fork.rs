@@ -10,8 +10,10 @@
 //! call may do.
 //!
 //! What the fork runs (its changed graph and whether it reads live) is a
-//! checkpoint of kind `fork`, so a fork that a server stop interrupted is
-//! resumed like any run, its recording read again from its origin.
+//! checkpoint of kind `fork`, written in one transaction with the fork's
+//! row (before it starts, dropped by its end), so a fork that a server
+//! stop interrupted is resumed like any run, its recording read again from
+//! its origin.
 
 use super::*;
 
@@ -19,8 +21,9 @@ use node_runtime::graph::engine::WorkflowRun;
 use node_runtime::graph::Node;
 use node_runtime::wire::ForkRequest;
 
-/// The kind of the checkpoint holding what a fork runs ([`ForkSpec`]).
-pub(super) const CHECKPOINT: &str = "fork";
+/// The kind of the checkpoint holding what a fork runs ([`ForkSpec`]),
+/// written with the fork's row.
+pub(super) const CHECKPOINT: &str = crate::storage::FORK_CHECKPOINT;
 
 /// What a fork runs, stored as its checkpoint for a resume.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -139,19 +142,21 @@ impl Runs {
             live_reads: request.live_reads,
         })
         .map_err(|e| StoreError::Corrupt(format!("a fork's graph: {e}")))?;
+        // The spec is stored with the run's row, in one write queued before
+        // the run starts: no fork without it, none left after its end.
         let run_id = self
             .start_as(
                 owner,
                 workflow,
                 inputs,
                 "fork",
-                Some((origin.id.clone(), Arc::new(recording))),
+                Some(StartFork {
+                    origin: origin.id.clone(),
+                    recording: Arc::new(recording),
+                    spec,
+                }),
             )
             .await?;
-        // Stored once the run's record is (`start_as` returns then).
-        if let Err(e) = self.store.put_fork_checkpoint(&run_id, &spec).await {
-            tracing::error!(run_id, error = %e, "cannot store a fork's checkpoint: it will not resume after a stop");
-        }
         Ok((run_id, calls))
     }
 

@@ -112,6 +112,14 @@ fn new_run_row(run_id: &str, workspace_id: &str, workflow: &Workflow) -> RunRow 
     }
 }
 
+/// What a new fork starts with (see `fork`): its origin, the origin's
+/// recording, and what it runs as stored in its checkpoint.
+struct StartFork {
+    origin: String,
+    recording: Arc<ForkRecording>,
+    spec: String,
+}
+
 /// Where a spawned run starts: from scratch, or from a stopped server's
 /// checkpoints with the events it stored.
 struct StartFrom {
@@ -423,29 +431,38 @@ impl Runs {
         self.start_as(owner, workflow, inputs, trigger, None).await
     }
 
-    /// [`Runs::start`], or with `fork` (its origin's id and recording) a
-    /// run of kind `fork` linked to its origin.
+    /// [`Runs::start`], or with `fork` (its origin's id and recording, and
+    /// its checkpoint, written with its row) a run of kind `fork` linked
+    /// to its origin.
     async fn start_as(
         self: &Arc<Self>,
         owner: SecretOwner,
         workflow: Workflow,
         inputs: Map<String, Value>,
         trigger: &str,
-        fork: Option<(String, Arc<ForkRecording>)>,
+        fork: Option<StartFork>,
     ) -> Result<String, StoreError> {
         let run_id = new_id();
-        let (kind, origin, fork) = match fork {
-            Some((origin, recording)) => (RunKind::Fork, Some(origin), Some(recording)),
-            None => (RunKind::Run, None, None),
+        let (kind, origin, fork, spec) = match fork {
+            Some(f) => (
+                RunKind::Fork,
+                Some(f.origin),
+                Some(f.recording),
+                Some(f.spec),
+            ),
+            None => (RunKind::Run, None, None, None),
         };
-        let created = Created::queued(self.writer.submit(RunWrite::Create(Box::new(RunRow {
-            kind: kind.as_str().into(),
-            replay_of: origin,
-            trigger_kind: trigger.into(),
-            inputs: Value::Object(inputs.clone()).to_string(),
-            started_by: owner.user_id.clone(),
-            ..new_run_row(&run_id, &owner.workspace_id, &workflow)
-        }))));
+        let created = Created::queued(self.writer.submit(RunWrite::Create {
+            run: Box::new(RunRow {
+                kind: kind.as_str().into(),
+                replay_of: origin,
+                trigger_kind: trigger.into(),
+                inputs: Value::Object(inputs.clone()).to_string(),
+                started_by: owner.user_id.clone(),
+                ..new_run_row(&run_id, &owner.workspace_id, &workflow)
+            }),
+            fork: spec,
+        }));
         let from = StartFrom {
             fork,
             resume: ResumeState::default(),

@@ -54,19 +54,6 @@ impl Store {
         Ok(())
     }
 
-    /// Stores what a fork runs from (its changed graph; see `runs::fork`),
-    /// synced like an agent's state: a fork resumed after a stop needs it.
-    /// Kind `fork`, no node.
-    pub async fn put_fork_checkpoint(&self, run_id: &str, state: &str) -> Result<(), StoreError> {
-        let sql = format!(
-            "{} VALUES ($1, '', 'fork', $2, $3, NULL) {}",
-            CHECKPOINTS.head, CHECKPOINTS.tail
-        );
-        self.durable(sqlx::query(&sql).bind(run_id).bind(state).bind(now()))
-            .await?;
-        Ok(())
-    }
-
     /// A run's checkpoints: `(node_id, kind, state)`, inflated (see
     /// `payloads`).
     pub async fn checkpoints(

@@ -21,6 +21,10 @@ use super::*;
 /// The most writes one transaction takes.
 const MAX_BATCH: usize = 512;
 
+/// The kind of a fork's checkpoint (what it runs; see `runs::fork`): no
+/// node, written with the fork's row (`RunWrite::Create`).
+pub const FORK_CHECKPOINT: &str = "fork";
+
 /// A blob a run's output was moved to (metadata only).
 #[derive(Debug, Clone)]
 pub struct BlobRef {
@@ -59,8 +63,14 @@ pub struct RunEnd {
 #[derive(Debug, Clone)]
 pub enum RunWrite {
     /// A new run's record. Queued ahead of the run's own writes, so the
-    /// run can start before it is committed (see `Runs::start`).
-    Create(Box<RunRow>),
+    /// run can start before it is committed (see `Runs::start`). `fork`:
+    /// what a fork runs, its checkpoint of kind `fork`, stored in the same
+    /// transaction as its row (a fork never exists without it, and its
+    /// end, always later, drops it).
+    Create {
+        run: Box<RunRow>,
+        fork: Option<String>,
+    },
     Status {
         run_id: String,
         status: String,
@@ -383,7 +393,22 @@ async fn apply_all<'a>(
     let mut announced: std::collections::BTreeSet<&str> = Default::default();
     for w in writes {
         match w {
-            RunWrite::Create(run) => created.push(run_args(run)),
+            RunWrite::Create { run, fork } => {
+                created.push(run_args(run));
+                if let Some(spec) = fork {
+                    checkpoints.insert(
+                        (&run.id, ""),
+                        vec![
+                            (&run.id).into(),
+                            "".into(),
+                            FORK_CHECKPOINT.into(),
+                            spec.into(),
+                            at.as_str().into(),
+                            None::<String>.into(),
+                        ],
+                    );
+                }
+            }
             // The last status of a run wins (one statement touches a row once).
             RunWrite::Status { run_id, status } => match status_at.get(run_id.as_str()) {
                 Some(&k) => statuses[k] = vec![run_id.into(), status.into()],
