@@ -298,6 +298,147 @@ async fn three_instances(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Polls `check` every 50 ms until it holds; panics naming `what` after
+/// `limit`.
+async fn until<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How many approvals `base` lists as pending.
+async fn pending(api: &Api, base: &str) -> Vec<String> {
+    let (_, v) = api.call(base, "GET", "/approvals", None).await;
+    v["pending"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p["token"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// SQLite's one instance resumes every interrupted run at its start, not
+/// only the first claim's page of them: 150 runs waiting for an approval
+/// when the server is killed (SIGKILL) are all resumed by the next start
+/// (held by it, in the instances view), and each, once approved, ends
+/// succeeded with its write reaching the endpoint once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_interrupted_run_resumes_on_sqlite() {
+    const N: usize = 150;
+    let dir = tempfile::tempdir().expect("tmp");
+    let counter = procs::Counter::start(Duration::ZERO);
+    let allow = format!("127.0.0.1:{}", counter.port);
+    let env = [
+        ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
+        ("GLASSBOX_MAX_RUNS_PER_WORKSPACE", "1000"),
+    ];
+    let first = Serve::start(dir.path(), &[], &env).expect("starts");
+    let client = reqwest::Client::new();
+    let api = Api {
+        token: first.sign_in(&client).await,
+        client,
+    };
+    let (s, v) = api
+        .call(
+            &first.url,
+            "POST",
+            "/workflows",
+            Some(reader_writer(counter.port, 1, true)),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let workflow = v["id"].clone();
+    let mut runs = Vec::new();
+    for _ in 0..N {
+        let (s, v) = api
+            .call(
+                &first.url,
+                "POST",
+                "/runs",
+                Some(json!({"workflow_id": workflow})),
+            )
+            .await;
+        assert_eq!(s, 202, "{v}");
+        runs.push(v["run_id"].as_str().expect("run id").to_string());
+    }
+    until(
+        Duration::from_secs(60),
+        "every run waits for its approval",
+        || async { pending(&api, &first.url).await.len() == N },
+    )
+    .await;
+    first.kill9();
+    let second = Serve::start(dir.path(), &[], &env).expect("restarts");
+    assert!(
+        second
+            .before
+            .iter()
+            .any(|l| l.contains(&format!("Resumed {N} interrupted run(s)."))),
+        "every interrupted run resumed: {:?}",
+        second.before
+    );
+    let (_, v) = api.call(&second.url, "GET", "/instances", None).await;
+    let current = v["instances"]
+        .as_array()
+        .and_then(|a| a.iter().find(|i| i["current"] == true))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(current["runs_held"], N, "{v}");
+    let tokens = pending(&api, &second.url).await;
+    assert_eq!(tokens.len(), N, "every run waits again");
+    for token in tokens {
+        let (s, v) = api
+            .call(
+                &second.url,
+                "POST",
+                &format!("/approvals/{token}/approve"),
+                None,
+            )
+            .await;
+        assert_eq!(s, 200, "{v}");
+    }
+    let mut open = runs.clone();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !open.is_empty() {
+        assert!(Instant::now() < deadline, "runs still open: {open:?}");
+        let mut still = Vec::new();
+        for run in open {
+            let (_, v) = api
+                .call(&second.url, "GET", &format!("/runs/{run}"), None)
+                .await;
+            match v["status"].as_str() {
+                Some("succeeded") => {}
+                Some("running" | "queued" | "waiting_for_approval") | None => still.push(run),
+                Some(other) => panic!("run {run} ended {other}: {v}"),
+            }
+        }
+        open = still;
+        if !open.is_empty() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let counts = counter.counts();
+    assert_eq!(
+        counts.get("/write/1"),
+        Some(&N),
+        "each write once: {counts:?}"
+    );
+    assert_eq!(
+        counts.get("/read/1"),
+        Some(&N),
+        "each read once: {counts:?}"
+    );
+    second.kill9();
+}
+
 /// `--instance-name` names the instance in `GET /instances` (SQLite: the
 /// one instance), a bad name stops the start, and the view takes a token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

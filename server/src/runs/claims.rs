@@ -290,7 +290,11 @@ impl Runs {
     /// ones this instance's name held, at start). Returns how many resumed.
     pub(super) async fn take_over(self: &Arc<Self>, own: bool) -> Result<usize, StoreError> {
         let mut resumed = 0;
-        for _ in 0..50 {
+        // Paged by `(created_at, id)`: a run claimed on an earlier page is
+        // still claimable (`own`, SQLite's `everything`), and claiming it
+        // again would take the place of the runs after it.
+        let mut after = (String::new(), String::new());
+        loop {
             let dead = match self.instance_lock.lock().await.as_mut() {
                 Some(lock) => {
                     let holders = self.store.run_holders(&self.instance.name).await?;
@@ -314,10 +318,14 @@ impl Runs {
                     // unfinished run is its own.
                     own && self.store.is_sqlite(),
                     own,
+                    (&after.0, &after.1),
                     CLAIM_BATCH,
                 )
                 .await?;
             let full = claimed.len() as i64 == CLAIM_BATCH;
+            if let Some(last) = claimed.last() {
+                after = (last.created_at.clone(), last.id.clone());
+            }
             for run in claimed {
                 let running_here = self
                     .live

@@ -165,7 +165,11 @@ impl Store {
     /// (a process that died between creating a run and claiming it), and,
     /// with `own`, those `name` itself held (a restart under the same name);
     /// with `everything`, every unfinished run (SQLite's one instance, at
-    /// its start).
+    /// its start). Only runs after `after` (a `(created_at, id)` cursor,
+    /// `("", "")` for the first page) in that order: a caller paging
+    /// through them passes the last run of the previous page, so a run it
+    /// claimed already (still claimable by `own` or `everything`) is not
+    /// claimed again in place of the next ones.
     /// On Postgres, `FOR UPDATE SKIP LOCKED`: a run another instance is
     /// claiming at the same moment is left to it. Returns the claimed runs.
     #[allow(clippy::too_many_arguments)]
@@ -178,6 +182,7 @@ impl Store {
         dead: &[String],
         everything: bool,
         own: bool,
+        after: (&str, &str),
         limit: i64,
     ) -> Result<Vec<RunRow>, StoreError> {
         let mut held = vec![
@@ -191,7 +196,7 @@ impl Store {
             held.push("1 = 1".into());
         }
         for i in 0..dead.len() {
-            held.push(format!("claimed_by = ${}", i + 6));
+            held.push(format!("claimed_by = ${}", i + 8));
         }
         let lock = if self.is_sqlite() {
             ""
@@ -199,7 +204,7 @@ impl Store {
             "FOR UPDATE SKIP LOCKED"
         };
         let sql = format!(
-            "UPDATE runs SET claimed_by = $1, lease_until = $2 WHERE id IN (SELECT id FROM runs WHERE {UNFINISHED} AND ({}) ORDER BY created_at, id LIMIT $5 {lock}) RETURNING *",
+            "UPDATE runs SET claimed_by = $1, lease_until = $2 WHERE id IN (SELECT id FROM runs WHERE {UNFINISHED} AND (created_at > $6 OR (created_at = $6 AND id > $7)) AND ({}) ORDER BY created_at, id LIMIT $5 {lock}) RETURNING *",
             held.join(" OR ")
         );
         let mut q = sqlx::query_as(&sql)
@@ -207,7 +212,9 @@ impl Store {
             .bind(until)
             .bind(now)
             .bind(orphan_before)
-            .bind(limit);
+            .bind(limit)
+            .bind(after.0)
+            .bind(after.1);
         for d in dead {
             q = q.bind(d);
         }

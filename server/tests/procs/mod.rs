@@ -25,6 +25,8 @@ pub struct Serve {
     child: Child,
     /// Every stdout line after the ready line.
     pub lines: mpsc::Receiver<String>,
+    /// The stdout lines before the sign-in line (`Resumed N ...`).
+    pub before: Vec<String>,
     /// Its log (stderr) so far.
     log: std::sync::Arc<std::sync::Mutex<String>>,
 }
@@ -81,6 +83,7 @@ impl Serve {
             }
         });
         let (mut url, mut signin) = (None, None);
+        let mut before = Vec::new();
         while url.is_none() || signin.is_none() {
             match rx.recv_timeout(Duration::from_secs(60)) {
                 Ok(line) => {
@@ -88,6 +91,8 @@ impl Serve {
                         url = Some(rest.trim().trim_end_matches('/').to_string());
                     } else if let Some(t) = line.split("/signin?token=").nth(1) {
                         signin = Some(t.trim().to_string());
+                    } else {
+                        before.push(line);
                     }
                 }
                 Err(_) => {
@@ -108,6 +113,7 @@ impl Serve {
             signin_token: signin.expect("signin"),
             child,
             lines: rx,
+            before,
             log,
         })
     }
