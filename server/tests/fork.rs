@@ -606,6 +606,55 @@ async fn fast_forks_leave_no_checkpoint_behind() {
     }
 }
 
+/// A fork resolves its pins but does not write them to its origin
+/// workflow's pin history: a later run of the workflow falls back on what
+/// the workflow's own runs resolved, never on an experiment's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_leaves_the_pin_history_of_its_workflow_alone() {
+    let (counter, api) = Api::start().await;
+    let mut pinned = workflow(vec![read("/read/1"), text("done")]);
+    pinned["nodes"][0]["config"]["pins"] = json!([{
+        "name": "report",
+        "selector": {"tool": "http_request"},
+        "on_missing": "stale_last_success"
+    }]);
+    let origin = api.recorded_run(pinned).await;
+    let (_, run) = api.call("GET", &format!("/runs/{origin}"), None).await;
+    let workflow_id = run["workflow_id"].as_str().expect("workflow id");
+    let pin = || async {
+        let value = api
+            .state
+            .db()
+            .pin_value(workflow_id, "agent", "report")
+            .await
+            .expect("pin")
+            .expect("the origin's pin is stored");
+        value["final_url"].as_str().expect("url").to_string()
+    };
+    assert!(pin().await.ends_with("/read/1"));
+
+    let fork = api
+        .fork(
+            &origin,
+            script_change(vec![read("/read/2"), text("done")], true),
+        )
+        .await;
+    let run = api.finished(&fork).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(count(&counter, "/read/2"), 1);
+    assert!(
+        run["agent_outputs"]["agent"]["tools_by_id"]
+            .to_string()
+            .contains("/read/2"),
+        "{run}"
+    );
+    let after = pin().await;
+    assert!(
+        after.ends_with("/read/1"),
+        "the fork stored its pin: {after}"
+    );
+}
+
 /// A fork waiting for the approval of a new write when its server stops
 /// is resumed by the next start: its changed graph was stored, and its
 /// origin's recording is read again, so after the approval the write runs

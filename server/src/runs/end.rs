@@ -12,7 +12,10 @@ pub(super) struct RunRecord<'a> {
     pub(super) workflow: &'a Workflow,
 }
 
-/// The end of a run to store, from what the engine returned.
+/// The end of a run to store, from what the engine returned. `pins`: the
+/// pins the run resolved, stored as its workflow's pin history; none for a
+/// fork (its pins resolve for itself, but it is an experiment on a past
+/// run, not a run of the workflow: later runs never fall back on it).
 pub(super) fn end_of(
     run_id: &str,
     workflow: &Workflow,
@@ -20,7 +23,7 @@ pub(super) fn end_of(
         node_runtime::graph::engine::WorkflowRun,
         node_runtime::graph::engine::EngineError,
     >,
-    pins: &MemoryPinHistory,
+    pins: Option<&MemoryPinHistory>,
 ) -> RunEnd {
     match result {
         Ok(mut run) => {
@@ -49,7 +52,7 @@ pub(super) fn end_of(
                 .collect();
             let mut pin_values = Vec::new();
             for node in &workflow.nodes {
-                if let NodeKind::Agent(c) = &node.kind {
+                if let (NodeKind::Agent(c), Some(pins)) = (&node.kind, pins) {
                     for pin in &c.pins {
                         if let Some(v) = pins.last_resolved(&workflow.id, &node.id, &pin.name) {
                             pin_values.push((
@@ -147,7 +150,7 @@ mod tests {
         error: Option<&str>,
         nodes: usize,
     ) {
-        let end = end_of("r", &workflow(), result, &MemoryPinHistory::default());
+        let end = end_of("r", &workflow(), result, Some(&MemoryPinHistory::default()));
         assert_eq!(
             (end.status.as_str(), end.error.as_deref(), end.nodes.len()),
             (status, error, nodes)

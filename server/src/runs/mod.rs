@@ -701,7 +701,9 @@ impl Runs {
         }
         drop(last);
         // The run span has closed by now: its row goes with the end.
-        let end = end_of(run_id, &workflow, result, &pins);
+        // A fork does not write its workflow's pin history (see `end_of`).
+        let pins = live.fork.is_none().then_some(pins.as_ref());
+        let end = end_of(run_id, &workflow, result, pins);
         let _ = end_tx.send(end);
         match writer.await {
             Ok(Ok(())) => {}
