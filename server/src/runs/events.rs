@@ -19,13 +19,40 @@ pub(super) fn invocation_id(run_id: &str, node_id: &str, call_id: &str) -> Strin
     format!("{run_id}/{node_id}/{call_id}")
 }
 
+/// A run's live broadcast of its stored events. [`LiveBroadcast::cut`]
+/// ends every subscription made so far (their channel closes, so their
+/// streams end and a client resumes from the table with `Last-Event-ID`);
+/// later subscribers follow a new channel.
+#[derive(Clone)]
+pub(super) struct LiveBroadcast(Arc<Mutex<broadcast::Sender<LiveEvent>>>);
+
+impl LiveBroadcast {
+    pub(super) fn new() -> Self {
+        Self(Arc::new(Mutex::new(broadcast::channel(1024).0)))
+    }
+
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<LiveEvent> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).subscribe()
+    }
+
+    fn send(&self, event: LiveEvent) {
+        let _ = self.0.lock().unwrap_or_else(|e| e.into_inner()).send(event);
+    }
+
+    /// Ends the current subscriptions: the old channel's one sender is
+    /// dropped here.
+    fn cut(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = broadcast::channel(1024).0;
+    }
+}
+
 /// Where one run's event task writes and broadcasts.
 pub(super) struct EventOut {
     pub(super) writer: GroupWriter,
     pub(super) ws: String,
     pub(super) run_id: String,
     /// The live broadcast.
-    pub(super) tx: broadcast::Sender<LiveEvent>,
+    pub(super) tx: LiveBroadcast,
     /// The last stored sequence number (0, or more on resume).
     pub(super) last_seq: i64,
     /// The run's closed spans, taken along with each write.
@@ -39,7 +66,11 @@ pub(super) struct EventOut {
 /// Batches are handed to the group writer as soon as they arrive, without
 /// waiting for the previous commit; each batch is broadcast once it is
 /// committed, in order, so a subscriber never sees an event the store does
-/// not have. The run's end goes right behind its last events.
+/// not have. A batch that could not be stored is not broadcast at all, and
+/// the subscriptions so far end (see [`LiveBroadcast::cut`]): their clients
+/// read the table again, which is what every other instance shows (and
+/// what a new holder of the run continues from, numbering on from the last
+/// stored event). The run's end goes right behind its last events.
 pub(super) async fn write_events(
     out: EventOut,
     mut rx: mpsc::UnboundedReceiver<WorkflowEvent>,
@@ -63,17 +94,25 @@ pub(super) async fn write_events(
     // The payloads the run's committed writes stored: later writes refer
     // to them without carrying them again.
     let mut stored: HashSet<String> = HashSet::new();
-    let broadcast =
-        |(committed, events, hashes): (Result<(), StoreError>, Vec<LiveEvent>, Vec<String>),
-         stored: &mut HashSet<String>| {
-            match committed {
-                Ok(()) => stored.extend(hashes),
-                Err(e) => tracing::error!(run_id, error = %e, "cannot store run events"),
+    let broadcast = |(committed, events, hashes): (
+        Result<(), StoreError>,
+        Vec<LiveEvent>,
+        Vec<String>,
+    ),
+                     stored: &mut HashSet<String>| {
+        match committed {
+            Ok(()) => {
+                stored.extend(hashes);
+                for event in events {
+                    tx.send(event);
+                }
             }
-            for event in events {
-                let _ = tx.send(event);
+            Err(e) => {
+                tracing::error!(run_id, error = %e, "cannot store run events; their live streams end");
+                tx.cut();
             }
-        };
+        }
+    };
     loop {
         tokio::select! {
             biased;
@@ -308,6 +347,69 @@ pub(super) fn index_event(
 mod tests {
     use super::*;
     use node_runtime::{ErrorCode, ToolError};
+
+    /// A batch whose commit failed is not broadcast, and the subscriptions
+    /// made before it end: a subscriber only ever sees events as stored.
+    /// (Its seq is taken already, as by another holder of the run.)
+    #[tokio::test]
+    async fn an_event_batch_not_stored_is_not_broadcast() {
+        use tokio::sync::broadcast::error::RecvError;
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = format!("sqlite://{}", dir.path().join("g.db").display());
+        let store = Store::open(&url).await.expect("open");
+        let workflow = Workflow::from_json(
+            r#"{"format_version":1,"id":"w","name":"w","revision":0,"nodes":[],"edges":[]}"#,
+        )
+        .expect("workflow");
+        store
+            .create_run(&new_run_row("r", "default", &workflow))
+            .await
+            .expect("run");
+        sqlx::query("INSERT INTO run_events (run_id, seq, event, created_at) VALUES ('r', 2, '{\"taken\":true}', $1)")
+            .bind(crate::storage::now())
+            .execute(store.writer())
+            .await
+            .expect("seq 2 taken");
+        let live = LiveBroadcast::new();
+        let mut first = live.subscribe();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (end_tx, end_rx) = oneshot::channel();
+        let out = EventOut {
+            writer: GroupWriter::start(store.clone()),
+            ws: "default".into(),
+            run_id: "r".into(),
+            tx: live.clone(),
+            last_seq: 0,
+            spans: Default::default(),
+            abandoned: Abandoned::default(),
+        };
+        let task = tokio::spawn(write_events(out, rx, end_rx));
+        let started = |n: &str| WorkflowEvent::NodeStarted { node_id: n.into() };
+        tx.send(started("a")).expect("send");
+        assert_eq!(first.recv().await.expect("event 1").0, 1);
+        // Numbered 2: its commit fails.
+        tx.send(started("b")).expect("send");
+        match first.recv().await {
+            Err(RecvError::Closed) => {}
+            other => panic!("the stream ends without the unstored event: {other:?}"),
+        }
+        let mut second = live.subscribe();
+        tx.send(started("c")).expect("send");
+        let (seq, text) = second.recv().await.expect("event 3");
+        drop((tx, end_tx));
+        task.await.expect("task").expect("events task");
+        let stored = store.events_after("default", "r", 0).await.expect("events");
+        let stored: Vec<(i64, &str)> = stored.iter().map(|e| (e.seq, e.event.as_str())).collect();
+        assert_eq!(
+            stored,
+            [
+                (1, r#"{"type":"NodeStarted","node_id":"a"}"#),
+                (2, r#"{"taken":true}"#),
+                (3, r#"{"type":"NodeStarted","node_id":"c"}"#),
+            ]
+        );
+        assert_eq!((seq, &*text), stored[2]);
+    }
 
     fn envelope(call_id: &str, error: Option<ToolError>) -> ToolEnvelope {
         let mut e = ToolEnvelope::failed(

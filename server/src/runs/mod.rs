@@ -76,7 +76,7 @@ struct LiveRun {
     /// A fork's origin recording (see `fork`).
     fork: Option<Arc<ForkRecording>>,
     cancel: CancellationToken,
-    events: broadcast::Sender<LiveEvent>,
+    events: LiveBroadcast,
     created: Created,
     /// The run's task, aborted when this instance lost its claim (see
     /// `claims`).
@@ -502,7 +502,7 @@ impl Runs {
             last_seq,
             created,
         } = from;
-        let (events, _) = broadcast::channel(1024);
+        let events = LiveBroadcast::new();
         let live = Arc::new(LiveRun {
             workspace_id: owner.workspace_id.clone(),
             fork,
