@@ -287,7 +287,19 @@ async fn a_fork_that_changes_the_second_call_replays_the_first() {
         .await;
     assert_eq!(
         (s, &e["error"]["details"]["path"]),
-        (422, &json!("changes.nodes.agent")),
+        (422, &json!("changes.nodes.agent.tools")),
+        "{e}"
+    );
+    let (s, e) = api
+        .call(
+            "POST",
+            &format!("/runs/{origin}/fork"),
+            Some(json!({"changes": {"nodes": {"agent": {"tools": [{"tool": 7}]}}}})),
+        )
+        .await;
+    assert_eq!(
+        (s, &e["error"]["details"]["path"]),
+        (422, &json!("changes.nodes.agent.tools[0].tool")),
         "{e}"
     );
     let (s, e) = api
@@ -311,6 +323,69 @@ async fn a_fork_that_changes_the_second_call_replays_the_first() {
     assert_eq!(s, 404, "{e}");
     let (s, e) = api
         .call("GET", &format!("/runs/{origin}/diff/no-such-run"), None)
+        .await;
+    assert_eq!(s, 404, "{e}");
+}
+
+/// Another workspace's run can be neither forked nor compared: 404, as if
+/// it did not exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_workspaces_run_is_not_found_to_fork_or_diff() {
+    let (_counter, api) = Api::start().await;
+    let origin = api
+        .recorded_run(workflow(vec![read("/read/1"), text("done")]))
+        .await;
+    let fork = api
+        .fork(
+            &origin,
+            script_change(vec![read("/read/1"), text("again")], false),
+        )
+        .await;
+    api.finished(&fork).await;
+    let as_bob = |method: &'static str, path: String, body: Option<Value>| {
+        let state = &api.state;
+        async move {
+            let (status, _, bytes) = common::request(
+                state,
+                method,
+                &format!("/api/v1{path}"),
+                common::BOB_TOKEN,
+                body,
+            )
+            .await;
+            (
+                status.as_u16(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            )
+        }
+    };
+    for (method, path, body) in [
+        ("POST", format!("/runs/{origin}/fork"), Some(json!({}))),
+        ("GET", format!("/runs/{origin}/diff/{fork}"), None),
+        ("GET", format!("/runs/{fork}/diff/{fork}"), None),
+    ] {
+        let (s, e) = as_bob(method, path.clone(), body).await;
+        assert_eq!(s, 404, "{method} {path}: {e}");
+    }
+    // Bob's own run beside the admin's: still not found.
+    let (s, created) = as_bob(
+        "POST",
+        "/workflows".into(),
+        Some(workflow(vec![text("bob's")])),
+    )
+    .await;
+    assert_eq!(s, 201, "{created}");
+    let id = serde_json::from_str::<Value>(&created).expect("json")["id"].clone();
+    let (s, started) = as_bob("POST", "/runs".into(), Some(json!({"workflow_id": id}))).await;
+    assert_eq!(s, 202, "{started}");
+    let bobs = serde_json::from_str::<Value>(&started).expect("json")["run_id"]
+        .as_str()
+        .expect("run id")
+        .to_string();
+    let (s, e) = as_bob("GET", format!("/runs/{bobs}/diff/{origin}"), None).await;
+    assert_eq!(s, 404, "{e}");
+    let (s, e) = api
+        .call("GET", &format!("/runs/{origin}/diff/{bobs}"), None)
         .await;
     assert_eq!(s, 404, "{e}");
 }

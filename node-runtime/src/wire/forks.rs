@@ -214,6 +214,11 @@ fn align(run: &[ToolEnvelope], other: &[ToolEnvelope]) -> Vec<CallDiff> {
             next_run = unmatched_run.next();
         }
     }
+    // paired[k]: the run's call k has a counterpart in the other run.
+    let mut paired = vec![false; run.len()];
+    for &i in pair.iter().flatten() {
+        paired[i] = true;
+    }
     let mut emitted = vec![false; run.len()];
     let mut diffs = Vec::new();
     let missing = |i: usize| CallDiff {
@@ -238,7 +243,7 @@ fn align(run: &[ToolEnvelope], other: &[ToolEnvelope]) -> Vec<CallDiff> {
             continue;
         };
         for (k, done) in emitted.iter_mut().enumerate().take(i) {
-            if !*done && !pair.contains(&Some(k)) {
+            if !*done && !paired[k] {
                 *done = true;
                 diffs.push(missing(k));
             }
@@ -261,7 +266,7 @@ fn align(run: &[ToolEnvelope], other: &[ToolEnvelope]) -> Vec<CallDiff> {
         });
     }
     for (k, done) in emitted.iter().enumerate() {
-        if !done && !pair.contains(&Some(k)) {
+        if !done && !paired[k] {
             diffs.push(missing(k));
         }
     }

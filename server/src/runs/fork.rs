@@ -18,7 +18,6 @@
 use super::*;
 
 use node_runtime::graph::engine::WorkflowRun;
-use node_runtime::graph::Node;
 use node_runtime::wire::ForkRequest;
 
 /// The kind of the checkpoint holding what a fork runs ([`ForkSpec`]),
@@ -67,6 +66,32 @@ fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
+/// Checks a changed node's kind and config; an error names the field
+/// inside the patch (`changes.nodes.<id>.tools`), the way the patch
+/// addresses the config. Read from text with the kind first, so the
+/// config is read in place and its path tracked.
+fn check_node_config(node: &Map<String, Value>, path: &str) -> Result<(), ForkError> {
+    let field = |key: &str| node.get(key).unwrap_or(&Value::Null).to_string();
+    let text = format!(
+        "{{\"kind\":{},\"config\":{}}}",
+        field("kind"),
+        field("config")
+    );
+    let mut reader = serde_json::Deserializer::from_str(&text);
+    serde_path_to_error::deserialize::<_, NodeKind>(&mut reader)
+        .map(|_| ())
+        .map_err(|e| {
+            let at = e.path().to_string();
+            ForkError::Invalid {
+                path: match at.strip_prefix("config") {
+                    Some(inside) => format!("{path}{inside}"),
+                    None => path.to_string(),
+                },
+                message: format!("the changed node is not valid: {}", e.inner()),
+            }
+        })
+}
+
 /// The origin's graph as it ran with the request's node changes applied.
 fn changed_workflow(record: &Value, request: &ForkRequest) -> Result<Workflow, ForkError> {
     let mut document = record.get("workflow").cloned().unwrap_or(Value::Null);
@@ -83,15 +108,13 @@ fn changed_workflow(record: &Value, request: &ForkRequest) -> Result<Workflow, F
                 path: path.clone(),
                 message: format!("the origin's workflow has no node `{id}`"),
             })?;
-        let config = node
-            .as_object_mut()
-            .map(|n| n.entry("config").or_insert(Value::Null))
-            .ok_or_else(|| ForkError::NoRecording(format!("node {id} of the record")))?;
-        merge_patch(config, patch);
-        serde_json::from_value::<Node>(node.clone()).map_err(|e| ForkError::Invalid {
-            path,
-            message: format!("the changed node is not valid: {e}"),
+        let fields = node.as_object_mut().ok_or_else(|| {
+            ForkError::NoRecording(format!(
+                "the origin's record holds node `{id}` in a shape that cannot be changed (not a JSON object)"
+            ))
         })?;
+        merge_patch(fields.entry("config").or_insert(Value::Null), patch);
+        check_node_config(fields, &path)?;
     }
     Workflow::from_value(&document).map_err(|e| ForkError::Invalid {
         path: "changes.nodes".into(),
