@@ -439,6 +439,83 @@ async fn every_interrupted_run_resumes_on_sqlite() {
     second.kill9();
 }
 
+/// `GET /instances` counts only the caller's workspace's runs: an admin of
+/// another workspace sees the instance (the deployment's) holding none of
+/// them. On SQLite (the runs it executes) and on Postgres (its claims).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_instances_view_counts_only_the_callers_runs() {
+    let dir = tempfile::tempdir().expect("tmp");
+    held_per_workspace(
+        dir.path(),
+        &glassbox_server::Config::default_database_url(dir.path()),
+    )
+    .await
+    .expect("sqlite");
+    let Some(db) = common::TempPgDatabase::create("glassbox_instances_view").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let outcome = guarded(held_per_workspace(dir.path(), &db.url)).await;
+    db.drop_now().await;
+    outcome.expect("postgres");
+}
+
+async fn held_per_workspace(dir: &std::path::Path, url: &str) -> Result<(), String> {
+    use glassbox_server::auth::{bootstrap, exchange, hash_token};
+    let db = glassbox_server::Store::open(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    let signin = bootstrap(&db).await.map_err(|e| e.to_string())?;
+    let (admin, _) = exchange(&db, &signin).await.map_err(|e| e.to_string())?;
+    db.ensure_workspace("other", "Other")
+        .await
+        .map_err(|e| e.to_string())?;
+    db.ensure_user("bob", "Bob")
+        .await
+        .map_err(|e| e.to_string())?;
+    db.add_membership("other", "bob", "admin")
+        .await
+        .map_err(|e| e.to_string())?;
+    db.insert_token(&hash_token(common::BOB_TOKEN), "bob", "session", None)
+        .await
+        .map_err(|e| e.to_string())?;
+    let config = glassbox_server::Config {
+        database_url: url.to_string(),
+        ..common::TwoWorkspaces::config(dir, 1 << 20)
+    };
+    let state = glassbox_server::AppState::new_instance(db.clone(), config, Some("solo".into()))
+        .map_err(|e| e.to_string())?;
+    state.runs().serve_as_instance(false).await;
+    common::start_run(&state, &admin, common::approval_workflow()).await;
+    let held = |token: &'static str| {
+        let state = state.clone();
+        async move {
+            let (s, _, body) =
+                common::request(&state, "GET", "/api/v1/instances", token, None).await;
+            assert_eq!(s, 200, "{}", String::from_utf8_lossy(&body));
+            let v: Value = serde_json::from_slice(&body).expect("json");
+            let solo = v["instances"]
+                .as_array()
+                .and_then(|a| a.iter().find(|i| i["name"] == "solo"))
+                .cloned();
+            solo.map(|i| i["runs_held"].as_i64().unwrap_or(-1))
+        }
+    };
+    let admin: &'static str = Box::leak(admin.into_boxed_str());
+    // Claimed beside its start (Postgres).
+    until(Duration::from_secs(10), "the run is held", || async {
+        held(admin).await == Some(1)
+    })
+    .await;
+    assert_eq!(
+        held(common::BOB_TOKEN).await,
+        Some(0),
+        "another workspace's admin sees the instance, none of this workspace's runs"
+    );
+    db.close().await;
+    Ok(())
+}
+
 /// `--instance-name` names the instance in `GET /instances` (SQLite: the
 /// one instance), a bad name stops the start, and the view takes a token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,7 +13,8 @@ pub struct InstanceView {
     pub last_heartbeat_at: String,
     /// Set when it stopped cleanly; a killed instance just stops beating.
     pub stopped_at: Option<String>,
-    /// Unfinished runs it holds (their lease renewed by its heartbeat).
+    /// Unfinished runs of the caller's workspace it holds (their lease
+    /// renewed by its heartbeat); other workspaces' runs are not counted.
     pub runs_held: i64,
     /// Whether it is the instance answering this request.
     pub current: bool,

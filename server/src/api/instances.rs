@@ -1,6 +1,8 @@
 //! `GET /api/v1/instances`: the server instances on this database (issue
-//! 32), each with its start, its last heartbeat and the unfinished runs it
-//! holds. Instance names carry host names: the admin role only.
+//! 32), each with its start, its last heartbeat and the unfinished runs of
+//! the caller's workspace it holds (the instances are the deployment's and
+//! shown to every workspace's admins; runs of other workspaces are not
+//! counted). Instance names carry host names: the admin role only.
 
 use axum::extract::State;
 use axum::Json;
@@ -15,7 +17,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list))
 }
 
-#[utoipa::path(get, path = "/instances", tag = "instances", responses((status = 200, body = InstanceList, description = "the server instances on this database"), (status = 403, description = "not an admin")))]
+#[utoipa::path(get, path = "/instances", tag = "instances", responses((status = 200, body = InstanceList, description = "the server instances on this database, each with the unfinished runs of the caller's workspace it holds"), (status = 403, description = "not an admin")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -31,14 +33,14 @@ async fn list(
     let sqlite = state.db().is_sqlite();
     let instances = state
         .db()
-        .instances()
+        .instances(&caller.workspace_id)
         .await?
         .into_iter()
         .map(|r| {
             let is_current = r.name == current;
             InstanceView {
                 runs_held: if sqlite && is_current {
-                    state.runs().running() as i64
+                    state.runs().running_in(&caller.workspace_id) as i64
                 } else {
                     r.runs_held
                 },

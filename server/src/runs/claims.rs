@@ -23,9 +23,14 @@ impl Runs {
         &self.instance.name
     }
 
-    /// How many runs execute in this process now.
-    pub fn running(&self) -> usize {
-        self.live.lock().unwrap_or_else(|e| e.into_inner()).len()
+    /// How many runs of `workspace_id` execute in this process now.
+    pub fn running_in(&self, workspace_id: &str) -> usize {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|l| l.workspace_id == workspace_id)
+            .count()
     }
 
     /// Remembers a run this process claimed, while it executes here.

@@ -65,13 +65,15 @@ impl Store {
         Ok(())
     }
 
-    /// Every instance with the number of unfinished runs it holds; rows
-    /// not heard of for `forget_after` and holding nothing are dropped.
-    pub async fn instances(&self) -> Result<Vec<InstanceRow>, StoreError> {
+    /// Every instance with the number of unfinished runs of `workspace_id`
+    /// it holds (the instances are the deployment's, their runs a
+    /// workspace's: no other workspace's runs are counted).
+    pub async fn instances(&self, workspace_id: &str) -> Result<Vec<InstanceRow>, StoreError> {
         Ok(sqlx::query_as(&format!(
-            "SELECT i.name, i.started_at, i.heartbeat_at, i.stopped_at, (SELECT COUNT(*) FROM runs r WHERE r.claimed_by = i.name AND r.{}) AS runs_held FROM instances i ORDER BY i.started_at, i.name",
+            "SELECT i.name, i.started_at, i.heartbeat_at, i.stopped_at, (SELECT COUNT(*) FROM runs r WHERE r.claimed_by = i.name AND r.workspace_id = $1 AND r.{}) AS runs_held FROM instances i ORDER BY i.started_at, i.name",
             UNFINISHED.replace(" AND ", " AND r.")
         ))
+        .bind(workspace_id)
         .fetch_all(self.pool())
         .await?)
     }
