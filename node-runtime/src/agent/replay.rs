@@ -134,17 +134,59 @@ pub fn conversation_before(exchanges: &[RecordedExchange]) -> Vec<Message> {
     messages
 }
 
+/// Recorded tool envelopes by call id: what a replay answers its tool
+/// calls from, and a fork each node's (`graph::engine::ForkRecording`).
+#[derive(Debug, Clone, Default)]
+pub struct RecordedCalls {
+    by_call_id: HashMap<String, ToolEnvelope>,
+}
+
+impl RecordedCalls {
+    /// Records `envelope` under its call id (a later one of the same id
+    /// replaces it).
+    pub fn insert(&mut self, envelope: ToolEnvelope) {
+        self.by_call_id.insert(envelope.call_id.clone(), envelope);
+    }
+
+    /// The envelope recorded for `call_id`.
+    pub fn get(&self, call_id: &str) -> Option<&ToolEnvelope> {
+        self.by_call_id.get(call_id)
+    }
+
+    pub fn contains(&self, call_id: &str) -> bool {
+        self.by_call_id.contains_key(call_id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_call_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_call_id.is_empty()
+    }
+}
+
+impl FromIterator<ToolEnvelope> for RecordedCalls {
+    fn from_iter<I: IntoIterator<Item = ToolEnvelope>>(envelopes: I) -> Self {
+        let mut calls = Self::default();
+        for envelope in envelopes {
+            calls.insert(envelope);
+        }
+        calls
+    }
+}
+
 /// Answers tool calls from the recorded envelopes by call_id.
-struct ReplayTools<'a> {
-    by_call_id: HashMap<&'a str, &'a ToolEnvelope>,
+struct ReplayTools {
+    calls: RecordedCalls,
     step: Mutex<usize>,
 }
 
-impl ToolRunner for ReplayTools<'_> {
+impl ToolRunner for ReplayTools {
     /// A call the recorded run (a fork) answered from its own recording
     /// asked no approval, so its replay asks none either.
     fn recorded(&self, call_id: &str) -> bool {
-        self.by_call_id.get(call_id).is_some_and(|e| e.replayed)
+        self.calls.get(call_id).is_some_and(|e| e.replayed)
     }
 
     fn run_batch<'a>(
@@ -166,9 +208,9 @@ impl ToolRunner for ReplayTools<'_> {
                         BatchItem::Execute(c) => c.call_id.as_str(),
                         BatchItem::Fail { call_id, .. } => call_id.as_str(),
                     };
-                    self.by_call_id
+                    self.calls
                         .get(call_id)
-                        .map(|e| (*e).clone())
+                        .cloned()
                         .ok_or_else(|| AgentError::ReplayDiverged {
                             step,
                             message: format!(
@@ -199,11 +241,7 @@ pub async fn replay(
         next: Mutex::new(0),
     };
     let tools = ReplayTools {
-        by_call_id: bundle
-            .envelopes
-            .iter()
-            .map(|e| (e.call_id.as_str(), e))
-            .collect(),
+        calls: bundle.envelopes.iter().cloned().collect(),
         step: Mutex::new(0),
     };
     let mut decisions = bundle.approvals.iter();

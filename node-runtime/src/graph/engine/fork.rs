@@ -12,14 +12,15 @@
 //! runs only once approved.
 //!
 //! Agent nodes get this through [`ForkTools`], a [`ToolRunner`] layered over
-//! the live one; Tool nodes ask [`ForkRecording::answer`] and
-//! [`ForkRecording::refuse_new`] before their own approval and executor.
+//! the live one; Tool nodes ask [`ForkRecording::decide`] (as `ForkTools`
+//! does) before their own approval and executor.
 
 use std::collections::{HashMap, HashSet};
 
 use futures::future::BoxFuture;
 use serde_json::json;
 
+use crate::agent::replay::RecordedCalls;
 use crate::agent::{AgentError, AgentRun, BatchItem, LiveTools, ToolRunner};
 use crate::envelope::ToolEnvelope;
 use crate::error::{ErrorCode, ToolError};
@@ -32,7 +33,7 @@ use crate::tool_spec::SideEffects;
 /// id, and whether new reads may run live.
 #[derive(Debug, Clone, Default)]
 pub struct ForkRecording {
-    calls: HashMap<String, HashMap<String, ToolEnvelope>>,
+    calls: HashMap<String, RecordedCalls>,
     /// New read calls run live (default: they fail, POLICY_DENIED).
     pub live_reads: bool,
 }
@@ -46,24 +47,25 @@ impl ForkRecording {
     /// run, so a fork under other rules decides it again. A real tool
     /// error and a write of unknown outcome are answers and are kept.
     pub fn from_run(origin: &WorkflowRun, live_reads: bool) -> Self {
-        let mut calls: HashMap<String, HashMap<String, ToolEnvelope>> = HashMap::new();
-        for (node_id, record) in &origin.nodes {
-            let node = calls.entry(node_id.clone()).or_default();
-            let envelopes = record
-                .bundle
-                .iter()
-                .flat_map(|b| b.envelopes.iter())
-                .chain(record.envelope.iter());
-            for envelope in envelopes.filter(|e| !refused(e)) {
-                node.insert(envelope.call_id.clone(), envelope.clone());
-            }
-        }
+        let calls = origin
+            .nodes
+            .iter()
+            .map(|(node_id, record)| {
+                let envelopes = record
+                    .bundle
+                    .iter()
+                    .flat_map(|b| b.envelopes.iter())
+                    .chain(record.envelope.iter());
+                let answers = envelopes.filter(|e| !refused(e)).cloned().collect();
+                (node_id.clone(), answers)
+            })
+            .collect();
         Self { calls, live_reads }
     }
 
     /// How many calls the recording holds.
     pub fn len(&self) -> usize {
-        self.calls.values().map(HashMap::len).sum()
+        self.calls.values().map(RecordedCalls::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -72,34 +74,57 @@ impl ForkRecording {
 
     /// Whether node `node_id`'s call `call_id` is recorded.
     pub fn has(&self, node_id: &str, call_id: &str) -> bool {
-        self.calls
-            .get(node_id)
-            .is_some_and(|c| c.contains_key(call_id))
+        self.calls.get(node_id).is_some_and(|c| c.contains(call_id))
     }
 
-    /// The recorded envelope of node `node_id`'s call `call_id`, marked
-    /// `replayed`.
-    pub fn answer(&self, node_id: &str, call_id: &str) -> Option<ToolEnvelope> {
-        let recorded = self.calls.get(node_id)?.get(call_id)?;
-        Some(ToolEnvelope {
-            replayed: true,
-            ..recorded.clone()
-        })
-    }
-
-    /// Why a call the origin never made may not run in this fork: a new
-    /// read while live reads are off. `None`: it runs (a write still needs
-    /// its approval).
-    pub fn refuse_new(&self, call: &ToolCall) -> Option<ToolError> {
+    /// What this fork does with node `node_id`'s `call`: answer it from the
+    /// recording (its envelope marked `replayed`), refuse it (a new read
+    /// while live reads are off), or let it run.
+    pub fn decide(&self, node_id: &str, call: &ToolCall) -> ForkAnswer {
+        if let Some(recorded) = self.calls.get(node_id).and_then(|c| c.get(&call.call_id)) {
+            return ForkAnswer::Recorded(ToolEnvelope {
+                replayed: true,
+                ..recorded.clone()
+            });
+        }
         let reads = call.tool.side_effects_for(&call.input) == SideEffects::Reads;
-        (reads && !self.live_reads).then(|| {
-            ToolError::policy_denied(format!(
+        if reads && !self.live_reads {
+            let error = ToolError::policy_denied(format!(
                 "call {} of {} is a new read this fork's origin did not record, and the fork does not allow live reads (`live_reads`)",
                 call.call_id,
                 call.tool.spec.key()
             ))
-            .with_details(json!({ "reason": "LIVE_READS_OFF", "call_id": call.call_id }))
-        })
+            .with_details(json!({ "reason": "LIVE_READS_OFF", "call_id": call.call_id }));
+            return ForkAnswer::Refused(error_envelope(
+                call.call_id.clone(),
+                call.tool.spec.name.clone(),
+                call.tool.spec.version.clone(),
+                call.input.clone(),
+                error,
+            ));
+        }
+        ForkAnswer::New
+    }
+}
+
+/// What a fork does with a call ([`ForkRecording::decide`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ForkAnswer {
+    /// The origin recorded it: its envelope, `replayed`; nothing runs.
+    Recorded(ToolEnvelope),
+    /// A new call this fork may not make: its POLICY_DENIED envelope.
+    Refused(ToolEnvelope),
+    /// A new call that runs (a write still needs its approval).
+    New,
+}
+
+impl ForkAnswer {
+    /// The envelope the fork answers with without running the call, if any.
+    pub fn envelope(self) -> Option<ToolEnvelope> {
+        match self {
+            Self::Recorded(envelope) | Self::Refused(envelope) => Some(envelope),
+            Self::New => None,
+        }
     }
 }
 
@@ -163,20 +188,18 @@ impl ToolRunner for ForkTools<'_> {
                 };
                 let side_effects = call.tool.side_effects_for(&call.input);
                 let cleared = check_tool_call(&policy, &call.tool.spec, side_effects, &usage);
-                if let Some(envelope) = self.fork.answer(self.node_id, &call.call_id) {
+                match (self.fork.decide(self.node_id, &call), cleared) {
                     // Nothing runs.
-                    slots.push(Some(match cleared {
-                        Ok(_) => envelope,
-                        Err(error) => failed(error),
-                    }));
-                } else if let Some(error) = self.fork.refuse_new(&call) {
-                    slots.push(Some(failed(error)));
-                } else if let Err(error) = cleared {
-                    slots.push(Some(failed(error)));
-                } else {
-                    live.push(BatchItem::Execute(call));
-                    positions.push(i);
-                    slots.push(None);
+                    (ForkAnswer::Recorded(envelope), Ok(_)) => slots.push(Some(envelope)),
+                    (ForkAnswer::Refused(envelope), _) => slots.push(Some(envelope)),
+                    (ForkAnswer::Recorded(_) | ForkAnswer::New, Err(error)) => {
+                        slots.push(Some(failed(error)))
+                    }
+                    (ForkAnswer::New, Ok(_)) => {
+                        live.push(BatchItem::Execute(call));
+                        positions.push(i);
+                        slots.push(None);
+                    }
                 }
             }
             if !live.is_empty() {

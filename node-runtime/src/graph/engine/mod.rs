@@ -46,7 +46,7 @@ mod schedule;
 pub use super::record::{NodeRecord, NodeStatus, RunOutcome, WorkflowEvent, WorkflowRun};
 pub use eval::render;
 pub use events::{VecWorkflowSink, WorkflowSink};
-pub use fork::ForkRecording;
+pub use fork::{ForkAnswer, ForkRecording};
 pub use host::{
     ApprovalGate, ApproveAll, Checkpoints, EngineServices, MemoryPinHistory, ModelFactory,
     PinHistory, PlainModels, ProviderModels, ResumeState,

@@ -22,7 +22,7 @@ use crate::agent::{
 use crate::agent_config::AgentConfig;
 use crate::call_id::CallIdAllocator;
 use crate::envelope::ToolEnvelope;
-use crate::executor::{error_envelope, CallScope, ToolCall};
+use crate::executor::{CallScope, ToolCall};
 use crate::graph::record::WorkflowEvent;
 use crate::graph::{AgentNodeConfig, Node, NodeKind, ToolNodeConfig, Workflow};
 use crate::policy::{Policy, Usage};
@@ -93,22 +93,12 @@ impl Runner<'_> {
         // A fork answers a recorded call from the recording and refuses a
         // new read it may not make, before any approval or execution.
         let forked = self.services.fork.as_ref().and_then(|fork| {
-            fork.answer(&node.id, &call_id).or_else(|| {
-                let call = ToolCall {
-                    call_id: call_id.clone(),
-                    tool: tool.clone(),
-                    input: input.clone(),
-                };
-                fork.refuse_new(&call).map(|error| {
-                    error_envelope(
-                        call_id.clone(),
-                        tool.spec.name.clone(),
-                        tool.spec.version.clone(),
-                        input.clone(),
-                        error,
-                    )
-                })
-            })
+            let call = ToolCall {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                input: input.clone(),
+            };
+            fork.decide(&node.id, &call).envelope()
         });
         if let Some(envelope) = forked {
             for event in [
