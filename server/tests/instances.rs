@@ -1102,3 +1102,105 @@ async fn orphan_cancel(url: &str) -> Result<(), String> {
     assert!(!counter.counts().contains_key("/write/3"), "no write");
     Ok(())
 }
+
+/// A clean stop (SIGTERM) hands the instance's runs over: it exits, its row
+/// says it stopped (no later beat clears that), and another instance
+/// claims its run well before the 30 s lease would pass, resumes it, and
+/// the run's approved write runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_stop_hands_its_runs_over_on_postgres() {
+    let Some(db) = common::TempPgDatabase::create("glassbox_clean_stop").await else {
+        return;
+    };
+    let outcome = guarded(clean_stop(&db.url)).await;
+    db.drop_now().await;
+    outcome.expect("clean stop scenario");
+}
+
+async fn clean_stop(url: &str) -> Result<(), String> {
+    let counter = procs::Counter::start(Duration::ZERO);
+    let allow = format!("127.0.0.1:{}", counter.port);
+    let env = [
+        ("GLASSBOX_DATABASE_URL", url),
+        ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
+        ("GLASSBOX_LEASE_S", "30"),
+    ];
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let a =
+        Serve::start(dir.path(), &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
+    let b =
+        Serve::start(dir.path(), &["--instance-name", "b"], &env).map_err(|r| format!("{r:?}"))?;
+    let client = reqwest::Client::new();
+    let api = Api {
+        token: a.sign_in(&client).await,
+        client,
+    };
+    let (s, v) = api
+        .call(
+            &a.url,
+            "POST",
+            "/workflows",
+            Some(reader_writer(counter.port, 4, true)),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = api
+        .call(
+            &a.url,
+            "POST",
+            "/runs",
+            Some(json!({"workflow_id": v["id"]})),
+        )
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let run = v["run_id"].as_str().expect("run id").to_string();
+    until(
+        Duration::from_secs(10),
+        "the run asks for approval",
+        || async { pending(&api, &b.url).await.len() == 1 },
+    )
+    .await;
+    let stopped = Instant::now();
+    assert!(a.term(Duration::from_secs(15)), "a stops cleanly");
+    let instance = |v: &Value, name: &str| {
+        v["instances"]
+            .as_array()
+            .and_then(|l| l.iter().find(|i| i["name"] == name))
+            .cloned()
+            .unwrap_or_default()
+    };
+    until(Duration::from_secs(20), "b holds a's run", || async {
+        let (_, v) = api.call(&b.url, "GET", "/instances", None).await;
+        instance(&v, "b")["runs_held"] == 1
+    })
+    .await;
+    let handover = stopped.elapsed();
+    assert!(
+        handover < Duration::from_secs(30),
+        "before the lease: {handover:?}"
+    );
+    let (_, v) = api.call(&b.url, "GET", "/instances", None).await;
+    assert!(
+        instance(&v, "a")["stopped_at"].is_string(),
+        "a's stop is kept: {v}"
+    );
+    assert_eq!(instance(&v, "a")["runs_held"], 0, "{v}");
+    let tokens = pending(&api, &b.url).await;
+    assert_eq!(tokens.len(), 1, "the run waits again on b");
+    let (s, v) = api
+        .call(
+            &b.url,
+            "POST",
+            &format!("/approvals/{}/approve", tokens[0]),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    until(Duration::from_secs(20), "the run succeeds on b", || async {
+        let (_, v) = api.call(&b.url, "GET", &format!("/runs/{run}"), None).await;
+        v["status"] == "succeeded"
+    })
+    .await;
+    assert_eq!(counter.counts().get("/write/4"), Some(&1), "one write");
+    Ok(())
+}

@@ -146,11 +146,13 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
             tracing::warn!("connections still open {} s after the stop signal; closing them", SHUTDOWN_GRACE.as_secs());
         }
     }
-    // MCP servers started for runs stop with the server.
-    mcp.shutdown().await;
-    if let Err(e) = db.instance_stopped(runs.instance_name()).await {
+    // The runs stop before what they use: the heartbeat, the runs, their
+    // queued writes, then their leases (see `Runs::stop`).
+    if let Err(e) = runs.stop().await {
         tracing::warn!(error = %e, "cannot record this instance's stop");
     }
+    // MCP servers started for runs stop with the server.
+    mcp.shutdown().await;
     db.close().await;
     println!("Glassbox stopped.");
     Ok(())

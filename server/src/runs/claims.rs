@@ -63,6 +63,14 @@ impl Runs {
     fn abandon(&self, lost: &[String]) {
         for id in lost {
             tracing::warn!(run_id = %id, "another instance claimed this run; it stops here");
+        }
+        self.stop_here(lost);
+    }
+
+    /// Stops executing `ids` here, writing nothing more of them (see
+    /// [`Runs::abandon`], [`Runs::stop`]).
+    fn stop_here(&self, ids: &[String]) {
+        for id in ids {
             self.forget_claim(id);
             let live = self
                 .live
@@ -80,6 +88,45 @@ impl Runs {
                 }
             }
         }
+    }
+
+    /// A clean stop of this process's runs (`glassbox serve` on Ctrl-C or
+    /// SIGTERM, once its connections are closed), in this order: the
+    /// heartbeat stops (a beat under way and a takeover are waited for),
+    /// since a later beat would renew the leases given up below and clear
+    /// the instance's stop; the runs executing here stop, writing nothing
+    /// more (whoever claims them next continues from their checkpoints,
+    /// as after a kill); the writes they queued are committed; and only
+    /// then is the instance marked stopped and its runs' leases given up,
+    /// so another instance claims them at once.
+    pub async fn stop(&self) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.stopped.store(true, SeqCst);
+        drop(self.beating.lock().await);
+        for _ in 0..500 {
+            if !self.taking_over.load(SeqCst) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let here: Vec<String> = self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        if !here.is_empty() {
+            tracing::info!(
+                runs = here.len(),
+                "stopping the runs executing here; they resume from their checkpoints"
+            );
+        }
+        self.stop_here(&here);
+        // Writes are applied in order: an empty one is committed after
+        // every write queued before it.
+        self.writer.write(RunWrite::Spans(Vec::new())).await?;
+        self.store.instance_stopped(&self.instance.name).await
     }
 
     /// Claims `run` here when no live instance holds it (its holder died
@@ -206,7 +253,10 @@ impl Runs {
                 let Some(runs) = weak.upgrade() else {
                     return;
                 };
-                if runs.store.pool().is_closed() {
+                let _beating = runs.beating.lock().await;
+                if runs.stopped.load(std::sync::atomic::Ordering::SeqCst)
+                    || runs.store.pool().is_closed()
+                {
                     return;
                 }
                 runs.beat(&started).await;
@@ -300,6 +350,9 @@ impl Runs {
         // again would take the place of the runs after it.
         let mut after = (String::new(), String::new());
         loop {
+            if self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
             let dead = match self.instance_lock.lock().await.as_mut() {
                 Some(lock) => {
                     let holders = self.store.run_holders(&self.instance.name).await?;
@@ -337,7 +390,7 @@ impl Runs {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .contains_key(&run.id);
-                if running_here {
+                if running_here || self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
                     continue;
                 }
                 let id = run.id.clone();

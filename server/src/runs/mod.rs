@@ -217,6 +217,10 @@ pub struct Runs {
     takeover: std::sync::atomic::AtomicBool,
     /// Whether a takeover is under way (see `claims`).
     taking_over: std::sync::atomic::AtomicBool,
+    /// Set by a clean stop (see `Runs::stop`): no beat, no takeover more.
+    stopped: std::sync::atomic::AtomicBool,
+    /// Held by a beat under way, so a stop waits for it.
+    beating: tokio::sync::Mutex<()>,
     /// When this process's runs began (its instance's start).
     started_at: String,
     /// The runs this process has claimed and executes (see `claims`).
@@ -329,6 +333,8 @@ impl Runs {
             serving: Default::default(),
             takeover: Default::default(),
             taking_over: Default::default(),
+            stopped: Default::default(),
+            beating: Default::default(),
             started_at: now(),
             announced: broadcast::channel(1024).0,
             claimed: Default::default(),

@@ -133,6 +133,22 @@ impl Serve {
         let _ = self.child.wait();
     }
 
+    /// SIGTERM (a clean stop); waits `limit` at most for the process to
+    /// exit, then kills it. Whether it exited by itself, with success.
+    pub fn term(mut self, limit: Duration) -> bool {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     /// SIGKILL, keeping the value (to be replaced by a new start).
     pub fn kill9_in_place(&mut self) {
         let _ = self.child.kill();
