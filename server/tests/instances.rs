@@ -1204,3 +1204,93 @@ async fn clean_stop(url: &str) -> Result<(), String> {
     assert_eq!(counter.counts().get("/write/4"), Some(&1), "one write");
     Ok(())
 }
+
+/// A run claimed under an instance's name that the instance does not
+/// execute (as when its resume failed) is not renewed by its heartbeat:
+/// its lease passes, another claim resumes it, and it ends once approved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_run_not_executing_is_not_renewed_on_postgres() {
+    let Some(db) = common::TempPgDatabase::create("glassbox_not_renewed").await else {
+        return;
+    };
+    let outcome = guarded(not_renewed(&db.url)).await;
+    db.drop_now().await;
+    outcome.expect("not renewed scenario");
+}
+
+async fn not_renewed(url: &str) -> Result<(), String> {
+    use sqlx::Connection;
+    let counter = procs::Counter::start(Duration::ZERO);
+    let allow = format!("127.0.0.1:{}", counter.port);
+    let env = [
+        ("GLASSBOX_DATABASE_URL", url),
+        ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
+        ("GLASSBOX_LEASE_S", "3"),
+    ];
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let a =
+        Serve::start(dir.path(), &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
+    let b =
+        Serve::start(dir.path(), &["--instance-name", "b"], &env).map_err(|r| format!("{r:?}"))?;
+    let client = reqwest::Client::new();
+    let api = Api {
+        token: a.sign_in(&client).await,
+        client,
+    };
+    let (s, v) = api
+        .call(
+            &b.url,
+            "POST",
+            "/workflows",
+            Some(reader_writer(counter.port, 5, true)),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = api
+        .call(
+            &b.url,
+            "POST",
+            "/runs",
+            Some(json!({"workflow_id": v["id"]})),
+        )
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let run = v["run_id"].as_str().expect("run id").to_string();
+    until(
+        Duration::from_secs(10),
+        "the run asks for approval",
+        || async { pending(&api, &a.url).await.len() == 1 },
+    )
+    .await;
+    // a's name claims b's run, which a does not execute (b gives it up at
+    // its next beat).
+    let mut conn = sqlx::PgConnection::connect(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    sqlx::query("UPDATE runs SET claimed_by = 'a' WHERE id = $1")
+        .bind(&run)
+        .execute(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    until(Duration::from_secs(10), "b gives the run up", || async {
+        b.log().contains("another instance claimed this run")
+    })
+    .await;
+    let token = pending(&api, &a.url).await.remove(0);
+    let (s, v) = api
+        .call(&a.url, "POST", &format!("/approvals/{token}/approve"), None)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    until(
+        Duration::from_secs(30),
+        "the run is resumed and succeeds",
+        || async {
+            let (_, v) = api.call(&a.url, "GET", &format!("/runs/{run}"), None).await;
+            v["status"] == "succeeded"
+        },
+    )
+    .await;
+    assert_eq!(counter.counts().get("/write/5"), Some(&1), "one write");
+    conn.close().await.map_err(|e| e.to_string())?;
+    Ok(())
+}

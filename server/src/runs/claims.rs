@@ -276,9 +276,11 @@ impl Runs {
             }
             return;
         }
-        // The runs known claimed before the renewal: one of them it does
-        // not renew was claimed away (a run claimed during the renewal is
-        // not among them, so it is not taken for lost).
+        // The runs executing here under a claim, the only ones renewed (a
+        // run claimed under this name that does not execute here is left
+        // to lapse): one of them it does not renew was claimed away (a run
+        // claimed during the renewal is not among them, so it is not taken
+        // for lost).
         let before: Vec<String> = self
             .claimed
             .lock()
@@ -288,12 +290,18 @@ impl Runs {
             .collect();
         // A renewal may meet a claim or a run's write on the same rows and
         // lose a deadlock; it is tried again at once.
-        let mut renewed = self.store.renew_leases(name, &self.lease_end()).await;
+        let mut renewed = self
+            .store
+            .renew_leases(name, &before, &self.lease_end())
+            .await;
         for _ in 0..2 {
             if renewed.is_ok() {
                 break;
             }
-            renewed = self.store.renew_leases(name, &self.lease_end()).await;
+            renewed = self
+                .store
+                .renew_leases(name, &before, &self.lease_end())
+                .await;
         }
         match renewed {
             Ok(held) => {
@@ -394,9 +402,22 @@ impl Runs {
                     continue;
                 }
                 let id = run.id.clone();
-                if self.resume_run(run).await? {
-                    self.note_claim(&id);
-                    resumed += 1;
+                match self.resume_run(run).await {
+                    Ok(true) => {
+                        self.note_claim(&id);
+                        resumed += 1;
+                    }
+                    // Ended failed, with the reason.
+                    Ok(false) => {}
+                    // Claimed but not executing here: its lease is given
+                    // up, so it is claimed again (here or elsewhere) rather
+                    // than held and renewed by nobody.
+                    Err(e) => {
+                        tracing::warn!(run_id = %id, error = %e, "cannot resume a claimed run; its lease is given up");
+                        if let Err(e) = self.store.release_lease(&id, &self.instance.name).await {
+                            tracing::warn!(run_id = %id, error = %e, "cannot give up a run's lease");
+                        }
+                    }
                 }
             }
             if !full {

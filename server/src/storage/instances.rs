@@ -31,6 +31,9 @@ fn lock_key(name: &str) -> i64 {
     i64::from_le_bytes(bytes)
 }
 
+/// How many runs one renewal statement names at most.
+const RENEW_CHUNK: usize = 1000;
+
 /// The unfinished runs of the `run` kind (what a claim may take).
 const UNFINISHED: &str =
     "kind IN ('run', 'fork') AND finished_at IS NULL AND status IN ('queued', 'running', 'waiting_for_approval')";
@@ -128,16 +131,43 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Renews the lease of every unfinished run `name` holds; returns the
-    /// ids it still holds (a run claimed away is no longer among them).
-    pub async fn renew_leases(&self, name: &str, until: &str) -> Result<Vec<String>, StoreError> {
-        Ok(sqlx::query_scalar(&format!(
-            "UPDATE runs SET lease_until = $2 WHERE claimed_by = $1 AND {UNFINISHED} RETURNING id"
-        ))
-        .bind(name)
-        .bind(until)
-        .fetch_all(self.writer())
-        .await?)
+    /// Renews the lease of the unfinished runs among `executing` that
+    /// `name` holds; returns the ids it still holds (a run claimed away is
+    /// no longer among them). Only the runs the process executes: a run
+    /// claimed under its name that it does not execute (its resume failed)
+    /// is not renewed, so its lease passes and another instance takes it.
+    pub async fn renew_leases(
+        &self,
+        name: &str,
+        executing: &[String],
+        until: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut held = Vec::new();
+        for ids in executing.chunks(RENEW_CHUNK) {
+            let list: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 3)).collect();
+            let sql = format!(
+                "UPDATE runs SET lease_until = $2 WHERE claimed_by = $1 AND id IN ({}) AND {UNFINISHED} RETURNING id",
+                list.join(", ")
+            );
+            let mut q = sqlx::query_scalar(&sql).bind(name).bind(until);
+            for id in ids {
+                q = q.bind(id);
+            }
+            held.extend(q.fetch_all(self.writer()).await?);
+        }
+        Ok(held)
+    }
+
+    /// Gives up `name`'s lease on one run (claimed, but it could not be
+    /// resumed here): another instance may claim it at once.
+    pub async fn release_lease(&self, run_id: &str, name: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE runs SET lease_until = $3 WHERE id = $1 AND claimed_by = $2")
+            .bind(run_id)
+            .bind(name)
+            .bind(now())
+            .execute(self.writer())
+            .await?;
+        Ok(())
     }
 
     /// Who holds a run, and whether it has ended.
