@@ -96,8 +96,10 @@ impl Serve {
                     }
                 }
                 Err(_) => {
-                    let status = child.wait().ok();
+                    // Killed first: a process that hangs (no ready line,
+                    // no exit) would keep `wait` waiting.
                     let _ = child.kill();
+                    let status = child.wait().ok();
                     let stderr = err_rx
                         .recv_timeout(Duration::from_secs(5))
                         .unwrap_or_default();
