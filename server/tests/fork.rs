@@ -772,7 +772,16 @@ fn interrupted_fork_resumes(dir: &std::path::Path, database_url: &str) {
     let second = runtime();
     second.block_on(async {
         let api = Api::open(dir, database_url, Some(token)).await;
-        let resumed = api.state.runs().recover().await.expect("recover");
+        // A restarted server claims at start and then at each heartbeat:
+        // the first claim may find the run's row still locked by the
+        // stopped server's session until Postgres has noticed it closed
+        // (FOR UPDATE SKIP LOCKED skips it), so claim again until then.
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        let mut resumed = api.state.runs().recover().await.expect("recover");
+        while resumed == 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            resumed = api.state.runs().recover().await.expect("recover");
+        }
         let (_, run) = api.call("GET", &format!("/runs/{fork}"), None).await;
         assert_eq!(resumed, 1, "the fork is resumed: {run}");
         let (_, approvals) = api.call("GET", "/approvals", None).await;
