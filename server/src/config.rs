@@ -115,7 +115,6 @@ impl Limits {
             "GLASSBOX_MAX_CONNECTIONS",
             "GLASSBOX_IDLE_TIMEOUT_S",
             "GLASSBOX_HEADER_TIMEOUT_S",
-            "GLASSBOX_LEASE_S",
         ] {
             if let Ok(v) = std::env::var(var) {
                 if !v.trim().parse::<usize>().is_ok_and(|n| n > 0) {
@@ -183,6 +182,10 @@ pub struct InstanceConfig {
 /// The longest instance name.
 pub const MAX_INSTANCE_NAME: usize = 100;
 
+/// The longest lease on a run (GLASSBOX_LEASE_S): a day. A dead instance's
+/// runs wait that long at most (when its advisory lock does not tell).
+pub const MAX_LEASE_S: u64 = 86_400;
+
 impl Default for InstanceConfig {
     fn default() -> Self {
         Self {
@@ -200,7 +203,33 @@ impl InstanceConfig {
                 .ok()
                 .filter(|n| !n.trim().is_empty())
                 .unwrap_or(d.name),
-            lease: std::time::Duration::from_secs(positive_env("GLASSBOX_LEASE_S", 15) as u64),
+            // Bounded even unchecked (`glassbox run`): lease times are
+            // computed from it.
+            lease: std::time::Duration::from_secs(
+                (positive_env("GLASSBOX_LEASE_S", 15) as u64).min(MAX_LEASE_S),
+            ),
+        }
+    }
+
+    /// GLASSBOX_LEASE_S, if set, is a whole number of seconds from 1 to
+    /// [`MAX_LEASE_S`] (checked at start-up, before anything is served).
+    pub fn check_lease_env() -> Result<(), ConfigError> {
+        match std::env::var("GLASSBOX_LEASE_S") {
+            Ok(v) => Self::check_lease(&v).map(|_| ()),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// A lease in seconds, as GLASSBOX_LEASE_S gives it.
+    pub fn check_lease(value: &str) -> Result<std::time::Duration, ConfigError> {
+        match value.trim().parse::<u64>() {
+            Ok(s) if (1..=MAX_LEASE_S).contains(&s) => Ok(std::time::Duration::from_secs(s)),
+            _ => Err(ConfigError::Invalid {
+                name: "GLASSBOX_LEASE_S",
+                message: format!(
+                    "`{value}` is not a whole number of seconds from 1 to {MAX_LEASE_S}"
+                ),
+            }),
         }
     }
 
@@ -365,5 +394,33 @@ impl Config {
             });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(value: &str, expected: Option<u64>) {
+        let got = InstanceConfig::check_lease(value);
+        match expected {
+            Some(s) => assert_eq!(got.ok(), Some(std::time::Duration::from_secs(s)), "{value}"),
+            None => {
+                let e = got.expect_err(value).to_string();
+                assert!(e.contains("GLASSBOX_LEASE_S"), "{value}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_lease_is_1_s_to_a_day() {
+        check("15", Some(15));
+        check(" 1 ", Some(1));
+        check("86400", Some(MAX_LEASE_S));
+        check("86401", None);
+        check("99999999999999", None);
+        check("0", None);
+        check("-3", None);
+        check("soon", None);
     }
 }

@@ -544,6 +544,24 @@ async fn held_per_workspace(dir: &std::path::Path, url: &str) -> Result<(), Stri
     Ok(())
 }
 
+/// A lease out of range (a huge GLASSBOX_LEASE_S would overflow the lease
+/// times) stops the start with exit code 2, naming the variable.
+#[test]
+fn a_lease_out_of_range_stops_the_start() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for bad in ["100000000000000", "0"] {
+        let refused = Serve::start(dir.path(), &[], &[("GLASSBOX_LEASE_S", bad)])
+            .err()
+            .expect("refused");
+        assert_eq!(refused.code, Some(2), "{bad}: {refused:?}");
+        assert!(
+            refused.stderr.contains("GLASSBOX_LEASE_S"),
+            "{}",
+            refused.stderr
+        );
+    }
+}
+
 /// `--instance-name` names the instance in `GET /instances` (SQLite: the
 /// one instance), a bad name stops the start, and the view takes a token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

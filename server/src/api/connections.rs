@@ -29,13 +29,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 fn admin(caller: &Caller) -> Result<(), ApiError> {
-    if caller.role == "admin" {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden(
-            "changing or testing connections takes the admin role in this workspace",
-        ))
-    }
+    super::admin_only(caller, "changing or testing connections")
 }
 
 /// A config a user sent, checked field by field.

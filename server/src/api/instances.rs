@@ -22,11 +22,7 @@ async fn list(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<InstanceList>, ApiError> {
-    if caller.role != "admin" {
-        return Err(ApiError::forbidden(
-            "the instances view takes the admin role in this workspace",
-        ));
-    }
+    super::admin_only(&caller, "the instances view")?;
     let current = state.runs().instance_name();
     // SQLite's one instance claims no run as it starts it: what it holds
     // is what it executes.

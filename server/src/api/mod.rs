@@ -35,6 +35,18 @@ use crate::{ApiError, AppState};
 /// The largest request body accepted on any route.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
+/// The admin role in the caller's workspace, or 403 saying that `what`
+/// takes it.
+pub(crate) fn admin_only(caller: &crate::auth::Caller, what: &str) -> Result<(), ApiError> {
+    if caller.role == "admin" {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(format!(
+            "{what} takes the admin role in this workspace"
+        )))
+    }
+}
+
 /// The API's routes and the OpenAPI document describing exactly them.
 pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
     let (router, mut spec) = OpenApiRouter::new()

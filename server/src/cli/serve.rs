@@ -41,6 +41,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
         .config(args.bind, args.port, Some(args.static_dir.clone()));
     config.validate().map_err(Failure::config)?;
     crate::config::Limits::check_env().map_err(Failure::config)?;
+    crate::config::InstanceConfig::check_lease_env().map_err(Failure::config)?;
     let instance_name = args
         .instance_name
         .clone()

@@ -76,13 +76,6 @@ impl Store {
             .collect())
     }
 
-    /// Runs that were queued, running or waiting when the server stopped.
-    pub async fn interrupted_runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        Ok(sqlx::query_as("SELECT * FROM runs WHERE kind IN ('run', 'fork') AND finished_at IS NULL AND status IN ('queued', 'running', 'waiting_for_approval') ORDER BY created_at, id")
-            .fetch_all(self.pool())
-            .await?)
-    }
-
     /// The last stored event number of a run (0 when none).
     pub async fn last_event_seq(&self, run_id: &str) -> Result<i64, StoreError> {
         Ok(
