@@ -469,6 +469,25 @@ pub async fn replay_run(id: &str) -> Result<ReplayOutcome, ApiError> {
     post_json(&format!("/runs/{id}/replay"), &serde_json::json!({})).await
 }
 
+/// `POST /api/v1/runs/{id}/fork`: the finished run `id` run again with
+/// `request`'s changes, its recorded tool calls answered from it.
+pub async fn fork_run(
+    id: &str,
+    request: &node_runtime::wire::ForkRequest,
+) -> Result<node_runtime::wire::ForkStarted, ApiError> {
+    post_json(
+        &format!("/runs/{id}/fork"),
+        &serde_json::to_value(request).unwrap_or_default(),
+    )
+    .await
+}
+
+/// `GET /api/v1/runs/{id}/diff/{other}`: the two runs' calls aligned per
+/// node, and their outputs compared.
+pub async fn run_diff(id: &str, other: &str) -> Result<node_runtime::wire::RunDiff, ApiError> {
+    get_json(&format!("/runs/{id}/diff/{other}")).await
+}
+
 /// `POST /api/v1/replays`: replays an uploaded bundle (its JSON text).
 pub async fn replay_bundle(text: &str) -> Result<ReplayOutcome, ApiError> {
     let bundle: serde_json::Value = serde_json::from_str(text)

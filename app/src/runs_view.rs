@@ -122,7 +122,7 @@ pub struct CallSummary {
 }
 
 impl CallSummary {
-    fn of(e: &ToolEnvelope) -> Self {
+    pub fn of(e: &ToolEnvelope) -> Self {
         let (error_code, preview) = match &e.error {
             Some(err) => (
                 serde_json::to_value(err.code)

@@ -297,6 +297,84 @@ async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_with_a_new_answer_reuses_the_recorded_call_and_shows_the_difference() {
+    let Some((server, browser, token)) = signed_in(&[]).await else {
+        return;
+    };
+    let workflow = one_call_workflow(
+        "forked",
+        "Forked",
+        "calculator@1.0.0",
+        json!({"expression": "6*7"}),
+        "42",
+    );
+    let wf = server.create_workflow(&token, &workflow);
+    let run_id = server.start_run(&token, &wf);
+    server.finished_run(&token, &run_id);
+    // Only the final answer changes: the script's turns with a new text.
+    let changes = json!({"nodes": {"agent": {"provider": {"script": {"turns": [
+        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+        {"text": "forty-two"}]}}}}});
+    let c = browser.client.clone();
+    let outcome = async {
+        browser
+            .open(&format!("{}/runs/{run_id}", server.url))
+            .await?;
+        click(&c, "[data-testid=fork-panel] summary").await?;
+        // Not JSON first: the page says so and forks nothing.
+        let area = find(&c, "[data-testid=fork-changes]").await?;
+        area.clear().await.map_err(|e| e.to_string())?;
+        area.send_keys("{nodes").await.map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=fork]").await?;
+        let refused = wait_for_text(&c, "[data-testid=fork-error]", Duration::from_secs(5)).await?;
+        area.clear().await.map_err(|e| e.to_string())?;
+        area.send_keys(&changes.to_string())
+            .await
+            .map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=fork]").await?;
+        // The fork's page: its kind, and its calls beside the origin's.
+        let summary = wait_for_text(
+            &c,
+            "[data-testid=fork-diff-summary], [data-testid=fork-diff-error]",
+            Duration::from_secs(30),
+        )
+        .await?;
+        let kind = text_or_empty(&c, "[data-testid=run-kind]").await?;
+        let same = count(&c, "[data-testid=fork-diff] tr[data-change=same]").await?;
+        let answer = text_or_empty(&c, "[data-testid=fork-response-changed]").await?;
+        let outputs = text_or_empty(&c, "[data-testid=run-outputs]").await?;
+        c.execute(
+            "document.querySelector('[data-testid=fork-diff]').scrollIntoView()",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        browser.screenshot("run-forked").await?;
+        Ok::<_, String>((refused, summary, kind, same, answer, outputs))
+    }
+    .await;
+    browser.close().await;
+    let (refused, summary, kind, same, answer, outputs) =
+        outcome.expect("a fork is made and compared from the run page");
+    assert!(refused.contains("not valid"), "{refused}");
+    assert!(
+        kind.starts_with("fork of") && kind.contains(&run_id),
+        "{kind}"
+    );
+    assert_eq!(same, 1, "the one call is the same: {summary}");
+    assert!(
+        summary.contains("1 same (1 answered from the recording)")
+            && summary.contains("outputs differ"),
+        "{summary}"
+    );
+    assert!(
+        answer.contains("42") && answer.contains("forty-two"),
+        "{answer}"
+    );
+    assert!(outputs.contains("forty-two"), "{outputs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_are_approved_from_the_tools_page_and_their_invocations_open_a_drawer() {
     let Some((server, browser, token)) = signed_in(&[]).await else {
         return;

@@ -1,18 +1,22 @@
 //! `/runs`: the workspace's runs with status, duration and trigger, filtered
 //! by status and workflow; `/runs/:id`: one run's status, node results,
-//! Agent outputs and links to its trace. Both refresh while a run is active.
+//! Agent outputs and links to its trace, replay, fork with changes, and a
+//! fork's calls side by side with its origin's. Both refresh while a run is
+//! active.
 
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
 use leptos_router::components::A;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_navigate, use_params_map};
 
 use crate::api;
 use crate::pages::run_graph::RunGraph;
 use crate::runs_view::{self, format_duration, node_results, short_time, STATUSES};
 use crate::widgets::{refresh_while, OlderPages};
-use node_runtime::wire::{RunDetail, RunItem, RunKind};
+use node_runtime::wire::{
+    CallChange, ForkChanges, ForkRequest, RunDetail, RunDiff, RunItem, RunKind,
+};
 
 /// A status as a badge whose class names the status.
 fn status_badge(status: String) -> impl IntoView {
@@ -96,6 +100,127 @@ fn timeline_comparison(
                 }).collect_view()}
             </tbody>
         </table>
+    }
+}
+
+/// "Fork with changes": the run again with a change to any node's config
+/// (a JSON merge patch per node id) or to its inputs; every tool call the
+/// run recorded is answered from it, a new read runs only when allowed, a
+/// new write waits for its approval. Opens the fork's page.
+#[component]
+fn ForkControls(run_id: String) -> impl IntoView {
+    let changes = RwSignal::new("{\n  \"nodes\": {},\n  \"inputs\": {}\n}".to_string());
+    let live_reads = RwSignal::new(false);
+    let problem = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    let navigate = use_navigate();
+    let fork = move |_| {
+        let parsed: Result<ForkChanges, String> = serde_json::from_str(&changes.get_untracked())
+            .map_err(|e| format!("The changes are not valid: {e}"));
+        let changes = match parsed {
+            Ok(c) => c,
+            Err(e) => {
+                problem.set(Some(e));
+                return;
+            }
+        };
+        let request = ForkRequest {
+            changes,
+            live_reads: live_reads.get_untracked(),
+        };
+        let (id, navigate) = (run_id.clone(), navigate.clone());
+        busy.set(true);
+        problem.set(None);
+        leptos::task::spawn_local(async move {
+            match api::fork_run(&id, &request).await {
+                Ok(started) => navigate(&format!("/runs/{}", started.run_id), Default::default()),
+                Err(e) => problem.set(Some(e.to_string())),
+            }
+            busy.set(false);
+        });
+    };
+    view! {
+        <details class="fork" data-testid="fork-panel">
+            <summary>"Fork with changes"</summary>
+            <p class="muted">"Runs this run again with your changes. Every tool call it recorded is answered from the recording (no side effect); the model runs live. Changes: per node id, a JSON merge patch of its config (prompt, provider and model, tools, policy, pins), and inputs to set."</p>
+            <label class="field">"Changes (JSON)"
+                <textarea data-testid="fork-changes" rows="8" prop:value=move || changes.get()
+                    on:input=move |ev| changes.set(event_target_value(&ev))></textarea>
+            </label>
+            <label class="check"><input type="checkbox" data-testid="fork-live-reads"
+                prop:checked=move || live_reads.get()
+                on:change=move |ev| live_reads.set(event_target_checked(&ev)) />
+                " Let new read calls run live (new writes always wait for approval)"</label>
+            <button type="button" data-testid="fork" prop:disabled=move || busy.get() on:click=fork>
+                {move || if busy.get() { "Forking…" } else { "Fork" }}
+            </button>
+            {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="fork-error">{p}</p> })}
+        </details>
+    }
+}
+
+/// How a call compares, in words, with a class for its colour.
+fn change_badge(change: CallChange) -> impl IntoView {
+    let (class, word) = match change {
+        CallChange::Same => ("badge status-succeeded", "same"),
+        CallChange::Changed => ("badge status-waiting_for_approval", "changed"),
+        CallChange::New => ("badge status-running", "new"),
+        CallChange::Missing => ("badge status-failed", "missing"),
+    };
+    view! { <span class=class data-testid="call-change">{word}</span> }
+}
+
+/// A fork's calls and outputs side by side with its origin's, per node.
+#[component]
+fn ForkDiff(origin: String, fork: String) -> impl IntoView {
+    let diff = LocalResource::new(move || {
+        let (origin, fork) = (origin.clone(), fork.clone());
+        async move { api::run_diff(&origin, &fork).await }
+    });
+    let shown = move |d: RunDiff| {
+        let s = &d.summary;
+        let summary = format!(
+            "{} same ({} answered from the recording), {} changed, {} new, {} missing.",
+            s.same, s.replayed, s.changed, s.new, s.missing
+        );
+        let outputs = if d.outputs_changed {
+            "The workflow's outputs differ."
+        } else {
+            "The workflow's outputs are the same."
+        };
+        view! {
+            <p data-testid="fork-diff-summary">{summary} " " {outputs}</p>
+            {d.nodes.into_iter().map(|(node, n)| view! {
+                <h3>"Calls of " {node.clone()}</h3>
+                {n.response_changed.then(|| view! {
+                    <p class="muted" data-testid="fork-response-changed">"The answer changed: "
+                        <q>{n.run_response.clone().unwrap_or_default()}</q> " → "
+                        <q>{n.other_response.clone().unwrap_or_default()}</q></p>
+                })}
+                <table class="timeline comparison" data-testid="fork-diff" data-node=node.clone()>
+                    <thead><tr><th>"#"</th><th>"Change"</th><th>"Origin"</th><th>"Fork"</th></tr></thead>
+                    <tbody>
+                        {n.calls.into_iter().enumerate().map(|(i, c)| view! {
+                            <tr class:same=c.change == CallChange::Same data-change=format!("{:?}", c.change).to_lowercase()>
+                                <td class="num">{i + 1}</td>
+                                <td>{change_badge(c.change)}</td>
+                                {call_cell(c.run.as_ref().map(runs_view::CallSummary::of))}
+                                {call_cell(c.other.as_ref().map(runs_view::CallSummary::of))}
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            }).collect_view()}
+        }
+    };
+    view! {
+        <h2>"Compared with its origin"</h2>
+        <Suspense fallback=|| view! { <p class="muted">"Comparing…"</p> }>
+            {move || diff.get().map(|r| match r {
+                Ok(d) => shown(d).into_any(),
+                Err(e) => view! { <p class="error" role="alert" data-testid="fork-diff-error">{e.to_string()}</p> }.into_any(),
+            })}
+        </Suspense>
     }
 }
 
@@ -341,7 +466,7 @@ pub fn RunPage() -> impl IntoView {
                                 <dt>"Workflow"</dt><dd data-testid="run-workflow"><A href=format!("/workflows/{}", d.workflow_id.clone().unwrap_or_default())>
                                     {workflow_name}</A>
                                     <span class="muted">" revision " {d.workflow_revision}</span></dd>
-                                <dt>"Kind"</dt><dd>{d.kind.as_str()}{d.replay_of.clone().map(|o| view! {
+                                <dt>"Kind"</dt><dd data-testid="run-kind">{d.kind.as_str()}{d.replay_of.clone().or_else(|| d.fork_of.clone()).map(|o| view! {
                                     " of " <A href=format!("/runs/{o}")><code>{o.clone()}</code></A>
                                 })}</dd>
                                 <dt>"Trigger"</dt><dd>{d.trigger.clone()}</dd>
@@ -358,6 +483,8 @@ pub fn RunPage() -> impl IntoView {
                                 })}
                                 {(!active && d.kind == RunKind::Run).then(|| view! { <ReplayControls run_id=d.id.clone() /> })}
                             </p>
+                            {(!active && d.kind != RunKind::Replay).then(|| view! { <ForkControls run_id=d.id.clone() /> })}
+                            {(!active).then(|| d.fork_of.clone()).flatten().map(|origin| view! { <ForkDiff origin=origin fork=d.id.clone() /> })}
                             {d.error.clone().map(|e| view! { <p class="error" role="alert" data-testid="run-error">{e}</p> })}
                             <h2>"Inputs"</h2>
                             <pre class="json">{inputs}</pre>
