@@ -452,6 +452,15 @@ async fn a_new_write_in_a_fork_waits_for_approval_and_a_denied_one_never_runs() 
         .await;
     api.wait_for(&fork, |r| r["status"] == "waiting_for_approval")
         .await;
+    // Not finished: no diff yet (its calls would read as missing).
+    let (s, e) = api
+        .call("GET", &format!("/runs/{origin}/diff/{fork}"), None)
+        .await;
+    assert_eq!(s, 409, "{e}");
+    assert_eq!(
+        e["error"]["details"]["status"], "waiting_for_approval",
+        "{e}"
+    );
     let (s, approvals) = api.call("GET", "/approvals", None).await;
     assert_eq!(s, 200, "{approvals}");
     let pending: Vec<&Value> = approvals["pending"]

@@ -3,7 +3,7 @@
 //! per node aligned by call id, and their outputs compared. [`diff_runs`]
 //! computes the diff from the two runs' details (pure, so the app can too).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -90,6 +90,9 @@ pub struct CallDiff {
     pub input_changed: bool,
     /// The two calls' output or error differ.
     pub output_changed: bool,
+    /// The two calls are of different versions of the tool.
+    #[serde(default)]
+    pub version_changed: bool,
 }
 
 /// One node's calls and answer in the two runs.
@@ -188,9 +191,10 @@ fn answers_differ(a: &ToolEnvelope, b: &ToolEnvelope) -> bool {
     a.output != b.output || a.error != b.error || a.truncated != b.truncated
 }
 
-/// Aligns one node's calls: by call id first; then the calls neither shares
-/// pair up in order when they are of the same tool (a call whose arguments
-/// changed); the rest are new or missing.
+/// Aligns one node's calls: by call id first; then, between two calls
+/// matched by id (in the gap they leave), each call neither run shares
+/// pairs with the first such call of the same tool in the run, in order (a
+/// call whose arguments or version changed); the rest are new or missing.
 fn align(run: &[ToolEnvelope], other: &[ToolEnvelope]) -> Vec<CallDiff> {
     let run_index: HashMap<&str, usize> = run
         .iter()
@@ -202,16 +206,32 @@ fn align(run: &[ToolEnvelope], other: &[ToolEnvelope]) -> Vec<CallDiff> {
         .iter()
         .map(|c| run_index.get(c.call_id.as_str()).copied())
         .collect();
-    let matched: HashSet<usize> = pair.iter().flatten().copied().collect();
-    let mut unmatched_run = (0..run.len()).filter(|i| !matched.contains(i));
-    let mut next_run = unmatched_run.next();
-    for (j, slot) in pair.iter_mut().enumerate() {
-        if slot.is_some() {
+    let mut taken = vec![false; run.len()];
+    for &i in pair.iter().flatten() {
+        taken[i] = true;
+    }
+    // ceiling[j]: the run index of the next call matched by id after the
+    // other's call j (the end of j's gap).
+    let mut ceiling = vec![run.len(); other.len()];
+    let mut next = run.len();
+    for j in (0..other.len()).rev() {
+        ceiling[j] = next;
+        if let Some(i) = pair[j] {
+            next = i;
+        }
+    }
+    let mut floor = 0;
+    for j in 0..other.len() {
+        if let Some(i) = pair[j] {
+            floor = i + 1;
             continue;
         }
-        if let Some(i) = next_run.filter(|&i| run[i].name == other[j].name) {
-            *slot = Some(i);
-            next_run = unmatched_run.next();
+        let found =
+            (floor..ceiling[j].max(floor)).find(|&i| !taken[i] && run[i].name == other[j].name);
+        if let Some(i) = found {
+            taken[i] = true;
+            pair[j] = Some(i);
+            floor = i + 1;
         }
     }
     // paired[k]: the run's call k has a counterpart in the other run.
@@ -228,6 +248,7 @@ fn align(run: &[ToolEnvelope], other: &[ToolEnvelope]) -> Vec<CallDiff> {
         other: None,
         input_changed: false,
         output_changed: false,
+        version_changed: false,
     };
     for (j, slot) in pair.iter().enumerate() {
         let b = &other[j];
@@ -239,6 +260,7 @@ fn align(run: &[ToolEnvelope], other: &[ToolEnvelope]) -> Vec<CallDiff> {
                 other: Some(b.clone()),
                 input_changed: false,
                 output_changed: false,
+                version_changed: false,
             });
             continue;
         };
@@ -263,6 +285,7 @@ fn align(run: &[ToolEnvelope], other: &[ToolEnvelope]) -> Vec<CallDiff> {
             other: Some(b.clone()),
             input_changed,
             output_changed,
+            version_changed: a.version != b.version,
         });
     }
     for (k, done) in emitted.iter().enumerate() {
@@ -406,12 +429,39 @@ mod tests {
                 vec![(Same, "a", "a"), (Missing, "c", "-"), (Same, "b", "b")],
             ),
             (vec![], vec![d.clone()], vec![(New, "-", "d")]),
+            // An unmatched call of another tool does not block a later
+            // pairing: the changed http call pairs past the gone calc.
+            (
+                vec![c.clone(), b.clone()],
+                vec![b2.clone()],
+                vec![(Missing, "c", "-"), (Changed, "b", "b2")],
+            ),
+            // The order of the gone and new calls does not matter either.
+            (
+                vec![b.clone(), c.clone()],
+                vec![d.clone(), b2.clone()],
+                vec![(New, "-", "d"), (Changed, "b", "b2"), (Missing, "c", "-")],
+            ),
+            // Calls pair only within the gap between shared calls.
+            (
+                vec![b.clone(), a.clone()],
+                vec![a.clone(), b2.clone()],
+                vec![(Missing, "b", "-"), (Same, "a", "a"), (New, "-", "b2")],
+            ),
         ];
         for (run, other, want) in table {
             assert_eq!(changes(&align(&run, &other)), want, "{run:?} vs {other:?}");
         }
         let changed = align(&[a.clone(), b.clone()], &[a.clone(), b2.clone()]);
         assert!(changed[1].input_changed && !changed[1].output_changed);
+        assert!(!changed[1].version_changed);
+        // Only the version changed: said so, not left unexplained.
+        let mut b_next = b.clone();
+        b_next.call_id = "b-next".into();
+        b_next.version = "2.0.0".into();
+        let changed = align(std::slice::from_ref(&b), &[b_next]);
+        assert_eq!(changed[0].change, CallChange::Changed);
+        assert!(changed[0].version_changed && !changed[0].input_changed);
     }
 
     fn detail(id: &str, calls: &[ToolEnvelope], response: &str) -> RunDetail {

@@ -69,7 +69,7 @@ async fn fork(
     ))
 }
 
-#[utoipa::path(get, path = "/runs/{id}/diff/{other}", tag = "runs", params(("id" = String, Path, description = "run id"), ("other" = String, Path, description = "the run to compare it with, e.g. its fork")), responses((status = 200, body = RunDiff, description = "per Agent and Tool node, the two runs' calls aligned by call id (same, changed, new, missing) and their answers and outputs compared")))]
+#[utoipa::path(get, path = "/runs/{id}/diff/{other}", tag = "runs", params(("id" = String, Path, description = "run id"), ("other" = String, Path, description = "the run to compare it with, e.g. its fork")), responses((status = 200, body = RunDiff, description = "per Agent and Tool node, the two runs' calls aligned by call id (same, changed, new, missing) and their answers and outputs compared"), (status = 409, description = "one of the runs has not finished")))]
 async fn diff(
     State(state): State<AppState>,
     caller: Caller,
@@ -79,7 +79,19 @@ async fn diff(
     for run_id in [&id, &other] {
         let run = state.db().get_run(&caller.workspace_id, run_id).await?;
         let record = state.db().run_record(&run).await?.unwrap_or(Value::Null);
-        details.push(views::run_detail(&run, &record)?);
+        let detail = views::run_detail(&run, &record)?;
+        // An unfinished run's calls are not all recorded yet: compared now,
+        // they would read as missing.
+        if detail.is_active() {
+            return Err(ApiError::Conflict {
+                message: format!(
+                    "run {run_id} has not finished ({}): compare it when it has",
+                    detail.status
+                ),
+                details: json!({"run_id": run_id, "status": detail.status}),
+            });
+        }
+        details.push(detail);
     }
     Ok(Json(diff_runs(&details[0], &details[1])))
 }
