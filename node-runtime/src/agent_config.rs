@@ -147,3 +147,14 @@ pub struct AgentConfig {
     #[serde(default)]
     pub traces_url: Option<String>,
 }
+
+impl AgentConfig {
+    /// The policy every tool call of the run is checked against: the node's,
+    /// with its enabled tools as the allow-list.
+    pub fn call_policy(&self) -> Policy {
+        Policy {
+            enabled_tools: self.tools.clone(),
+            ..self.policy.clone()
+        }
+    }
+}

@@ -42,6 +42,22 @@ fn one_call_workflow(id: &str, name: &str, tool: &str, arguments: Value, answer:
     })
 }
 
+/// A finished run of a new workflow `id` that asks the calculator for 6*7
+/// and answers "42": its id.
+fn finished_calculator_run(server: &Server, token: &str, id: &str, name: &str) -> String {
+    let workflow = one_call_workflow(
+        id,
+        name,
+        "calculator@1.0.0",
+        json!({"expression": "6*7"}),
+        "42",
+    );
+    let wf = server.create_workflow(token, &workflow);
+    let run_id = server.start_run(token, &wf);
+    server.finished_run(token, &run_id);
+    run_id
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_runs_page_lists_filters_and_opens_a_run() {
     // The one-time sign-in link is the browser's; its session token drives
@@ -222,16 +238,7 @@ async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
     let Some((server, browser, token)) = signed_in(&[]).await else {
         return;
     };
-    let workflow = one_call_workflow(
-        "replayed",
-        "Replayed",
-        "calculator@1.0.0",
-        json!({"expression": "6*7"}),
-        "42",
-    );
-    let wf = server.create_workflow(&token, &workflow);
-    let run_id = server.start_run(&token, &wf);
-    server.finished_run(&token, &run_id);
+    let run_id = finished_calculator_run(&server, &token, "replayed", "Replayed");
     // The bundle, edited so a tool result differs from the recording.
     let (_, body) = glassbox_tests::harness::http(
         &server.url,
@@ -301,16 +308,7 @@ async fn a_fork_with_a_new_answer_reuses_the_recorded_call_and_shows_the_differe
     let Some((server, browser, token)) = signed_in(&[]).await else {
         return;
     };
-    let workflow = one_call_workflow(
-        "forked",
-        "Forked",
-        "calculator@1.0.0",
-        json!({"expression": "6*7"}),
-        "42",
-    );
-    let wf = server.create_workflow(&token, &workflow);
-    let run_id = server.start_run(&token, &wf);
-    server.finished_run(&token, &run_id);
+    let run_id = finished_calculator_run(&server, &token, "forked", "Forked");
     // Only the final answer changes: the script's turns with a new text.
     let changes = json!({"nodes": {"agent": {"provider": {"script": {"turns": [
         {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},

@@ -385,8 +385,7 @@ impl AgentRuntime {
         sink: &dyn EventSink,
     ) {
         let names = tool_name_map(run);
-        let mut policy = run.config.policy.clone();
-        policy.enabled_tools = run.config.tools.clone();
+        let policy = run.config.call_policy();
         for (i, call) in calls.iter().enumerate() {
             let tool_ref = names.get(&call.name).cloned();
             let (name, version) = tool_ref

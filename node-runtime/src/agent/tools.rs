@@ -108,8 +108,7 @@ impl ToolRunner for LiveTools {
         approved: HashSet<String>,
     ) -> BoxFuture<'a, Result<Vec<ToolEnvelope>, AgentError>> {
         Box::pin(async move {
-            let mut policy = run.config.policy.clone();
-            policy.enabled_tools = run.config.tools.clone();
+            let policy = run.config.call_policy();
             let scope = Arc::new(CallScope {
                 owner: self.owner.clone(),
                 policy,

@@ -157,8 +157,7 @@ impl ToolRunner for ForkTools<'_> {
         approved: HashSet<String>,
     ) -> BoxFuture<'a, Result<Vec<ToolEnvelope>, AgentError>> {
         Box::pin(async move {
-            let mut policy = run.config.policy.clone();
-            policy.enabled_tools = run.config.tools.clone();
+            let policy = run.config.call_policy();
             let mut slots: Vec<Option<ToolEnvelope>> = Vec::with_capacity(items.len());
             let mut live = Vec::new();
             let mut positions = Vec::new();
