@@ -79,19 +79,19 @@ async fn diff(
     for run_id in [&id, &other] {
         let run = state.db().get_run(&caller.workspace_id, run_id).await?;
         let record = state.db().run_record(&run).await?.unwrap_or(Value::Null);
-        let detail = views::run_detail(&run, &record)?;
-        // An unfinished run's calls are not all recorded yet: compared now,
-        // they would read as missing.
-        if detail.is_active() {
-            return Err(ApiError::Conflict {
-                message: format!(
-                    "run {run_id} has not finished ({}): compare it when it has",
-                    detail.status
-                ),
-                details: json!({"run_id": run_id, "status": detail.status}),
-            });
-        }
-        details.push(detail);
+        details.push(views::run_detail(&run, &record)?);
+    }
+    // Both found first (a run of another workspace is 404 whatever the
+    // other's state). An unfinished run's calls are not all recorded yet:
+    // compared now, they would read as missing.
+    if let Some(active) = details.iter().find(|d| d.is_active()) {
+        return Err(ApiError::Conflict {
+            message: format!(
+                "run {} has not finished ({}): compare it when it has",
+                active.id, active.status
+            ),
+            details: json!({"run_id": active.id, "status": active.status}),
+        });
     }
     Ok(Json(diff_runs(&details[0], &details[1])))
 }
