@@ -46,6 +46,8 @@ pub mod model;
 #[cfg(feature = "runtime")]
 pub mod secrets;
 #[cfg(feature = "runtime")]
+pub mod suites;
+#[cfg(feature = "runtime")]
 pub mod tool;
 
 pub use envelope::{AgentOutputs, Attachment, AttachmentKind, ToolEnvelope};

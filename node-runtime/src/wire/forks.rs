@@ -145,15 +145,15 @@ pub struct RunDiff {
 }
 
 /// A node's calls in tool order and its answer.
-struct NodeCalls {
-    kind: &'static str,
-    calls: Vec<ToolEnvelope>,
-    response: Option<String>,
+pub(crate) struct NodeCalls {
+    pub(crate) kind: &'static str,
+    pub(crate) calls: Vec<ToolEnvelope>,
+    pub(crate) response: Option<String>,
 }
 
 /// Every Agent node's (from `agent_outputs`) and Tool node's (its envelope)
 /// calls of a run.
-fn node_calls(run: &RunDetail) -> BTreeMap<String, NodeCalls> {
+pub(crate) fn node_calls(run: &RunDetail) -> BTreeMap<String, NodeCalls> {
     let mut nodes = BTreeMap::new();
     for (id, outputs) in &run.agent_outputs {
         if let Ok(outputs) = serde_json::from_value::<AgentOutputs>(outputs.clone()) {

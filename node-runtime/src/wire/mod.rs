@@ -18,6 +18,7 @@ mod providers;
 mod runs;
 mod secrets;
 mod status;
+mod suites;
 mod tokens;
 mod tools;
 mod traces;
@@ -29,6 +30,8 @@ pub use connections::{
     ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, McpServerStatus,
     McpToolClass, McpToolClassSet, NewConnection,
 };
+#[cfg(feature = "runtime")]
+pub(crate) use forks::node_calls;
 pub use forks::{
     diff_runs, CallChange, CallDiff, DiffSummary, ForkChanges, ForkRequest, ForkStarted, NodeDiff,
     RunDiff,
@@ -42,7 +45,12 @@ pub use runs::{
 };
 pub use secrets::{SecretList, SecretName};
 pub use status::{
-    ApprovalStatus, InvocationApproval, InvocationStatus, RunKind, RunStatus, UnknownStatus,
+    ApprovalStatus, InvocationApproval, InvocationStatus, RunKind, RunStatus, SuiteRunStatus,
+    UnknownStatus,
+};
+pub use suites::{
+    Assertion, AssertionResult, CaseResult, NewSuite, SuiteCase, SuiteList, SuiteModel,
+    SuiteOptions, SuiteRunList, SuiteRunRequest, SuiteRunView, SuiteView,
 };
 pub use tokens::{ApiToken, ApiTokenCreated, ApiTokenList};
 pub use tools::{McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView};

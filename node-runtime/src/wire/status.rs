@@ -76,6 +76,20 @@ impl RunStatus {
 }
 
 status_enum!(
+    /// Where a suite run stands (the `suite_runs.status` column).
+    SuiteRunStatus, "suite run status", {
+        Running => "running",
+        /// Every case passed.
+        Passed => "passed",
+        /// At least one case failed.
+        Failed => "failed",
+        /// The suite run could not finish (its server stopped, a store
+        /// error): its `error` says why.
+        Error => "error",
+    }
+);
+
+status_enum!(
     /// What a run record is: a live run, a hermetic replay of one, or a
     /// fork of one (run again with changes, its recorded calls answered
     /// from the recording).

@@ -9,7 +9,8 @@
 //! (`side_effects: none`) runs; a new read runs only when the fork allows
 //! live reads (otherwise it fails with POLICY_DENIED, reason
 //! `LIVE_READS_OFF`); a new write goes through the normal approval gate and
-//! runs only once approved.
+//! runs only once approved, unless the fork refuses writes (a suite's:
+//! `SUITE_NO_WRITES`).
 //!
 //! Agent nodes get this through [`ForkTools`], a [`ToolRunner`] layered over
 //! the live one; Tool nodes ask [`ForkRecording::decide`] (as `ForkTools`
@@ -36,6 +37,9 @@ pub struct ForkRecording {
     calls: HashMap<String, RecordedCalls>,
     /// New read calls run live (default: they fail, POLICY_DENIED).
     pub live_reads: bool,
+    /// New write calls are refused instead of waiting for an approval (a
+    /// suite's forks: a suite never sends a write, `SUITE_NO_WRITES`).
+    pub refuse_writes: bool,
 }
 
 impl ForkRecording {
@@ -60,7 +64,19 @@ impl ForkRecording {
                 (node_id.clone(), answers)
             })
             .collect();
-        Self { calls, live_reads }
+        Self {
+            calls,
+            live_reads,
+            refuse_writes: false,
+        }
+    }
+
+    /// The same recording with new writes refused (a suite's fork).
+    pub fn refusing_writes(self) -> Self {
+        Self {
+            refuse_writes: true,
+            ..self
+        }
     }
 
     /// How many calls the recording holds.
@@ -87,14 +103,24 @@ impl ForkRecording {
                 ..recorded.clone()
             });
         }
-        let reads = call.tool.side_effects_for(&call.input) == SideEffects::Reads;
-        if reads && !self.live_reads {
+        let refusal = match call.tool.side_effects_for(&call.input) {
+            SideEffects::Reads if !self.live_reads => Some((
+                "LIVE_READS_OFF",
+                "is a new read this fork's origin did not record, and the fork does not allow live reads (`live_reads`)",
+            )),
+            SideEffects::Writes if self.refuse_writes => Some((
+                "SUITE_NO_WRITES",
+                "is a new write this fork's origin did not record, and a suite never sends a write",
+            )),
+            _ => None,
+        };
+        if let Some((reason, why)) = refusal {
             let error = ToolError::policy_denied(format!(
-                "call {} of {} is a new read this fork's origin did not record, and the fork does not allow live reads (`live_reads`)",
+                "call {} of {} {why}",
                 call.call_id,
                 call.tool.spec.key()
             ))
-            .with_details(json!({ "reason": "LIVE_READS_OFF", "call_id": call.call_id }));
+            .with_details(json!({ "reason": reason, "call_id": call.call_id }));
             return ForkAnswer::Refused(error_envelope(
                 call.call_id.clone(),
                 call.tool.spec.name.clone(),
