@@ -488,6 +488,79 @@ pub async fn run_diff(id: &str, other: &str) -> Result<node_runtime::wire::RunDi
     get_json(&format!("/runs/{id}/diff/{other}")).await
 }
 
+/// `DELETE` of `path`: nothing on success (204), the error body otherwise.
+async fn delete(path: &str) -> Result<(), ApiError> {
+    let response = request(gloo_net::http::Method::DELETE, path)
+        .send()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    expect_empty(response).await
+}
+
+/// `POST /api/v1/suites`: a new regression suite.
+pub async fn create_suite(
+    suite: &node_runtime::wire::NewSuite,
+) -> Result<node_runtime::wire::SuiteView, ApiError> {
+    post_json("/suites", &serde_json::to_value(suite).unwrap_or_default()).await
+}
+
+/// `GET /api/v1/suites`: the workspace's suites, each with its last run.
+pub async fn list_suites() -> Result<Vec<node_runtime::wire::SuiteView>, ApiError> {
+    get_json::<node_runtime::wire::SuiteList>("/suites")
+        .await
+        .map(|l| l.suites)
+}
+
+/// `GET /api/v1/suites/{id}`.
+pub async fn get_suite(id: &str) -> Result<node_runtime::wire::SuiteView, ApiError> {
+    get_json(&format!("/suites/{id}")).await
+}
+
+/// `PUT /api/v1/suites/{id}`: the whole suite replaced (name, cases,
+/// options).
+pub async fn save_suite(
+    id: &str,
+    suite: &node_runtime::wire::NewSuite,
+) -> Result<node_runtime::wire::SuiteView, ApiError> {
+    send_json(
+        gloo_net::http::Method::PUT,
+        &format!("/suites/{id}"),
+        &serde_json::to_value(suite).unwrap_or_default(),
+    )
+    .await
+}
+
+/// `DELETE /api/v1/suites/{id}`.
+pub async fn delete_suite(id: &str) -> Result<(), ApiError> {
+    delete(&format!("/suites/{id}")).await
+}
+
+/// `POST /api/v1/suites/{id}/runs`: starts a suite run against `revision`
+/// (the workflow's current one when `None`); it answers while running.
+pub async fn run_suite(
+    id: &str,
+    revision: Option<u64>,
+) -> Result<node_runtime::wire::SuiteRunView, ApiError> {
+    post_json(
+        &format!("/suites/{id}/runs"),
+        &serde_json::to_value(node_runtime::wire::SuiteRunRequest { revision }).unwrap_or_default(),
+    )
+    .await
+}
+
+/// `GET /api/v1/suites/{id}/runs`: the suite's runs, newest first, without
+/// their cases.
+pub async fn list_suite_runs(id: &str) -> Result<Vec<node_runtime::wire::SuiteRunView>, ApiError> {
+    get_json::<node_runtime::wire::SuiteRunList>(&format!("/suites/{id}/runs"))
+        .await
+        .map(|l| l.runs)
+}
+
+/// `GET /api/v1/suite-runs/{id}`: one suite run with each case's verdict.
+pub async fn get_suite_run(id: &str) -> Result<node_runtime::wire::SuiteRunView, ApiError> {
+    get_json(&format!("/suite-runs/{id}")).await
+}
+
 /// `POST /api/v1/replays`: replays an uploaded bundle (its JSON text).
 pub async fn replay_bundle(text: &str) -> Result<ReplayOutcome, ApiError> {
     let bundle: serde_json::Value = serde_json::from_str(text)

@@ -13,6 +13,7 @@ pub mod live;
 pub mod pages;
 pub mod runs_view;
 pub mod session;
+pub mod suites_view;
 pub mod templates;
 pub mod theme;
 pub mod trace_view;
@@ -64,6 +65,8 @@ fn page_unavailable(what: &'static str) -> AnyView {
 lazy_page!(EditorRoute, editor_page, pages::EditorPage, "editor");
 lazy_page!(RunsRoute, runs_page, pages::Runs, "runs");
 lazy_page!(RunRoute, run_page, pages::RunPage, "run");
+lazy_page!(SuitesRoute, suites_page, pages::Suites, "suites");
+lazy_page!(SuiteRoute, suite_page, pages::SuitePage, "suite");
 lazy_page!(TraceRoute, trace_page, pages::TracePage, "trace");
 lazy_page!(ToolsRoute, tools_page, pages::Tools, "tools");
 lazy_page!(SettingsRoute, settings_page, pages::Settings, "settings");
@@ -92,6 +95,7 @@ pub fn App() -> impl IntoView {
                     <A href="/">"Home"</A>
                     <A href="/workflows">"Workflows"</A>
                     <A href="/runs">"Runs"</A>
+                    <A href="/suites">"Suites"</A>
                     <A href="/tools">"Tools"</A>
                     <A href="/settings">"Settings"</A>
                     <widgets::PendingApprovals />
@@ -116,6 +120,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/runs") view={Lazy::<RunsRoute>::new()} />
                     <Route path=path!("/runs/:id") view={Lazy::<RunRoute>::new()} />
                     <Route path=path!("/runs/:id/trace") view={Lazy::<TraceRoute>::new()} />
+                    <Route path=path!("/suites") view={Lazy::<SuitesRoute>::new()} />
+                    <Route path=path!("/suites/:id") view={Lazy::<SuiteRoute>::new()} />
                     <Route path=path!("/tools") view={Lazy::<ToolsRoute>::new()} />
                     <Route path=path!("/workflows") view={Lazy::<WorkflowsRoute>::new()} />
                     <Route path=path!("/settings") view={Lazy::<SettingsRoute>::new()} />

@@ -1,8 +1,8 @@
 //! `/runs`: the workspace's runs with status, duration and trigger, filtered
 //! by status and workflow; `/runs/:id`: one run's status, node results,
-//! Agent outputs and links to its trace, replay, fork with changes, and a
-//! fork's calls side by side with its origin's. Both refresh while a run is
-//! active.
+//! Agent outputs and links to its trace, replay, fork with changes, add to
+//! a regression suite, and a fork's calls side by side with its origin's.
+//! Both refresh while a run is active.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +12,7 @@ use leptos_router::hooks::{use_navigate, use_params_map};
 
 use crate::api;
 use crate::pages::run_graph::RunGraph;
+use crate::pages::suites::AddToSuite;
 use crate::runs_view::{self, format_duration, node_results, short_time, STATUSES};
 use crate::widgets::{refresh_while, OlderPages};
 use node_runtime::wire::{
@@ -170,6 +171,46 @@ fn change_badge(change: CallChange) -> impl IntoView {
     view! { <span class=class data-testid="call-change">{word}</span> }
 }
 
+/// Two runs' calls and outputs side by side, per node (`d.run_id` as the
+/// origin, `d.other_id` as the fork): a fork's page and a failed suite
+/// case show it.
+pub(crate) fn diff_view(d: RunDiff) -> impl IntoView {
+    let s = &d.summary;
+    let summary = format!(
+        "{} same ({} answered from the recording), {} changed, {} new, {} missing.",
+        s.same, s.replayed, s.changed, s.new, s.missing
+    );
+    let outputs = if d.outputs_changed {
+        "The workflow's outputs differ."
+    } else {
+        "The workflow's outputs are the same."
+    };
+    view! {
+        <p data-testid="fork-diff-summary">{summary} " " {outputs}</p>
+        {d.nodes.into_iter().map(|(node, n)| view! {
+            <h3>"Calls of " {node.clone()}</h3>
+            {n.response_changed.then(|| view! {
+                <p class="muted" data-testid="fork-response-changed">"The answer changed: "
+                    <q>{n.run_response.clone().unwrap_or_default()}</q> " → "
+                    <q>{n.other_response.clone().unwrap_or_default()}</q></p>
+            })}
+            <table class="timeline comparison" data-testid="fork-diff" data-node=node.clone()>
+                <thead><tr><th>"#"</th><th>"Change"</th><th>"Origin"</th><th>"Fork"</th></tr></thead>
+                <tbody>
+                    {n.calls.into_iter().enumerate().map(|(i, c)| view! {
+                        <tr class:same=c.change == CallChange::Same data-change=format!("{:?}", c.change).to_lowercase()>
+                            <td class="num">{i + 1}</td>
+                            <td>{change_badge(c.change)}</td>
+                            {call_cell(c.run.as_ref().map(runs_view::CallSummary::of))}
+                            {call_cell(c.other.as_ref().map(runs_view::CallSummary::of))}
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        }).collect_view()}
+    }
+}
+
 /// A fork's calls and outputs side by side with its origin's, per node.
 #[component]
 fn ForkDiff(origin: String, fork: String) -> impl IntoView {
@@ -177,47 +218,11 @@ fn ForkDiff(origin: String, fork: String) -> impl IntoView {
         let (origin, fork) = (origin.clone(), fork.clone());
         async move { api::run_diff(&origin, &fork).await }
     });
-    let shown = move |d: RunDiff| {
-        let s = &d.summary;
-        let summary = format!(
-            "{} same ({} answered from the recording), {} changed, {} new, {} missing.",
-            s.same, s.replayed, s.changed, s.new, s.missing
-        );
-        let outputs = if d.outputs_changed {
-            "The workflow's outputs differ."
-        } else {
-            "The workflow's outputs are the same."
-        };
-        view! {
-            <p data-testid="fork-diff-summary">{summary} " " {outputs}</p>
-            {d.nodes.into_iter().map(|(node, n)| view! {
-                <h3>"Calls of " {node.clone()}</h3>
-                {n.response_changed.then(|| view! {
-                    <p class="muted" data-testid="fork-response-changed">"The answer changed: "
-                        <q>{n.run_response.clone().unwrap_or_default()}</q> " → "
-                        <q>{n.other_response.clone().unwrap_or_default()}</q></p>
-                })}
-                <table class="timeline comparison" data-testid="fork-diff" data-node=node.clone()>
-                    <thead><tr><th>"#"</th><th>"Change"</th><th>"Origin"</th><th>"Fork"</th></tr></thead>
-                    <tbody>
-                        {n.calls.into_iter().enumerate().map(|(i, c)| view! {
-                            <tr class:same=c.change == CallChange::Same data-change=format!("{:?}", c.change).to_lowercase()>
-                                <td class="num">{i + 1}</td>
-                                <td>{change_badge(c.change)}</td>
-                                {call_cell(c.run.as_ref().map(runs_view::CallSummary::of))}
-                                {call_cell(c.other.as_ref().map(runs_view::CallSummary::of))}
-                            </tr>
-                        }).collect_view()}
-                    </tbody>
-                </table>
-            }).collect_view()}
-        }
-    };
     view! {
         <h2>"Compared with its origin"</h2>
         <Suspense fallback=|| view! { <p class="muted">"Comparing…"</p> }>
             {move || diff.get().map(|r| match r {
-                Ok(d) => shown(d).into_any(),
+                Ok(d) => diff_view(d).into_any(),
                 Err(e) => view! { <p class="error" role="alert" data-testid="fork-diff-error">{e.to_string()}</p> }.into_any(),
             })}
         </Suspense>
@@ -484,6 +489,7 @@ pub fn RunPage() -> impl IntoView {
                                 {(!active && d.kind == RunKind::Run).then(|| view! { <ReplayControls run_id=d.id.clone() /> })}
                             </p>
                             {(!active && d.kind != RunKind::Replay).then(|| view! { <ForkControls run_id=d.id.clone() /> })}
+                            {(!active && d.kind != RunKind::Replay && d.workflow_id.is_some()).then(|| view! { <AddToSuite run=d.clone() /> })}
                             {(!active).then(|| d.fork_of.clone()).flatten().map(|origin| view! { <ForkDiff origin=origin fork=d.id.clone() /> })}
                             {d.error.clone().map(|e| view! { <p class="error" role="alert" data-testid="run-error">{e}</p> })}
                             <h2>"Inputs"</h2>
