@@ -409,8 +409,9 @@ impl AgentRuntime {
                     ..run.usage
                 };
                 let side_effects = tool.side_effects_for(&call.arguments);
-                if let Ok(Clearance::NeedsApproval { .. }) =
-                    check_tool_call(&policy, &tool.spec, side_effects, &usage)
+                let cleared = check_tool_call(&policy, &tool.spec, side_effects, &usage);
+                if matches!(cleared, Ok(Clearance::NeedsApproval { .. }))
+                    && !tools.refuses(&call_id, side_effects)
                 {
                     let reference = tool.spec.key();
                     let token = approval::approval_token(

@@ -45,6 +45,13 @@ pub trait ToolRunner: Send + Sync {
     fn recorded(&self, _call_id: &str) -> bool {
         false
     }
+
+    /// Whether this runner refuses a new call of these side effects
+    /// without running anything (a suite's fork refuses new writes,
+    /// `SUITE_NO_WRITES`): such a call asks no approval either.
+    fn refuses(&self, _call_id: &str, _side_effects: crate::tool_spec::SideEffects) -> bool {
+        false
+    }
 }
 
 /// The live runner: the executor, in the run's workspace.

@@ -176,6 +176,12 @@ impl ToolRunner for ForkTools<'_> {
         self.fork.has(self.node_id, call_id)
     }
 
+    fn refuses(&self, call_id: &str, side_effects: SideEffects) -> bool {
+        self.fork.refuse_writes
+            && side_effects == SideEffects::Writes
+            && !self.fork.has(self.node_id, call_id)
+    }
+
     fn run_batch<'a>(
         &'a self,
         run: &'a AgentRun,
