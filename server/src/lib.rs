@@ -23,6 +23,7 @@ pub mod secrets;
 pub mod spa;
 pub mod sql_tool;
 pub mod storage;
+pub mod suites;
 #[cfg(feature = "test-hooks")]
 pub mod test_tools;
 pub mod trace;

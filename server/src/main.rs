@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use glassbox_server::cli::{
-    connection_command, migrate, replay_run, run_file, secret_command, serve, tool_command,
-    ConnectionCommand, DbArgs, Failure, ReplayArgs, RunArgs, SecretCommand, ServeArgs, ToolCommand,
+    connection_command, migrate, replay_run, run_file, secret_command, serve, suite_command,
+    tool_command, ConnectionCommand, DbArgs, Failure, ReplayArgs, RunArgs, SecretCommand,
+    ServeArgs, SuiteCommand, ToolCommand,
 };
 use glassbox_server::VERSION;
 
@@ -40,6 +41,10 @@ enum Command {
     /// Connections of the default workspace (APIs and databases the tools reach).
     #[command(subcommand)]
     Connection(ConnectionCommand),
+    /// Regression suites of the default workspace: run one (exit 1 when a
+    /// case fails, for CI), list them.
+    #[command(subcommand)]
+    Suite(SuiteCommand),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +73,7 @@ fn main() -> ExitCode {
             Command::Tool(cmd) => tool_command(cmd).await,
             Command::Secret(cmd) => secret_command(cmd).await,
             Command::Connection(cmd) => connection_command(cmd).await,
+            Command::Suite(cmd) => suite_command(cmd).await,
         }
     });
     if let Some(otlp) = otlp {

@@ -455,6 +455,80 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         )
         .await,
     );
+    // A regression suite of the finished run, run once to its end.
+    let suite = |name: &str| {
+        json!({"name": name, "workflow_id": wf, "cases": [{"run_id": run_id, "assertions": [
+            {"kind": "outputs_equal"}, {"kind": "max_calls", "max": 0}]}]})
+    };
+    let created = request(&state, "POST", &api("/suites"), t, Some(suite("suite"))).await;
+    c.check("post", "/suites", &created);
+    let suite_id = json_of(&created)["id"]
+        .as_str()
+        .expect("suite id")
+        .to_string();
+    let suite_path = |p: &str| api(&format!("/suites/{suite_id}{p}"));
+    c.check(
+        "put",
+        "/suites/{id}",
+        &request(&state, "PUT", &suite_path(""), t, Some(suite("the suite"))).await,
+    );
+    let started = request(&state, "POST", &suite_path("/runs"), t, Some(json!({}))).await;
+    c.check("post", "/suites/{id}/runs", &started);
+    let suite_run = json_of(&started)["id"]
+        .as_str()
+        .expect("suite run id")
+        .to_string();
+    let mut ended = Value::Null;
+    for _ in 0..500 {
+        ended = json_of(
+            &request(
+                &state,
+                "GET",
+                &api(&format!("/suite-runs/{suite_run}")),
+                t,
+                None,
+            )
+            .await,
+        );
+        if ended["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The fork's calls exceed `max_calls: 0`: a failed case, with its diff.
+    assert_eq!(ended["status"], "failed", "{ended}");
+    c.check(
+        "get",
+        "/suite-runs/{id}",
+        &request(
+            &state,
+            "GET",
+            &api(&format!("/suite-runs/{suite_run}")),
+            t,
+            None,
+        )
+        .await,
+    );
+    c.check(
+        "get",
+        "/suites/{id}/runs",
+        &request(&state, "GET", &suite_path("/runs"), t, None).await,
+    );
+    c.check(
+        "get",
+        "/suites/{id}",
+        &request(&state, "GET", &suite_path(""), t, None).await,
+    );
+    c.check(
+        "get",
+        "/suites",
+        &request(&state, "GET", &api("/suites"), t, None).await,
+    );
+    c.check(
+        "delete",
+        "/suites/{id}",
+        &request(&state, "DELETE", &suite_path(""), t, None).await,
+    );
     c.check(
         "post",
         "/runs/{id}/cancel",

@@ -17,9 +17,10 @@ mod instances;
 mod providers;
 mod runs;
 mod secrets;
+mod suites;
 mod tokens;
 mod tools;
-mod views;
+pub(crate) mod views;
 mod workflows;
 
 use std::sync::OnceLock;
@@ -57,6 +58,7 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(tools::router())
         .merge(runs::router())
         .merge(forks::router())
+        .merge(suites::router())
         .merge(providers::router())
         .merge(approvals::router())
         .merge(blobs::router())

@@ -1,12 +1,14 @@
 //! The `glassbox` subcommands, as library code: `main.rs` only parses the
 //! command line and dispatches here. One module per subcommand group:
-//! `serve`, `run` (run, replay, migrate), `tool`, `secret`, `connection`; what they share
+//! `serve`, `run` (run, replay, migrate), `tool`, `secret`, `connection`,
+//! `suite` (regression suites); what they share
 //! (database flags, start-up failures, the secrets key) is here.
 
 mod connection;
 mod run;
 mod secret;
 mod serve;
+mod suite;
 mod tool;
 
 use std::net::IpAddr;
@@ -20,6 +22,7 @@ pub use connection::{connection_command, ConnectionCommand};
 pub use run::{migrate, replay_run, run_file, ReplayArgs, RunArgs};
 pub use secret::{secret_command, SecretCommand};
 pub use serve::{serve, ServeArgs};
+pub use suite::{suite_command, SuiteCommand};
 pub use tool::{tool_command, ToolCommand};
 
 #[derive(Args)]

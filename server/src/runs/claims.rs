@@ -88,6 +88,8 @@ impl Runs {
                 }
             }
         }
+        // Whoever waits for these runs' ends (a suite) looks again.
+        self.ended.notify_waiters();
     }
 
     /// A clean stop of this process's runs (`glassbox serve` on Ctrl-C or

@@ -29,6 +29,28 @@ pub(super) const CHECKPOINT: &str = crate::storage::FORK_CHECKPOINT;
 struct ForkSpec {
     workflow: Workflow,
     live_reads: bool,
+    /// A suite's fork: new writes are refused (`SUITE_NO_WRITES`), after a
+    /// resume too. Absent in forks stored before suites: false.
+    #[serde(default)]
+    refuse_writes: bool,
+}
+
+/// What a fork runs besides its request's changes: by default
+/// (`POST /runs/{id}/fork`) the origin's recorded graph, new writes
+/// waiting for their approval, the graph's own models. A suite's case
+/// (`crate::suites`) forks against a given revision of the workflow,
+/// refuses new writes and may answer every Agent node from its recorded
+/// model answers.
+#[derive(Debug, Clone, Default)]
+pub struct ForkBase {
+    /// The graph to run instead of the origin's recorded one.
+    pub graph: Option<Workflow>,
+    /// New write calls are refused instead of waiting for an approval.
+    pub refuse_writes: bool,
+    /// Each Agent node the origin recorded a bundle for answers with its
+    /// recorded model answers (the scripted provider with
+    /// `Script::from_bundle`), whatever its provider: offline.
+    pub recorded_model: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -92,9 +114,9 @@ fn check_node_config(node: &Map<String, Value>, path: &str) -> Result<(), ForkEr
         })
 }
 
-/// The origin's graph as it ran with the request's node changes applied.
-fn changed_workflow(record: &Value, request: &ForkRequest) -> Result<Workflow, ForkError> {
-    let mut document = record.get("workflow").cloned().unwrap_or(Value::Null);
+/// `base` (the origin's graph as it ran, or the graph given) with the
+/// request's node changes applied.
+fn changed_workflow(mut document: Value, request: &ForkRequest) -> Result<Workflow, ForkError> {
     let nodes = document
         .get_mut("nodes")
         .and_then(Value::as_array_mut)
@@ -122,6 +144,36 @@ fn changed_workflow(record: &Value, request: &ForkRequest) -> Result<Workflow, F
     })
 }
 
+/// Every Agent node of `workflow` whose bundle `record` holds answers with
+/// that bundle's model answers (see [`ForkBase::recorded_model`]).
+fn answer_from_recording(workflow: &mut Workflow, record: &Value) -> Result<(), ForkError> {
+    use node_runtime::agent_config::ProviderConfig;
+    use node_runtime::replay_bundle::ReplayBundle;
+    use node_runtime::script::Script;
+    for node in &mut workflow.nodes {
+        let NodeKind::Agent(config) = &mut node.kind else {
+            continue;
+        };
+        let bundle = match record.pointer(&format!(
+            "/nodes/{}/bundle",
+            node.id.replace('~', "~0").replace('/', "~1")
+        )) {
+            None | Some(Value::Null) => continue,
+            Some(b) => b,
+        };
+        let bundle: ReplayBundle = serde_json::from_value(bundle.clone()).map_err(|e| {
+            ForkError::NoRecording(format!(
+                "the recorded model answers of node `{}` are not usable: {e}",
+                node.id
+            ))
+        })?;
+        let script = serde_json::to_value(Script::from_bundle(&bundle))
+            .map_err(|e| StoreError::Corrupt(format!("a recorded script: {e}")))?;
+        config.provider = ProviderConfig::Scripted { script };
+    }
+    Ok(())
+}
+
 impl Runs {
     /// Starts a fork of `origin` (its row and stored record); returns the
     /// fork's run id and how many recorded calls it can answer from.
@@ -131,6 +183,20 @@ impl Runs {
         origin: &RunRow,
         record: Option<&Value>,
         request: &ForkRequest,
+    ) -> Result<(String, usize), ForkError> {
+        self.fork_from(owner, origin, record, request, ForkBase::default())
+            .await
+    }
+
+    /// [`Runs::fork`] from `base` (see [`ForkBase`]): the one way a fork
+    /// starts.
+    pub async fn fork_from(
+        self: &Arc<Self>,
+        owner: SecretOwner,
+        origin: &RunRow,
+        record: Option<&Value>,
+        request: &ForkRequest,
+        base: ForkBase,
     ) -> Result<(String, usize), ForkError> {
         let record = record
             .filter(|_| origin.kind != RunKind::Replay.as_str())
@@ -148,7 +214,15 @@ impl Runs {
                 e.inner()
             ))
         })?;
-        let workflow = changed_workflow(record, request)?;
+        let document = match &base.graph {
+            Some(graph) => serde_json::to_value(graph)
+                .map_err(|e| StoreError::Corrupt(format!("a workflow's graph: {e}")))?,
+            None => record.get("workflow").cloned().unwrap_or(Value::Null),
+        };
+        let mut workflow = changed_workflow(document, request)?;
+        if base.recorded_model {
+            answer_from_recording(&mut workflow, record)?;
+        }
         let mut inputs: Map<String, Value> =
             serde_json::from_str(&origin.inputs).unwrap_or_default();
         for (name, value) in &request.changes.inputs {
@@ -158,11 +232,15 @@ impl Runs {
                 inputs.insert(name.clone(), value.clone());
             }
         }
-        let recording = ForkRecording::from_run(&recorded, request.live_reads);
+        let mut recording = ForkRecording::from_run(&recorded, request.live_reads);
+        if base.refuse_writes {
+            recording = recording.refusing_writes();
+        }
         let calls = recording.len();
         let spec = serde_json::to_string(&ForkSpec {
             workflow: workflow.clone(),
             live_reads: request.live_reads,
+            refuse_writes: base.refuse_writes,
         })
         .map_err(|e| StoreError::Corrupt(format!("a fork's graph: {e}")))?;
         // The spec is stored with the run's row, in one write queued before
@@ -210,10 +288,11 @@ impl Runs {
             .ok_or("its origin has no record")?;
         let recorded: WorkflowRun =
             serde_json::from_value(record).map_err(|e| format!("its origin's record: {e}"))?;
-        Ok((
-            spec.workflow,
-            Arc::new(ForkRecording::from_run(&recorded, spec.live_reads)),
-        ))
+        let mut recording = ForkRecording::from_run(&recorded, spec.live_reads);
+        if spec.refuse_writes {
+            recording = recording.refusing_writes();
+        }
+        Ok((spec.workflow, Arc::new(recording)))
     }
 }
 

@@ -49,14 +49,16 @@ mod fork;
 mod notices;
 mod providers;
 mod replay;
+mod suites;
 
 pub use approvals::stored_decision;
 use approvals::*;
 use durable::*;
 use end::*;
 use events::*;
-pub use fork::ForkError;
+pub use fork::{ForkBase, ForkError};
 pub use replay::{ReplayError, ReplayOutcome, ReplayTimeline};
+pub use suites::{SuiteHere, SUITE_INTERRUPTED};
 
 /// What an interrupted run continues with: its graph, inputs, checkpoints
 /// and, for a fork, its origin's recording.
@@ -228,6 +230,11 @@ pub struct Runs {
     /// Runs whose newly stored events another process announced (see
     /// `notices`).
     announced: broadcast::Sender<Arc<str>>,
+    /// Told each time a run stops executing here (see `suites`: a suite
+    /// waits for its forks' ends and for a free run slot).
+    ended: tokio::sync::Notify,
+    /// The suite runs this process executes (see `suites`).
+    suites_here: Mutex<std::collections::HashSet<String>>,
 }
 
 /// One open event stream, counted against its workspace until dropped.
@@ -338,6 +345,8 @@ impl Runs {
             started_at: now(),
             announced: broadcast::channel(1024).0,
             claimed: Default::default(),
+            ended: tokio::sync::Notify::new(),
+            suites_here: Default::default(),
         });
         tokio::spawn(approvals::watch_decisions(
             Arc::downgrade(&runs),
@@ -542,6 +551,7 @@ impl Runs {
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&id);
             this.forget_claim(&id);
+            this.ended.notify_waiters();
         });
         let _ = slot.task.set(handle.abort_handle());
     }
@@ -553,7 +563,11 @@ impl Runs {
     /// writes go through the journal). A run that cannot continue is marked
     /// failed with the reason. Returns how many were resumed.
     pub async fn recover(self: &Arc<Self>) -> Result<usize, StoreError> {
-        self.take_over(true).await
+        let resumed = self.take_over(true).await?;
+        // A suite run is not resumed: one no live process executes ends
+        // `error` (see `suites`).
+        self.end_interrupted_suite_runs().await?;
+        Ok(resumed)
     }
 
     /// Resumes one claimed run; `Ok(false)` when it could not continue
@@ -650,17 +664,8 @@ impl Runs {
     ) -> Result<RunRow, StoreError> {
         let owner = self.workspace_owner(workspace_id).await?;
         let run_id = self.start(owner, workflow, inputs, trigger).await?;
-        loop {
-            if !self
-                .live
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains_key(&run_id)
-            {
-                return self.store.get_run(workspace_id, &run_id).await;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        self.wait_end(&run_id).await;
+        self.store.get_run(workspace_id, &run_id).await
     }
 
     async fn execute(

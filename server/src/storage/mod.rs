@@ -16,7 +16,7 @@
 //! Layout: `rows` (the row structs), one module per table group with its
 //! statements as `impl Store` methods (`tenancy`, `workflows`, `runs`,
 //! `approvals`, `invocations`, `secrets`, `connections`, `mcp`, `blobs`,
-//! `bundles`, `durable`, `payloads`, `instances`),
+//! `bundles`, `durable`, `payloads`, `instances`, `suites`),
 //! `values` (multi-row statements) and `group` (the group-commit worker,
 //! which only uses the others).
 
@@ -33,6 +33,7 @@ mod payloads;
 mod rows;
 mod runs;
 mod secrets;
+mod suites;
 mod tenancy;
 mod values;
 mod workflows;
@@ -49,6 +50,7 @@ pub use group::{BlobRef, GroupWriter, RunEnd, RunWrite, FORK_CHECKPOINT};
 pub use instances::{now_plus, InstanceLock, InstanceRow, CANCELS_CHANNEL, EVENTS_CHANNEL};
 pub use payloads::{hash_of, Dehydrated, PayloadSet, MIN_PAYLOAD};
 pub use rows::*;
+pub use suites::{SuiteRow, SuiteRunRow};
 pub use tenancy::session_id;
 
 // What the table modules share (they `use super::*`).

@@ -1,0 +1,962 @@
+//! Regression suites (issue 33), black box through the server's API (the
+//! router in-process) and the real `glassbox suite` command on the same
+//! database: recorded scripted runs read a counting loopback endpoint
+//! (through an `http` connection naming it), a suite of them is run against
+//! the workflow's revisions, and the endpoint's counts prove what ran.
+
+mod common;
+mod procs;
+
+use std::time::{Duration, Instant};
+
+use node_runtime::wire::{SuiteRunStatus, SuiteRunView};
+use procs::Counter;
+use serde_json::{json, Value};
+
+/// The API of a server state (in-process), signed in as its admin.
+struct Api {
+    state: glassbox_server::AppState,
+    token: String,
+    dir: std::path::PathBuf,
+    _dir: Option<tempfile::TempDir>,
+}
+
+const MAX_OUTPUT_BYTES: usize = 2 * 1024 * 1024;
+
+impl Api {
+    /// A server on SQLite and a counting endpoint (answering after
+    /// `delay`), reachable as the connection `counter`.
+    async fn start(delay: Duration) -> (Counter, Api) {
+        let counter = Counter::start(delay);
+        let w = common::TwoWorkspaces::new(MAX_OUTPUT_BYTES).await;
+        let api = Api {
+            state: w.state,
+            token: w.admin_token,
+            dir: w.dir.path().to_path_buf(),
+            _dir: Some(w.dir),
+        };
+        api.add_counter(&counter).await;
+        (counter, api)
+    }
+
+    /// A server on `database_url` (its files in `dir`); `token`: a session
+    /// of an earlier server on it, else the first start's admin signs in.
+    async fn open(dir: &std::path::Path, database_url: &str, token: Option<String>) -> Api {
+        use glassbox_server::auth::{bootstrap, exchange};
+        let db = glassbox_server::Store::open(database_url)
+            .await
+            .expect("open");
+        let token = match token {
+            Some(t) => t,
+            None => {
+                let signin = bootstrap(&db).await.expect("bootstrap");
+                exchange(&db, &signin).await.expect("session").0
+            }
+        };
+        let config = glassbox_server::Config {
+            database_url: database_url.into(),
+            ..common::TwoWorkspaces::config(dir, MAX_OUTPUT_BYTES)
+        };
+        Api {
+            state: glassbox_server::AppState::new(db, config).expect("state"),
+            token,
+            dir: dir.to_path_buf(),
+            _dir: None,
+        }
+    }
+
+    async fn add_counter(&self, counter: &Counter) {
+        let (s, created) = self
+            .call(
+                "POST",
+                "/connections",
+                Some(json!({"name": "counter", "config": {"kind": "http", "base_url": format!("http://127.0.0.1:{}", counter.port)}})),
+            )
+            .await;
+        assert_eq!(s, 201, "{created}");
+    }
+
+    async fn call_as(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let (status, _, bytes) =
+            common::request(&self.state, method, &format!("/api/v1{path}"), token, body).await;
+        (
+            status.as_u16(),
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.call_as(&self.token, method, path, body).await
+    }
+
+    /// Polls `path` until `done` says so (60 s at most).
+    async fn wait_for(&self, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (s, item) = self.call("GET", path, None).await;
+            assert_eq!(s, 200, "{item}");
+            if done(&item) {
+                return item;
+            }
+            assert!(Instant::now() < deadline, "{path} stuck: {item}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn finished(&self, run_id: &str) -> Value {
+        self.wait_for(&format!("/runs/{run_id}"), |r| {
+            matches!(
+                r["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled")
+            )
+        })
+        .await
+    }
+
+    /// Saves a workflow; returns its id.
+    async fn workflow(&self, workflow: Value) -> String {
+        let (s, created) = self.call("POST", "/workflows", Some(workflow)).await;
+        assert_eq!(s, 201, "{created}");
+        created["id"].as_str().expect("workflow id").to_string()
+    }
+
+    /// Saves `workflow` as the next revision of `id` (based on `base`).
+    async fn revise(&self, id: &str, base: i64, mut workflow: Value) {
+        workflow["id"] = json!(id);
+        let (s, saved) = self
+            .call(
+                "PUT",
+                &format!("/workflows/{id}"),
+                Some(json!({"base_revision": base, "workflow": workflow})),
+            )
+            .await;
+        assert_eq!(s, 200, "{saved}");
+    }
+
+    /// Runs a saved workflow with `inputs` to its end; returns the run id.
+    async fn recorded_run(&self, workflow_id: &str, inputs: Value) -> String {
+        let (s, started) = self
+            .call(
+                "POST",
+                "/runs",
+                Some(json!({"workflow_id": workflow_id, "inputs": inputs})),
+            )
+            .await;
+        assert_eq!(s, 202, "{started}");
+        let run_id = started["run_id"].as_str().expect("run id").to_string();
+        let run = self.finished(&run_id).await;
+        assert_eq!(run["status"], "succeeded", "{run}");
+        run_id
+    }
+
+    /// Creates a suite; returns its id.
+    async fn suite(&self, body: Value) -> String {
+        let (s, created) = self.call("POST", "/suites", Some(body)).await;
+        assert_eq!(s, 201, "{created}");
+        created["id"].as_str().expect("suite id").to_string()
+    }
+
+    /// Runs a suite through the API to its end; returns the suite run.
+    async fn run_suite(&self, suite_id: &str, body: Value) -> SuiteRunView {
+        let (s, started) = self
+            .call("POST", &format!("/suites/{suite_id}/runs"), Some(body))
+            .await;
+        assert_eq!(s, 202, "{started}");
+        assert_eq!(started["status"], "running", "{started}");
+        let id = started["id"].as_str().expect("suite run id").to_string();
+        let done = self
+            .wait_for(&format!("/suite-runs/{id}"), |r| r["status"] != "running")
+            .await;
+        serde_json::from_value(done).expect("a SuiteRunView")
+    }
+}
+
+/// A turn reading `path` of the counting endpoint.
+fn read(path: &str) -> Value {
+    json!({"tool_calls": [{"name": "http_request", "arguments": {"connection": "counter", "url": path}}]})
+}
+
+/// A turn POSTing to `path` of the counting endpoint (a write).
+fn write(path: &str) -> Value {
+    json!({"tool_calls": [{"name": "http_request", "arguments": {"connection": "counter", "url": path, "method": "POST", "body": {"note": "hi"}}}]})
+}
+
+fn text(answer: &str) -> Value {
+    json!({"text": answer})
+}
+
+/// An Input node (`item`) into a scripted agent with `tools`, answering
+/// with `turns`, whose answer is the Output `answer`.
+fn workflow(turns: Vec<Value>, tools: Value) -> Value {
+    json!({
+        "format_version": 1, "id": "suite-test", "name": "suite test", "revision": 0,
+        "nodes": [
+            {"id": "in", "kind": "input", "config": {"schema": {"type": "object",
+                "properties": {"item": {"type": "string"}}, "required": ["item"]}}},
+            {"id": "agent", "kind": "agent", "config": {"prompt": "Look up item {{ item }}.", "tools": tools,
+                "provider": {"kind": "scripted", "script": {"turns": turns}}}},
+            {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
+        ],
+        "edges": [
+            {"id": "e1", "source": {"node": "in", "handle": "item"}, "target": {"node": "agent", "handle": "item"}},
+            {"id": "e2", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}
+        ]
+    })
+}
+
+fn http_tool() -> Value {
+    json!([{"tool": "http_request@1.0.0"}])
+}
+
+fn count(counter: &Counter, path: &str) -> usize {
+    counter.counts().get(path).copied().unwrap_or(0)
+}
+
+/// `glassbox suite ...` on the API's data dir: (exit code, stdout, stderr).
+fn glassbox_suite(api: &Api, args: &[&str]) -> (i32, String, String) {
+    let out = procs::glassbox()
+        .arg("suite")
+        .args(args)
+        .arg("--data-dir")
+        .arg(&api.dir)
+        .output()
+        .expect("glassbox runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Acceptance: a suite of three recorded runs passes on the unchanged
+/// workflow (every call answered from the recordings: the endpoint is not
+/// hit again); after an edit that removes the agent's tool, `glassbox suite
+/// run` exits 1 and names the failing cases and assertion, its `--json` is
+/// the suite run, and the API's history lists every run of the suite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suite_passes_then_fails_after_an_edit_that_removes_a_tool() {
+    let (counter, api) = Api::start(Duration::ZERO).await;
+    let turns = vec![read("/read/1"), text("found")];
+    let wf = api.workflow(workflow(turns.clone(), http_tool())).await;
+    let mut runs = Vec::new();
+    for item in ["a", "b", "c"] {
+        runs.push(api.recorded_run(&wf, json!({ "item": item })).await);
+    }
+    assert_eq!(count(&counter, "/read/1"), 3);
+    let assertions = json!([
+        {"kind": "outputs_equal"},
+        {"kind": "tool_called", "tool": "http_request", "node": "agent"},
+    ]);
+    let suite = api
+        .suite(json!({
+            "name": "lookups", "workflow_id": wf, "description": "three lookups",
+            "cases": [
+                {"run_id": runs[0], "assertions": assertions},
+                {"name": "item b", "run_id": runs[1], "assertions": assertions},
+                {"name": "item c", "run_id": runs[2], "assertions": assertions},
+            ]
+        }))
+        .await;
+    let (_, view) = api.call("GET", &format!("/suites/{suite}"), None).await;
+    assert_eq!(view["cases"][0]["name"], runs[0].as_str(), "{view}");
+    assert_eq!(view["workflow_name"], "suite test");
+    assert_eq!(view["last_run"], Value::Null);
+
+    let passed = api.run_suite(&suite, json!({})).await;
+    assert_eq!(passed.status, SuiteRunStatus::Passed, "{passed:?}");
+    assert_eq!((passed.passed, passed.failed, passed.revision), (3, 0, 1));
+    assert_eq!(passed.cases.len(), 3);
+    for case in &passed.cases {
+        assert!(case.passed && case.diff.is_none(), "{case:?}");
+        let fork = case.fork_id.as_deref().expect("a fork");
+        let (_, run) = api.call("GET", &format!("/runs/{fork}"), None).await;
+        assert_eq!(run["kind"], "fork");
+        assert_eq!(run["fork_of"], case.run_id.as_str());
+    }
+    assert_eq!(
+        count(&counter, "/read/1"),
+        3,
+        "a suite's recorded read ran again"
+    );
+
+    // The edit: the agent loses its tool.
+    api.revise(&wf, 1, workflow(turns, json!([]))).await;
+    let (code, stdout, stderr) = glassbox_suite(&api, &["run", "lookups"]);
+    assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
+    for case in [runs[0].as_str(), "item b", "item c"] {
+        assert!(
+            stdout.contains(&format!("FAIL {case}")),
+            "{case} is not named failing: {stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("{case}: http_request is called in node agent: ")),
+            "the failed assertion of {case} is not named: {stdout}"
+        );
+    }
+    let last = stdout.lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        format!("suite lookups: 0 passed, 3 failed (workflow {wf} revision 2)"),
+        "{stdout}"
+    );
+    assert_eq!(count(&counter, "/read/1"), 3);
+
+    let (code, stdout, stderr) = glassbox_suite(&api, &["run", &suite, "--json"]);
+    assert_eq!(code, 1, "stderr: {stderr}");
+    let failed: SuiteRunView = serde_json::from_str(&stdout).expect("--json is a SuiteRunView");
+    assert_eq!(failed.status, SuiteRunStatus::Failed);
+    assert_eq!((failed.passed, failed.failed, failed.revision), (0, 3, 2));
+    let case = &failed.cases[1];
+    assert_eq!(case.name, "item b");
+    assert!(
+        matches!(&case.assertions[1], a if !a.passed && a.message.contains("http_request ran 0 times")),
+        "the tool assertion fails: {case:?}"
+    );
+    let diff = case.diff.as_ref().expect("a failed case carries its diff");
+    assert_eq!(diff.run_id, case.run_id);
+
+    // The revision it passed on still passes, from the command line too.
+    let (code, stdout, stderr) = glassbox_suite(&api, &["run", "lookups", "--revision", "1"]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        stdout.contains("suite lookups: 3 passed, 0 failed"),
+        "{stdout}"
+    );
+    // Usage errors: exit 2, in words.
+    let (code, _, stderr) = glassbox_suite(&api, &["run", "lookups", "--revision", "9"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--revision") && stderr.contains("no revision 9"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = glassbox_suite(&api, &["run", "no-such-suite"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no-such-suite"), "{stderr}");
+    let (code, stdout, _) = glassbox_suite(&api, &["list"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("lookups") && stdout.contains("3 cases"),
+        "{stdout}"
+    );
+
+    // The history: newest first, without cases.
+    let (s, history) = api
+        .call("GET", &format!("/suites/{suite}/runs"), None)
+        .await;
+    assert_eq!(s, 200, "{history}");
+    let statuses: Vec<(&str, u64)> = history["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| {
+            assert_eq!(r["cases"], json!([]), "{r}");
+            (
+                r["status"].as_str().expect("status"),
+                r["revision"].as_u64().expect("revision"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![("passed", 1), ("failed", 2), ("failed", 2), ("passed", 1)],
+        "{history}"
+    );
+    let (_, list) = api.call("GET", "/suites", None).await;
+    assert_eq!(list["suites"][0]["last_run"]["status"], "passed", "{list}");
+    assert_eq!(list["suites"][0]["last_run"]["cases"], json!([]));
+    let (_, full) = api
+        .call("GET", &format!("/suite-runs/{}", failed.id), None)
+        .await;
+    assert_eq!(full["cases"].as_array().map(Vec::len), Some(3), "{full}");
+}
+
+/// A suite never sends a write: the revision under test makes a new write
+/// call, which is refused (`SUITE_NO_WRITES`) without asking an approval,
+/// and the write's endpoint is never reached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suite_never_sends_a_write() {
+    let (counter, api) = Api::start(Duration::ZERO).await;
+    let wf = api
+        .workflow(workflow(vec![read("/read/1"), text("found")], http_tool()))
+        .await;
+    let origin = api.recorded_run(&wf, json!({"item": "a"})).await;
+    api.revise(
+        &wf,
+        1,
+        workflow(
+            vec![read("/read/1"), write("/write/1"), text("written")],
+            http_tool(),
+        ),
+    )
+    .await;
+    // Live reads on: only writes are refused.
+    let suite = api
+        .suite(json!({
+            "name": "no writes", "workflow_id": wf, "options": {"live_reads": true},
+            "cases": [{"name": "write", "run_id": origin, "assertions": [
+                {"kind": "tool_called", "tool": "http_request"},
+                {"kind": "max_calls", "max": 1},
+            ]}]
+        }))
+        .await;
+    let run = api.run_suite(&suite, json!({})).await;
+    assert_eq!(run.status, SuiteRunStatus::Failed, "{run:?}");
+    let case = &run.cases[0];
+    assert_eq!(
+        case.assertions.iter().map(|a| a.passed).collect::<Vec<_>>(),
+        vec![true, false],
+        "{case:?}"
+    );
+    assert_eq!(count(&counter, "/write/1"), 0, "a suite sent a write");
+    assert_eq!(count(&counter, "/read/1"), 1, "the recorded read ran again");
+    let fork = case.fork_id.as_deref().expect("fork");
+    let (_, detail) = api.call("GET", &format!("/runs/{fork}"), None).await;
+    assert_eq!(detail["status"], "succeeded", "{detail}");
+    let calls = &detail["agent_outputs"]["agent"];
+    let second = &calls["tools_by_id"][calls["tool_order"][1].as_str().expect("id")];
+    assert_eq!(second["error"]["code"], "POLICY_DENIED", "{second}");
+    assert_eq!(second["error"]["details"]["reason"], "SUITE_NO_WRITES");
+    let (_, approvals) = api.call("GET", "/approvals", None).await;
+    assert_eq!(
+        approvals["count"], 0,
+        "a suite asked an approval: {approvals}"
+    );
+    // The diff shows the refused write as new.
+    let diff = case.diff.as_ref().expect("diff");
+    assert_eq!(diff.summary.new, 1, "{diff:?}");
+}
+
+/// A loopback OpenAI-compatible server: the first request of each pair
+/// asks for the calculator, the second answers; counts its requests.
+struct MockOpenAi {
+    port: u16,
+    requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MockOpenAi {
+    async fn start() -> Self {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = requests.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut reader = BufReader::new(stream);
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).await.unwrap_or(0) == 0 || line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    let _ = reader.read_exact(&mut body).await;
+                    let n = seen.fetch_add(1, Ordering::SeqCst);
+                    let answer = if n % 2 == 0 {
+                        json!({"id": "c1", "object": "chat.completion", "model": "gpt-4o",
+                            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                                "tool_calls": [{"id": "call_A", "type": "function", "function": {"name": "calculator", "arguments": "{\"expression\":\"6*7\"}"}}]}}],
+                            "usage": {"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27}})
+                    } else {
+                        json!({"id": "c2", "object": "chat.completion", "model": "gpt-4o",
+                            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "42"}}],
+                            "usage": {"prompt_tokens": 30, "completion_tokens": 1, "total_tokens": 31}})
+                    }
+                    .to_string();
+                    let mut stream = reader.into_inner();
+                    let _ = stream
+                        .write_all(
+                            format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                                answer.len()
+                            )
+                            .as_bytes(),
+                        )
+                        .await;
+                });
+            }
+        });
+        Self {
+            port,
+            requests,
+            task,
+        }
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// `model: recorded` makes a suite offline for every provider: a run
+/// recorded through an OpenAI-compatible server still passes its suite once
+/// that server is gone, its model answers given again from the recording.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suite_with_recorded_answers_runs_offline_for_a_real_provider() {
+    let mut mock = MockOpenAi::start().await;
+    // The provider on loopback must be allowed (before the server starts:
+    // its runs read the list once).
+    std::env::set_var(
+        glassbox_server::config::HTTP_ALLOW_HOSTS_ENV,
+        format!("127.0.0.1:{}", mock.port),
+    );
+    let (_counter, api) = Api::start(Duration::ZERO).await;
+    let wf = api
+        .workflow(json!({
+            "format_version": 1, "id": "openai-suite", "name": "openai suite", "revision": 0,
+            "nodes": [
+                {"id": "agent", "kind": "agent", "config": {"prompt": "What is 6*7?",
+                    "tools": [{"tool": "calculator@1.0.0"}],
+                    "provider": {"kind": "openai", "base_url": format!("http://127.0.0.1:{}/v1", mock.port), "model": "gpt-4o"}}},
+                {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
+            ],
+            "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+        }))
+        .await;
+    let origin = api.recorded_run(&wf, json!({})).await;
+    assert_eq!(mock.requests(), 2);
+    // The provider is gone.
+    mock.task.abort();
+    let _ = (&mut mock.task).await;
+    let suite = api
+        .suite(json!({
+            "name": "offline", "workflow_id": wf, "options": {"model": "recorded"},
+            "cases": [{"run_id": origin, "assertions": [
+                {"kind": "outputs_equal"},
+                {"kind": "tool_called", "tool": "calculator"},
+                {"kind": "path_equals", "path": "$.nodes.agent.response", "value": "42"},
+                {"kind": "status", "equals": "succeeded"},
+            ]}]
+        }))
+        .await;
+    let run = api.run_suite(&suite, json!({})).await;
+    assert_eq!(run.status, SuiteRunStatus::Passed, "{run:?}");
+    assert_eq!(mock.requests(), 2, "the suite called the provider");
+    // The fork ran the recorded answers through the scripted provider.
+    let fork = run.cases[0].fork_id.as_deref().expect("fork");
+    let (_, detail) = api.call("GET", &format!("/runs/{fork}"), None).await;
+    assert_eq!(detail["status"], "succeeded", "{detail}");
+    assert_eq!(detail["outputs"]["answer"], "42");
+}
+
+/// What cannot make a suite is a 422 naming the field; a taken name is 409;
+/// another workspace's suite is 404 everywhere; a deleted suite takes its
+/// runs along.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suites_refuse_bad_input_by_field_and_hide_other_workspaces() {
+    let (_counter, api) = Api::start(Duration::ZERO).await;
+    let wf = api
+        .workflow(workflow(vec![read("/read/1"), text("found")], http_tool()))
+        .await;
+    let run = api.recorded_run(&wf, json!({"item": "a"})).await;
+    let other_wf = api.workflow(workflow(vec![text("other")], json!([]))).await;
+    let other_run = api.recorded_run(&other_wf, json!({"item": "a"})).await;
+    let (s, replay) = api.call("POST", &format!("/runs/{run}/replay"), None).await;
+    assert_eq!(s, 200, "{replay}");
+    let replay = replay["run_id"].as_str().expect("replay id").to_string();
+    // A run waiting for an approval has not finished.
+    let waiting = common::start_run(&api.state, &api.token, common::approval_workflow()).await;
+    let waiting_wf = api.finished_or_waiting(&waiting).await;
+
+    let ok = json!([{"kind": "outputs_equal"}]);
+    let suite = |name: &str, workflow_id: &str, cases: Value| json!({"name": name, "workflow_id": workflow_id, "cases": cases});
+    let refused = [
+        (
+            suite("", &wf, json!([{"run_id": run, "assertions": ok}])),
+            "name",
+        ),
+        (
+            suite(
+                &"x".repeat(101),
+                &wf,
+                json!([{"run_id": run, "assertions": ok}]),
+            ),
+            "name",
+        ),
+        (
+            suite(
+                "s",
+                "no-such-workflow",
+                json!([{"run_id": run, "assertions": ok}]),
+            ),
+            "workflow_id",
+        ),
+        (suite("s", &wf, json!([])), "cases"),
+        (
+            suite("s", &wf, json!([{"run_id": run, "assertions": []}])),
+            "cases[0].assertions",
+        ),
+        (
+            suite(
+                "s",
+                &wf,
+                json!([
+                    {"run_id": run, "assertions": ok},
+                    {"run_id": run, "assertions": [{"kind": "path_equals", "path": "$$.nope[", "value": 1}]},
+                ]),
+            ),
+            "cases[1].name",
+        ),
+        (
+            suite(
+                "s",
+                &wf,
+                json!([
+                    {"run_id": run, "assertions": ok},
+                    {"name": "two", "run_id": run, "assertions": [{"kind": "path_equals", "path": "$$.nope[", "value": 1}]},
+                ]),
+            ),
+            "cases[1].assertions[0].path",
+        ),
+        (
+            suite(
+                "s",
+                &wf,
+                json!([{"run_id": run, "assertions": [{"kind": "matches_schema", "schema": {"type": 7}}]}]),
+            ),
+            "cases[0].assertions[0].schema",
+        ),
+        (
+            suite("s", &wf, json!([{"run_id": other_run, "assertions": ok}])),
+            "cases[0].run_id",
+        ),
+        (
+            suite("s", &wf, json!([{"run_id": replay, "assertions": ok}])),
+            "cases[0].run_id",
+        ),
+        (
+            suite(
+                "s",
+                &wf,
+                json!([{"run_id": "no-such-run", "assertions": ok}]),
+            ),
+            "cases[0].run_id",
+        ),
+        (
+            suite(
+                "s",
+                &waiting_wf,
+                json!([{"run_id": waiting, "assertions": ok}]),
+            ),
+            "cases[0].run_id",
+        ),
+    ];
+    for (body, path) in refused {
+        let (s, e) = api.call("POST", "/suites", Some(body.clone())).await;
+        assert_eq!(
+            (s, e["error"]["details"]["path"].as_str()),
+            (422, Some(path)),
+            "{body}: {e}"
+        );
+        assert!(
+            e["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with(&format!("{path}: "))),
+            "{e}"
+        );
+    }
+    let message = |body: Value| async {
+        let (_, e) = api.call("POST", "/suites", Some(body)).await;
+        e["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let m = message(suite(
+        "s",
+        &wf,
+        json!([{"run_id": other_run, "assertions": ok}]),
+    ))
+    .await;
+    assert!(
+        m.contains(&format!("run {other_run} is not a run of workflow {wf}")),
+        "{m}"
+    );
+    let m = message(suite(
+        "s",
+        &wf,
+        json!([{"run_id": replay, "assertions": ok}]),
+    ))
+    .await;
+    assert!(m.contains("replay"), "{m}");
+    let m = message(suite(
+        "s",
+        &waiting_wf,
+        json!([{"run_id": waiting, "assertions": ok}]),
+    ))
+    .await;
+    assert!(m.contains("has not finished"), "{m}");
+    // An unknown assertion is refused by the body's shape, never a 500.
+    let (s, e) = api
+        .call(
+            "POST",
+            "/suites",
+            Some(suite(
+                "s",
+                &wf,
+                json!([{"run_id": run, "assertions": [{"kind": "vibes"}]}]),
+            )),
+        )
+        .await;
+    assert!(s == 400 || s == 422, "{s} {e}");
+
+    let id = api
+        .suite(suite(
+            "kept",
+            &wf,
+            json!([{"run_id": run, "assertions": ok}]),
+        ))
+        .await;
+    let (s, e) = api
+        .call(
+            "POST",
+            "/suites",
+            Some(suite(
+                "kept",
+                &wf,
+                json!([{"run_id": run, "assertions": ok}]),
+            )),
+        )
+        .await;
+    assert_eq!(s, 409, "{e}");
+    let other = api
+        .suite(suite(
+            "another",
+            &wf,
+            json!([{"run_id": run, "assertions": ok}]),
+        ))
+        .await;
+    let (s, e) = api
+        .call(
+            "PUT",
+            &format!("/suites/{other}"),
+            Some(suite(
+                "kept",
+                &wf,
+                json!([{"run_id": run, "assertions": ok}]),
+            )),
+        )
+        .await;
+    assert_eq!(s, 409, "{e}");
+    let (s, replaced) = api
+        .call(
+            "PUT",
+            &format!("/suites/{other}"),
+            Some(suite(
+                "renamed",
+                &wf,
+                json!([{"name": "one", "run_id": run, "assertions": ok}]),
+            )),
+        )
+        .await;
+    assert_eq!(s, 200, "{replaced}");
+    assert_eq!(replaced["name"], "renamed");
+    assert_eq!(replaced["cases"][0]["name"], "one");
+    let (s, e) = api
+        .call(
+            "POST",
+            &format!("/suites/{id}/runs"),
+            Some(json!({"revision": 99})),
+        )
+        .await;
+    assert_eq!(
+        (s, e["error"]["details"]["path"].as_str()),
+        (422, Some("revision")),
+        "{e}"
+    );
+    let done = api.run_suite(&id, json!({"revision": 1})).await;
+    assert_eq!(done.status, SuiteRunStatus::Passed, "{done:?}");
+
+    // Another workspace sees none of it.
+    for (method, path, body) in [
+        ("GET", format!("/suites/{id}"), None),
+        (
+            "PUT",
+            format!("/suites/{id}"),
+            Some(suite(
+                "mine",
+                &wf,
+                json!([{"run_id": run, "assertions": ok}]),
+            )),
+        ),
+        ("DELETE", format!("/suites/{id}"), None),
+        ("POST", format!("/suites/{id}/runs"), Some(json!({}))),
+        ("GET", format!("/suites/{id}/runs"), None),
+        ("GET", format!("/suite-runs/{}", done.id), None),
+    ] {
+        let (s, e) = api.call_as(common::BOB_TOKEN, method, &path, body).await;
+        assert_eq!(s, 404, "{method} {path}: {e}");
+    }
+    let (_, list) = api.call_as(common::BOB_TOKEN, "GET", "/suites", None).await;
+    assert_eq!(list["suites"], json!([]), "{list}");
+    // Bob cannot make a suite of the admin's workflow or runs either.
+    let (s, e) = api
+        .call_as(
+            common::BOB_TOKEN,
+            "POST",
+            "/suites",
+            Some(suite(
+                "bobs",
+                &wf,
+                json!([{"run_id": run, "assertions": ok}]),
+            )),
+        )
+        .await;
+    assert_eq!(
+        (s, e["error"]["details"]["path"].as_str()),
+        (422, Some("workflow_id")),
+        "{e}"
+    );
+
+    let (s, _) = api.call("DELETE", &format!("/suites/{id}"), None).await;
+    assert_eq!(s, 204);
+    let (s, _) = api.call("GET", &format!("/suites/{id}"), None).await;
+    assert_eq!(s, 404);
+    let (s, _) = api
+        .call("GET", &format!("/suite-runs/{}", done.id), None)
+        .await;
+    assert_eq!(s, 404, "a deleted suite's runs are gone");
+    let (s, _) = api.call("DELETE", &format!("/suites/{id}"), None).await;
+    assert_eq!(s, 404);
+}
+
+impl Api {
+    /// Waits until the run waits for an approval; returns its workflow id.
+    async fn finished_or_waiting(&self, run_id: &str) -> String {
+        let run = self
+            .wait_for(&format!("/runs/{run_id}"), |r| {
+                r["status"] == "waiting_for_approval"
+            })
+            .await;
+        run["workflow_id"]
+            .as_str()
+            .expect("workflow id")
+            .to_string()
+    }
+}
+
+/// A suite run whose server stops before it ends is `error` after the next
+/// start, saying so; its suite runs again. On SQLite and on Postgres.
+fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str) {
+    // A slow endpoint: the suite's fork is still reading when the server
+    // stops.
+    let counter = Counter::start(Duration::from_secs(3));
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    };
+    let first = runtime();
+    let (token, suite, suite_run) = first.block_on(async {
+        let api = Api::open(dir, database_url, None).await;
+        api.add_counter(&counter).await;
+        let wf = api
+            .workflow(workflow(vec![text("found")], http_tool()))
+            .await;
+        let origin = api.recorded_run(&wf, json!({"item": "a"})).await;
+        // The new revision makes a new read, live in this suite.
+        api.revise(
+            &wf,
+            1,
+            workflow(vec![read("/slow"), text("found")], http_tool()),
+        )
+        .await;
+        let suite = api
+            .suite(
+                json!({"name": "slow", "workflow_id": wf, "options": {"live_reads": true},
+                "cases": [{"run_id": origin, "assertions": [{"kind": "outputs_equal"}]}]}),
+            )
+            .await;
+        let (s, started) = api
+            .call("POST", &format!("/suites/{suite}/runs"), Some(json!({})))
+            .await;
+        assert_eq!(s, 202, "{started}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while count(&counter, "/slow") == 0 {
+            assert!(Instant::now() < deadline, "the fork never read");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let id = started["id"].as_str().expect("id").to_string();
+        (api.token.clone(), suite, id)
+    });
+    first.shutdown_timeout(Duration::from_secs(5));
+
+    let second = runtime();
+    second.block_on(async {
+        let api = Api::open(dir, database_url, Some(token)).await;
+        let (_, before) = api
+            .call("GET", &format!("/suite-runs/{suite_run}"), None)
+            .await;
+        assert_eq!(before["status"], "running", "{before}");
+        api.state.runs().hold_instance_name().await.expect("lock");
+        api.state.runs().recover().await.expect("recover");
+        let (_, after) = api
+            .call("GET", &format!("/suite-runs/{suite_run}"), None)
+            .await;
+        assert_eq!(after["status"], "error", "{after}");
+        assert!(
+            after["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("the server running it stopped")),
+            "{after}"
+        );
+        assert!(after["finished_at"].is_string(), "{after}");
+        // A later look leaves a suite run of this process alone.
+        let (s, started) = api
+            .call("POST", &format!("/suites/{suite}/runs"), Some(json!({})))
+            .await;
+        assert_eq!(s, 202, "{started}");
+        api.state.runs().recover().await.expect("recover");
+        let id = started["id"].as_str().expect("id");
+        let (_, now) = api.call("GET", &format!("/suite-runs/{id}"), None).await;
+        assert_eq!(now["status"], "running", "{now}");
+        let done = api
+            .wait_for(&format!("/suite-runs/{id}"), |r| r["status"] != "running")
+            .await;
+        assert_eq!(done["status"], "passed", "{done}");
+    });
+    second.shutdown_timeout(Duration::from_secs(5));
+}
+
+#[test]
+fn an_interrupted_suite_run_is_an_error_at_restart_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let url = glassbox_server::Config::default_database_url(dir.path());
+    interrupted_suite_run_ends_in_error(dir.path(), &url);
+}
+
+#[test]
+fn an_interrupted_suite_run_is_an_error_at_restart_on_postgres() {
+    let admin = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let Some(db) = admin.block_on(common::TempPgDatabase::create("glassbox_suites")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let outcome =
+        std::panic::catch_unwind(|| interrupted_suite_run_ends_in_error(dir.path(), &db.url));
+    admin.block_on(db.drop_now());
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
