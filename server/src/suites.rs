@@ -584,6 +584,13 @@ async fn run_case(
     runs.wait_end(&fork_id).await;
     let fork_detail = loop {
         match detail(store, ws, &fork_id).await {
+            Ok(d) if d.is_active() && runs.stopping() => {
+                return case_error(
+                    case,
+                    Some(fork_id),
+                    "the server stopped before the case's fork ended".into(),
+                )
+            }
             // Given up here to another instance (Postgres): it continues
             // there; its end is read from the table.
             Ok(d) if d.is_active() => tokio::time::sleep(std::time::Duration::from_secs(1)).await,

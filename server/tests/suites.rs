@@ -468,7 +468,7 @@ impl MockOpenAi {
                     let mut body = vec![0; length];
                     let _ = reader.read_exact(&mut body).await;
                     let n = seen.fetch_add(1, Ordering::SeqCst);
-                    let answer = if n % 2 == 0 {
+                    let answer = if n.is_multiple_of(2) {
                         json!({"id": "c1", "object": "chat.completion", "model": "gpt-4o",
                             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
                                 "tool_calls": [{"id": "call_A", "type": "function", "function": {"name": "calculator", "arguments": "{\"expression\":\"6*7\"}"}}]}}],

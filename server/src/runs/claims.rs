@@ -346,6 +346,11 @@ impl Runs {
                     Ok(n) => tracing::info!(runs = n, "took over runs of a stopped instance"),
                     Err(e) => tracing::warn!(error = %e, "cannot look for runs to take over"),
                 }
+                // A suite run is not taken over: a gone instance's ends
+                // `error` (see `suites`).
+                if let Err(e) = this.end_interrupted_suite_runs(false).await {
+                    tracing::warn!(error = %e, "cannot look for interrupted suite runs");
+                }
                 this.taking_over.store(false, Relaxed);
             });
         }

@@ -566,7 +566,7 @@ impl Runs {
         let resumed = self.take_over(true).await?;
         // A suite run is not resumed: one no live process executes ends
         // `error` (see `suites`).
-        self.end_interrupted_suite_runs().await?;
+        self.end_interrupted_suite_runs(true).await?;
         Ok(resumed)
     }
 

@@ -8,7 +8,8 @@
 //! (on SQLite: not this one, the database's one instance, at its start; on
 //! Postgres: this instance's name from before its start, or an instance
 //! whose advisory lock is free, as `claims` tells a gone holder) ends
-//! `error`, saying that the server running it stopped.
+//! `error`, saying that the server running it stopped. On Postgres a
+//! serving instance's takeover also ends those of other gone instances.
 
 use std::collections::HashSet;
 
@@ -76,6 +77,12 @@ impl Runs {
         self.workspace_owner(workspace_id).await
     }
 
+    /// Whether this process's runs were stopped (`Runs::stop`): a fork
+    /// it gave up does not end here.
+    pub fn stopping(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Notes that this process executes the suite run `id` until the
     /// guard drops.
     pub fn suite_here(self: &Arc<Self>, id: &str) -> SuiteHere {
@@ -90,17 +97,23 @@ impl Runs {
     }
 
     /// Ends `error` every `running` suite run that no live process
-    /// executes (see the module's doc); returns how many.
-    pub(super) async fn end_interrupted_suite_runs(&self) -> Result<usize, StoreError> {
+    /// executes (see the module's doc); returns how many. `at_start`: this
+    /// instance's name counts as gone too (its earlier process's), as at a
+    /// start; later (a Postgres heartbeat's takeover) only other names
+    /// whose lock is free do.
+    pub(super) async fn end_interrupted_suite_runs(
+        &self,
+        at_start: bool,
+    ) -> Result<usize, StoreError> {
+        let running = self.store.running_suite_runs().await?;
+        // Read after the rows: a suite run is noted here before its row is
+        // stored, so none of this process's is missed.
         let here = self
             .suites_here
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let running: Vec<(String, String, String)> = self
-            .store
-            .running_suite_runs()
-            .await?
+        let running: Vec<(String, String, String)> = running
             .into_iter()
             .filter(|(id, _, _)| !here.contains(id))
             .collect();
@@ -125,7 +138,9 @@ impl Runs {
             };
             // This name's earlier process: it held the name's lock, which
             // this one holds now.
-            gone.insert(self.instance.name.clone());
+            if at_start {
+                gone.insert(self.instance.name.clone());
+            }
             Some(gone)
         };
         let mut ended = 0;
