@@ -872,11 +872,15 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
             .workflow(workflow(vec![text("found")], http_tool()))
             .await;
         let origin = api.recorded_run(&wf, json!({"item": "a"})).await;
-        // The new revision makes a new read, live in this suite.
+        // The new revision makes a new read, live in this suite, then a
+        // new write, which a suite's fork refuses, after a restart too.
         api.revise(
             &wf,
             1,
-            workflow(vec![read("/slow"), text("found")], http_tool()),
+            workflow(
+                vec![read("/slow"), write("/write/1"), text("found")],
+                http_tool(),
+            ),
         )
         .await;
         let suite = api
@@ -907,7 +911,15 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
             .await;
         assert_eq!(before["status"], "running", "{before}");
         api.state.runs().hold_instance_name().await.expect("lock");
-        api.state.runs().recover().await.expect("recover");
+        // The suite run's fork is resumed like any run (on Postgres the
+        // stopped server's session may hold its row a moment: claim again).
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let mut resumed = api.state.runs().recover().await.expect("recover");
+        while resumed == 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            resumed = api.state.runs().recover().await.expect("recover");
+        }
+        assert_eq!(resumed, 1, "the suite's fork is resumed");
         let (_, after) = api
             .call("GET", &format!("/suite-runs/{suite_run}"), None)
             .await;
@@ -919,6 +931,26 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
             "{after}"
         );
         assert!(after["finished_at"].is_string(), "{after}");
+        // The resumed fork still refuses the new write, asking no approval.
+        let (_, list) = api.call("GET", "/runs", None).await;
+        let fork = list["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .find(|r| r["kind"] == "fork")
+            .and_then(|r| r["id"].as_str())
+            .expect("the fork")
+            .to_string();
+        let run = api.finished(&fork).await;
+        assert_eq!(run["status"], "succeeded", "{run}");
+        let calls = &run["agent_outputs"]["agent"];
+        let second = &calls["tools_by_id"][calls["tool_order"][1].as_str().expect("id")];
+        assert_eq!(
+            second["error"]["details"]["reason"], "SUITE_NO_WRITES",
+            "{second}"
+        );
+        let (_, approvals) = api.call("GET", "/approvals", None).await;
+        assert_eq!(approvals["count"], 0, "{approvals}");
         // A later look leaves a suite run of this process alone.
         let (s, started) = api
             .call("POST", &format!("/suites/{suite}/runs"), Some(json!({})))
@@ -932,6 +964,38 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
             .wait_for(&format!("/suite-runs/{id}"), |r| r["status"] != "running")
             .await;
         assert_eq!(done["status"], "passed", "{done}");
+        assert_eq!(count(&counter, "/write/1"), 0, "a suite sent a write");
+        // The history and the suite's routes on this backend.
+        let (_, history) = api
+            .call("GET", &format!("/suites/{suite}/runs"), None)
+            .await;
+        let statuses: Vec<&str> = history["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .filter_map(|r| r["status"].as_str())
+            .collect();
+        assert_eq!(statuses, vec!["passed", "error"], "{history}");
+        let (_, list) = api.call("GET", "/suites", None).await;
+        assert_eq!(list["suites"][0]["last_run"]["status"], "passed", "{list}");
+        let (_, view) = api.call("GET", &format!("/suites/{suite}"), None).await;
+        let mut renamed = json!({"name": "renamed", "workflow_id": view["workflow_id"],
+            "cases": view["cases"], "options": view["options"]});
+        let (s, e) = api
+            .call("PUT", &format!("/suites/{suite}"), Some(renamed.clone()))
+            .await;
+        assert_eq!((s, &e["name"]), (200, &json!("renamed")), "{e}");
+        renamed["name"] = json!("another");
+        let other = api.suite(renamed.clone()).await;
+        renamed["name"] = json!("renamed");
+        let (s, e) = api
+            .call("PUT", &format!("/suites/{other}"), Some(renamed))
+            .await;
+        assert_eq!(s, 409, "{e}");
+        let (s, _) = api.call("DELETE", &format!("/suites/{suite}"), None).await;
+        assert_eq!(s, 204);
+        let (s, _) = api.call("GET", &format!("/suite-runs/{id}"), None).await;
+        assert_eq!(s, 404);
     });
     second.shutdown_timeout(Duration::from_secs(5));
 }
