@@ -1,0 +1,126 @@
+//! A suite run never fails on the workspace's runs-in-progress limit
+//! (issue 33): each case waits for a free run slot. Its own test binary,
+//! since the limit is read from the environment when the server starts.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+async fn call(
+    state: &glassbox_server::AppState,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let (status, _, bytes) =
+        common::request(state, method, &format!("/api/v1{path}"), token, body).await;
+    (
+        status.as_u16(),
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// Polls `path` until `done` says so (60 s at most).
+async fn wait_for(
+    state: &glassbox_server::AppState,
+    token: &str,
+    path: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (s, item) = call(state, token, "GET", path, None).await;
+        assert_eq!(s, 200, "{item}");
+        if done(&item) {
+            return item;
+        }
+        assert!(Instant::now() < deadline, "{path} stuck: {item}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suite_waits_for_a_free_run_slot_instead_of_failing() {
+    // The only test of this binary: no other reads the environment.
+    std::env::set_var("GLASSBOX_MAX_RUNS_PER_WORKSPACE", "1");
+    let w = common::TwoWorkspaces::new(2 * 1024 * 1024).await;
+    let (state, t) = (&w.state, w.admin_token.as_str());
+    let (s, created) = call(
+        state,
+        t,
+        "POST",
+        "/workflows",
+        Some(json!({
+            "format_version": 1, "id": "limit", "name": "limit", "revision": 0,
+            "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "go",
+                "provider": {"kind": "scripted", "script": {"turns": [{"text": "done"}]}}}}],
+            "edges": []
+        })),
+    )
+    .await;
+    assert_eq!(s, 201, "{created}");
+    let wf = created["id"].as_str().expect("id");
+    let (s, started) = call(state, t, "POST", "/runs", Some(json!({"workflow_id": wf}))).await;
+    assert_eq!(s, 202, "{started}");
+    let origin = started["run_id"].as_str().expect("run id").to_string();
+    wait_for(state, t, &format!("/runs/{origin}"), |r| {
+        r["status"] == "succeeded"
+    })
+    .await;
+    let (s, suite) = call(
+        state,
+        t,
+        "POST",
+        "/suites",
+        Some(json!({"name": "limited", "workflow_id": wf,
+            "cases": [{"run_id": origin, "assertions": [{"kind": "outputs_equal"}]}]})),
+    )
+    .await;
+    assert_eq!(s, 201, "{suite}");
+    let suite = suite["id"].as_str().expect("suite id").to_string();
+
+    // The workspace's one slot is taken by a run waiting for an approval.
+    let waiting = common::start_run(state, t, common::approval_workflow()).await;
+    wait_for(state, t, &format!("/runs/{waiting}"), |r| {
+        r["status"] == "waiting_for_approval"
+    })
+    .await;
+    let (s, e) = call(state, t, "POST", "/runs", Some(json!({"workflow_id": wf}))).await;
+    assert_eq!(s, 429, "the slot is taken: {e}");
+
+    let (s, started) = call(
+        state,
+        t,
+        "POST",
+        &format!("/suites/{suite}/runs"),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(s, 202, "{started}");
+    let id = started["id"].as_str().expect("suite run id").to_string();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, now) = call(state, t, "GET", &format!("/suite-runs/{id}"), None).await;
+    assert_eq!(now["status"], "running", "the case waits: {now}");
+
+    // The slot frees: the case runs and the suite passes.
+    let (_, approvals) = call(state, t, "GET", "/approvals", None).await;
+    let token = approvals["pending"][0]["token"].as_str().expect("token");
+    let (s, e) = call(
+        state,
+        t,
+        "POST",
+        &format!("/approvals/{token}/approve"),
+        None,
+    )
+    .await;
+    assert_eq!(s, 200, "{e}");
+    let done = wait_for(state, t, &format!("/suite-runs/{id}"), |r| {
+        r["status"] != "running"
+    })
+    .await;
+    assert_eq!(done["status"], "passed", "{done}");
+    assert_eq!(done["cases"][0]["error"], Value::Null, "{done}");
+}
