@@ -1,0 +1,229 @@
+//! `model: recorded` makes a suite offline for every provider (issue 33):
+//! a run recorded through a loopback OpenAI-compatible server passes its
+//! suite once that server is gone. Its own test binary: the provider's
+//! loopback address is allowed through the environment, read when the
+//! server starts.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use node_runtime::wire::{SuiteRunStatus, SuiteRunView};
+use serde_json::{json, Value};
+
+/// The API of a server state (in-process), signed in as its admin.
+struct Api {
+    state: glassbox_server::AppState,
+    token: String,
+    _w: common::TwoWorkspaces,
+}
+
+impl Api {
+    async fn start() -> Api {
+        let w = common::TwoWorkspaces::new(2 * 1024 * 1024).await;
+        Api {
+            state: w.state.clone(),
+            token: w.admin_token.clone(),
+            _w: w,
+        }
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let (status, _, bytes) = common::request(
+            &self.state,
+            method,
+            &format!("/api/v1{path}"),
+            &self.token,
+            body,
+        )
+        .await;
+        (
+            status.as_u16(),
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// Polls `path` until `done` says so (60 s at most).
+    async fn wait_for(&self, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (s, item) = self.call("GET", path, None).await;
+            assert_eq!(s, 200, "{item}");
+            if done(&item) {
+                return item;
+            }
+            assert!(Instant::now() < deadline, "{path} stuck: {item}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn workflow(&self, workflow: Value) -> String {
+        let (s, created) = self.call("POST", "/workflows", Some(workflow)).await;
+        assert_eq!(s, 201, "{created}");
+        created["id"].as_str().expect("workflow id").to_string()
+    }
+
+    async fn recorded_run(&self, workflow_id: &str, inputs: Value) -> String {
+        let (s, started) = self
+            .call(
+                "POST",
+                "/runs",
+                Some(json!({"workflow_id": workflow_id, "inputs": inputs})),
+            )
+            .await;
+        assert_eq!(s, 202, "{started}");
+        let run_id = started["run_id"].as_str().expect("run id").to_string();
+        let run = self
+            .wait_for(&format!("/runs/{run_id}"), |r| {
+                matches!(
+                    r["status"].as_str(),
+                    Some("succeeded" | "failed" | "cancelled")
+                )
+            })
+            .await;
+        assert_eq!(run["status"], "succeeded", "{run}");
+        run_id
+    }
+
+    async fn suite(&self, body: Value) -> String {
+        let (s, created) = self.call("POST", "/suites", Some(body)).await;
+        assert_eq!(s, 201, "{created}");
+        created["id"].as_str().expect("suite id").to_string()
+    }
+
+    async fn run_suite(&self, suite_id: &str, body: Value) -> SuiteRunView {
+        let (s, started) = self
+            .call("POST", &format!("/suites/{suite_id}/runs"), Some(body))
+            .await;
+        assert_eq!(s, 202, "{started}");
+        let id = started["id"].as_str().expect("suite run id").to_string();
+        let done = self
+            .wait_for(&format!("/suite-runs/{id}"), |r| r["status"] != "running")
+            .await;
+        serde_json::from_value(done).expect("a SuiteRunView")
+    }
+}
+
+/// A loopback OpenAI-compatible server: the first request of each pair
+/// asks for the calculator, the second answers; counts its requests.
+struct MockOpenAi {
+    port: u16,
+    requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MockOpenAi {
+    async fn start() -> Self {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = requests.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut reader = BufReader::new(stream);
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).await.unwrap_or(0) == 0 || line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    let _ = reader.read_exact(&mut body).await;
+                    let n = seen.fetch_add(1, Ordering::SeqCst);
+                    let answer = if n.is_multiple_of(2) {
+                        json!({"id": "c1", "object": "chat.completion", "model": "gpt-4o",
+                            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                                "tool_calls": [{"id": "call_A", "type": "function", "function": {"name": "calculator", "arguments": "{\"expression\":\"6*7\"}"}}]}}],
+                            "usage": {"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27}})
+                    } else {
+                        json!({"id": "c2", "object": "chat.completion", "model": "gpt-4o",
+                            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "42"}}],
+                            "usage": {"prompt_tokens": 30, "completion_tokens": 1, "total_tokens": 31}})
+                    }
+                    .to_string();
+                    let mut stream = reader.into_inner();
+                    let _ = stream
+                        .write_all(
+                            format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                                answer.len()
+                            )
+                            .as_bytes(),
+                        )
+                        .await;
+                });
+            }
+        });
+        Self {
+            port,
+            requests,
+            task,
+        }
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// `model: recorded` makes a suite offline for every provider: a run
+/// recorded through an OpenAI-compatible server still passes its suite once
+/// that server is gone, its model answers given again from the recording.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suite_with_recorded_answers_runs_offline_for_a_real_provider() {
+    let mut mock = MockOpenAi::start().await;
+    // The provider on loopback must be allowed (before the server starts:
+    // its runs read the list once). The only test of this binary: no other
+    // reads the environment.
+    std::env::set_var(
+        glassbox_server::config::HTTP_ALLOW_HOSTS_ENV,
+        format!("127.0.0.1:{}", mock.port),
+    );
+    let api = Api::start().await;
+    let wf = api
+        .workflow(json!({
+            "format_version": 1, "id": "openai-suite", "name": "openai suite", "revision": 0,
+            "nodes": [
+                {"id": "agent", "kind": "agent", "config": {"prompt": "What is 6*7?",
+                    "tools": [{"tool": "calculator@1.0.0"}],
+                    "provider": {"kind": "openai", "base_url": format!("http://127.0.0.1:{}/v1", mock.port), "model": "gpt-4o"}}},
+                {"id": "out", "kind": "output", "config": {"fields": ["answer"]}}
+            ],
+            "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+        }))
+        .await;
+    let origin = api.recorded_run(&wf, json!({})).await;
+    assert_eq!(mock.requests(), 2);
+    // The provider is gone.
+    mock.task.abort();
+    let _ = (&mut mock.task).await;
+    let suite = api
+        .suite(json!({
+            "name": "offline", "workflow_id": wf, "options": {"model": "recorded"},
+            "cases": [{"run_id": origin, "assertions": [
+                {"kind": "outputs_equal"},
+                {"kind": "tool_called", "tool": "calculator"},
+                {"kind": "path_equals", "path": "$.nodes.agent.response", "value": "42"},
+                {"kind": "status", "equals": "succeeded"},
+            ]}]
+        }))
+        .await;
+    let run = api.run_suite(&suite, json!({})).await;
+    assert_eq!(run.status, SuiteRunStatus::Passed, "{run:?}");
+    assert_eq!(mock.requests(), 2, "the suite called the provider");
+    // The fork ran the recorded answers through the scripted provider.
+    let fork = run.cases[0].fork_id.as_deref().expect("fork");
+    let (_, detail) = api.call("GET", &format!("/runs/{fork}"), None).await;
+    assert_eq!(detail["status"], "succeeded", "{detail}");
+    assert_eq!(detail["outputs"]["answer"], "42");
+}
