@@ -301,6 +301,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_fork_stored_before_suites_reads_as_not_refusing_writes() {
+        let workflow = json!({"format_version": 1, "id": "w", "name": "w", "revision": 1, "nodes": [], "edges": []});
+        let old: ForkSpec =
+            serde_json::from_value(json!({"workflow": workflow, "live_reads": true}))
+                .expect("an old fork's checkpoint reads");
+        assert!(old.live_reads && !old.refuse_writes);
+        let suite: ForkSpec = serde_json::from_value(
+            json!({"workflow": workflow, "live_reads": false, "refuse_writes": true}),
+        )
+        .expect("a suite fork's checkpoint reads");
+        assert!(suite.refuse_writes);
+    }
+
+    #[test]
     fn merge_patch_follows_rfc_7396() {
         // RFC 7396 appendix A, a selection.
         let cases = [
