@@ -26,13 +26,16 @@ use leptos_router::{path, Lazy, LazyRoute};
 /// A route whose page is loaded on its first visit, from a wasm module of
 /// its own (split from the app's by `cargo xtask split-wasm`, Trunk's
 /// post-build hook): the first load fetches only the shell and the pages
-/// every visit needs. `$module` names the split point and its file
-/// (`split_<module>.wasm`). A module that cannot be fetched shows as an
-/// error on the page; opening the page again tries again.
+/// every visit needs. `$split` names the split point, `$module` the module
+/// it is in (`split_<module>.wasm`): pages that share most of their code
+/// share a module, since every distinct set of modules sharing code is a
+/// chunk of its own, fetched and compressed on its own (the editor's load
+/// fetched 117 of them). A module that cannot be fetched shows as an error
+/// on the page; opening the page again tries again.
 macro_rules! lazy_page {
-    ($route:ident, $module:ident, $page:path, $what:literal) => {
+    ($route:ident, $split:ident in $module:ident, $page:path, $what:literal) => {
         #[leptos::wasm_split::wasm_split($module, wasm_split_path = ::leptos::wasm_split, fallible)]
-        fn $module() -> Result<AnyView, leptos::wasm_split::SplitLoaderError> {
+        fn $split() -> Result<AnyView, leptos::wasm_split::SplitLoaderError> {
             Ok(view! { <$page /> }.into_any())
         }
 
@@ -45,7 +48,7 @@ macro_rules! lazy_page {
             }
 
             async fn view(_this: Self) -> AnyView {
-                $module().await.unwrap_or_else(|_| page_unavailable($what))
+                $split().await.unwrap_or_else(|_| page_unavailable($what))
             }
         }
     };
@@ -62,17 +65,19 @@ fn page_unavailable(what: &'static str) -> AnyView {
     .into_any()
 }
 
-lazy_page!(EditorRoute, editor_page, pages::EditorPage, "editor");
-lazy_page!(RunsRoute, runs_page, pages::Runs, "runs");
-lazy_page!(RunRoute, run_page, pages::RunPage, "run");
-lazy_page!(SuitesRoute, suites_page, pages::Suites, "suites");
-lazy_page!(SuiteRoute, suite_page, pages::SuitePage, "suite");
-lazy_page!(TraceRoute, trace_page, pages::TracePage, "trace");
-lazy_page!(ToolsRoute, tools_page, pages::Tools, "tools");
-lazy_page!(SettingsRoute, settings_page, pages::Settings, "settings");
+lazy_page!(EditorRoute, editor_page in editor_page, pages::EditorPage, "editor");
+// What a run is: the list, a run, its trace, suites of runs (one module).
+lazy_page!(RunsRoute, runs_page in runs_pages, pages::Runs, "runs");
+lazy_page!(RunRoute, run_page in runs_pages, pages::RunPage, "run");
+lazy_page!(TraceRoute, trace_page in runs_pages, pages::TracePage, "trace");
+lazy_page!(SuitesRoute, suites_page in runs_pages, pages::Suites, "suites");
+lazy_page!(SuiteRoute, suite_page in runs_pages, pages::SuitePage, "suite");
+// The workspace's tools and settings (one module).
+lazy_page!(ToolsRoute, tools_page in admin_pages, pages::Tools, "tools");
+lazy_page!(SettingsRoute, settings_page in admin_pages, pages::Settings, "settings");
 lazy_page!(
     WorkflowsRoute,
-    workflows_page,
+    workflows_page in workflows_page,
     pages::Workflows,
     "workflows"
 );
