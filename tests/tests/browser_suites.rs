@@ -1,0 +1,353 @@
+//! Browser test of regression suites (issue 33) in real Chromium against a
+//! real server: three finished runs of one workflow are added to a suite
+//! from their run pages, the suite passes from the Suites page, and after
+//! the calculator is removed from the Agent's tools in the editor the suite
+//! fails, naming each failing case and the assertion "calculator is
+//! called" with what was found.
+
+use std::time::{Duration, Instant};
+
+use fantoccini::Client;
+use glassbox_tests::harness::{app_and_browser_with, wait_for_text, Browser, Server};
+use glassbox_tests::ui::{
+    appear, attr_or_none, click, count, find, text_or_empty, value_of, wait_until,
+};
+use serde_json::{json, Value};
+
+/// A server and a browser signed in to it, with the session token; None
+/// when browser tests are off.
+async fn signed_in() -> Option<(Server, Browser, String)> {
+    let (server, browser) = app_and_browser_with(&[]).await?;
+    match browser.sign_in(&server).await {
+        Ok(token) => Some((server, browser, token)),
+        Err(e) => {
+            browser.close().await;
+            panic!("sign in: {e}");
+        }
+    }
+}
+
+/// A workflow whose scripted Agent node asks the calculator for 6*7 once,
+/// then answers "42", wired to the Output field `answer`.
+fn calculator_workflow() -> Value {
+    json!({
+        "format_version": 1, "id": "calc", "name": "Calc", "revision": 0,
+        "nodes": [
+            {"id": "agent", "kind": "agent", "label": "Agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go",
+                "tools": [{"tool": "calculator@1.0.0"}],
+                "provider": {"kind": "scripted", "script": {"turns": [
+                    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+                    {"text": "42"}]}}}},
+            {"id": "out", "kind": "output", "label": "Answer", "position": {"x": 320, "y": 0}, "config": {"fields": ["answer"]}}
+        ],
+        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    })
+}
+
+/// Types `text` into the element matching `css` after clearing it.
+async fn retype(c: &Client, css: &str, text: &str) -> Result<(), String> {
+    let e = find(c, css).await?;
+    e.clear().await.map_err(|e| format!("clear {css}: {e}"))?;
+    e.send_keys(text)
+        .await
+        .map_err(|e| format!("type into {css}: {e}"))
+}
+
+/// Waits (60 s at most) until the suite page shows a finished suite run
+/// other than `not`; its id and status.
+async fn suite_run_ended(c: &Client, not: Option<&str>) -> Result<(String, String), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = attr_or_none(c, "[data-testid=suite-run]", "data-run").await?;
+        let done = attr_or_none(c, "[data-testid=suite-run]", "data-final").await?;
+        if let (Some(run), Some("true")) = (run, done.as_deref()) {
+            if Some(run.as_str()) != not {
+                let status = attr_or_none(c, "[data-testid=suite-run]", "data-status")
+                    .await?
+                    .unwrap_or_default();
+                return Ok((run, status));
+            }
+        }
+        if Instant::now() > deadline {
+            let shown = text_or_empty(c, "[data-testid=suite-run-controls]").await?;
+            return Err(format!(
+                "no finished suite run after 60 s; the page shows: {shown}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Each failing case's name, with the text of each of its failed
+/// assertions (description and message).
+async fn failures(c: &Client) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut found = Vec::new();
+    let cases = c
+        .find_all(fantoccini::Locator::Css(
+            "[data-testid=case-result][data-passed=false]",
+        ))
+        .await
+        .map_err(|e| e.to_string())?;
+    for case in cases {
+        let name = case
+            .attr("data-case")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let mut failed = Vec::new();
+        for a in case
+            .find_all(fantoccini::Locator::Css(
+                "[data-testid=assertion-result][data-passed=false]",
+            ))
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            failed.push(a.text().await.map_err(|e| e.to_string())?);
+        }
+        found.push((name, failed));
+    }
+    Ok(found)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suite_of_three_runs_passes_then_fails_once_the_editor_removes_the_calculator() {
+    let Some((server, browser, token)) = signed_in().await else {
+        return;
+    };
+    let workflow = server.create_workflow(&token, &calculator_workflow());
+    let runs: Vec<String> = (0..3)
+        .map(|_| {
+            let run = server.start_run(&token, &workflow);
+            let done = server.finished_run(&token, &run);
+            assert_eq!(done["status"], "succeeded", "{done}");
+            run
+        })
+        .collect();
+    let c = browser.client.clone();
+    let outcome = async {
+        // Each run's page: Add to suite; the first makes the suite, the
+        // next two are appended to it.
+        let mut added = Vec::new();
+        let mut prefilled = String::new();
+        let mut refused = String::new();
+        for (i, run) in runs.iter().enumerate() {
+            browser.open(&format!("{}/runs/{run}", server.url)).await?;
+            click(&c, "[data-testid=suite-panel] summary").await?;
+            appear(&c, "[data-testid=suite-assertions]").await?;
+            if i == 0 {
+                prefilled = value_of(&c, "[data-testid=suite-assertions]").await?;
+                // A misspelt kind is refused in words; nothing is made.
+                retype(
+                    &c,
+                    "[data-testid=suite-assertions]",
+                    r#"[{"kind": "tool_caled", "tool": "calculator"}]"#,
+                )
+                .await?;
+                click(&c, "[data-testid=suite-add]").await?;
+                refused =
+                    wait_for_text(&c, "[data-testid=suite-add-error]", Duration::from_secs(10))
+                        .await?;
+                retype(&c, "[data-testid=suite-assertions]", &prefilled).await?;
+                retype(&c, "[data-testid=suite-new-name]", "calc regression").await?;
+            } else {
+                // The workflow's suite is offered; choose it.
+                wait_until("the suite offered", || async {
+                    Ok(count(&c, "[data-testid=suite-choice] option:not([value=''])").await? == 1)
+                })
+                .await?;
+                click(&c, "[data-testid=suite-choice] option:not([value=''])").await?;
+                let offered =
+                    text_or_empty(&c, "[data-testid=suite-choice] option:not([value=''])").await?;
+                if offered != "calc regression" {
+                    return Err(format!("the suite offered is {offered:?}"));
+                }
+            }
+            click(&c, "[data-testid=suite-add]").await?;
+            // (An error shown before this click may still be on the page
+            // for a moment: only the success ends the wait.)
+            match wait_for_text(&c, "[data-testid=suite-added]", Duration::from_secs(15)).await {
+                Ok(text) => added.push(text),
+                Err(e) => {
+                    let said = text_or_empty(&c, "[data-testid=suite-add-error]").await?;
+                    return Err(format!("run {} was not added: {said:?}; {e}", i + 1));
+                }
+            }
+        }
+
+        c.execute(
+            "document.querySelector('[data-testid=suite-added]').scrollIntoView({block: 'center'})",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        browser.screenshot("run-added-to-suite").await?;
+
+        // The Suites page lists it; its page runs it.
+        browser.open(&format!("{}/suites", server.url)).await?;
+        let row = wait_for_text(
+            &c,
+            "[data-testid=suite-list] [data-suite]",
+            Duration::from_secs(10),
+        )
+        .await?;
+        let cases_listed = text_or_empty(&c, "[data-testid=suite-case-count]").await?;
+        click(&c, "[data-testid=suite-list] [data-suite] a").await?;
+        wait_for_text(&c, "[data-testid=suite-name]", Duration::from_secs(10)).await?;
+        let suite_url = c
+            .current_url()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_string();
+        let described = text_or_empty(&c, "[data-testid=suite-cases]").await?;
+        click(&c, "[data-testid=run-suite]").await?;
+        let (first, first_status) = suite_run_ended(&c, None).await?;
+        let first_verdict = text_or_empty(&c, "[data-testid=suite-verdict]").await?;
+        let first_passed = count(&c, "[data-testid=case-result][data-passed=true]").await?;
+
+        // The editor: the calculator taken off the Agent's tools, saved.
+        browser
+            .open(&format!("{}/workflows/{workflow}", server.url))
+            .await?;
+        click(&c, "[data-node=agent] .node-label").await?;
+        let toggle = "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]";
+        appear(&c, toggle).await?;
+        let was_on = find(&c, toggle)
+            .await?
+            .prop("checked")
+            .await
+            .map_err(|e| e.to_string())?;
+        click(&c, toggle).await?;
+        wait_until("the calculator disabled", || async {
+            Ok(find(&c, toggle)
+                .await?
+                .prop("checked")
+                .await
+                .map_err(|e| e.to_string())?
+                .as_deref()
+                == Some("false"))
+        })
+        .await?;
+        click(&c, "[data-testid=save]").await?;
+        wait_until("the save's answer", || async {
+            let status = text_or_empty(&c, "[data-testid=editor-status]").await?;
+            Ok(status.starts_with("Saved as revision") || status.starts_with("Not saved"))
+        })
+        .await?;
+        let saved = text_or_empty(&c, "[data-testid=editor-status]").await?;
+
+        // The suite again: it fails, naming the cases and the assertion.
+        browser.open(&suite_url).await?;
+        appear(&c, "[data-testid=suite-run]").await?;
+        click(&c, "[data-testid=run-suite]").await?;
+        let (_, second_status) = suite_run_ended(&c, Some(&first)).await?;
+        let second_verdict = text_or_empty(&c, "[data-testid=suite-verdict]").await?;
+        let failed = failures(&c).await?;
+        let fork_links = count(
+            &c,
+            "[data-testid=case-result][data-passed=false] [data-testid=case-fork]",
+        )
+        .await?;
+        let diffs = count(
+            &c,
+            "[data-testid=case-result][data-passed=false] [data-testid=case-diff]",
+        )
+        .await?;
+        let history = count(&c, "[data-testid=suite-history] [data-suite-run]").await?;
+        c.execute(
+            "document.querySelector('[data-testid=suite-run]').scrollIntoView()",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        browser.screenshot("suite-run-failed").await?;
+
+        browser.open(&format!("{}/suites", server.url)).await?;
+        let last = wait_for_text(
+            &c,
+            "[data-testid=suite-last-run] [data-testid=suite-run-status]",
+            Duration::from_secs(10),
+        )
+        .await?;
+        browser.screenshot("suites-list").await?;
+        Ok::<_, String>((
+            (prefilled, refused, added, row, cases_listed, described),
+            (first_status, first_verdict, first_passed),
+            (was_on, saved),
+            (
+                second_status,
+                second_verdict,
+                failed,
+                fork_links,
+                diffs,
+                history,
+                last,
+            ),
+        ))
+    }
+    .await;
+    browser.close().await;
+    let (
+        (prefilled, refused, added, row, cases_listed, described),
+        (first_status, first_verdict, first_passed),
+        (was_on, saved),
+        (second_status, second_verdict, failed, fork_links, diffs, history, last),
+    ) = outcome.expect("a suite is made from three run pages, passes, and fails after the edit");
+
+    // The run page's panel: prefilled, a bad text refused, three cases added.
+    assert!(
+        prefilled.contains(r#"{"kind":"outputs_equal"}"#)
+            && prefilled.contains(r#"{"kind":"tool_called","tool":"calculator"}"#),
+        "{prefilled}"
+    );
+    assert!(refused.contains("Assertion 1 is not valid"), "{refused}");
+    assert_eq!(
+        added,
+        [
+            "Added to calc regression (1 case).",
+            "Added to calc regression (2 cases).",
+            "Added to calc regression (3 cases)."
+        ]
+    );
+    // The list and the suite's cases.
+    assert!(
+        row.contains("calc regression") && row.contains("Calc"),
+        "{row}"
+    );
+    assert_eq!(cases_listed, "3");
+    assert_eq!(
+        described.matches("calculator is called").count(),
+        3,
+        "{described}"
+    );
+    // Unchanged workflow: every case passes.
+    assert_eq!(first_status, "passed", "{first_verdict}");
+    assert!(first_verdict.contains("3 of 3 passed"), "{first_verdict}");
+    assert_eq!(first_passed, 3);
+    // The edit: the calculator was on and is saved off.
+    assert_eq!(was_on.as_deref(), Some("true"));
+    assert!(saved.starts_with("Saved as revision"), "{saved}");
+    // After it: the suite fails and names each case and the assertion.
+    assert_eq!(second_status, "failed", "{second_verdict}");
+    assert!(
+        second_verdict.contains("0 of 3 passed, 3 failed"),
+        "{second_verdict}"
+    );
+    let mut names: Vec<&str> = failed.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    let mut want: Vec<&str> = runs.iter().map(String::as_str).collect();
+    want.sort_unstable();
+    assert_eq!(names, want, "each case is named by its run: {failed:?}");
+    for (name, assertions) in &failed {
+        assert!(
+            assertions
+                .iter()
+                .any(|a| a.starts_with("fail calculator is called: ")
+                    && a.contains("calculator ran 0 times")),
+            "{name}: {assertions:?}"
+        );
+    }
+    assert_eq!(fork_links, 3, "each failed case links its fork");
+    assert!(diffs >= 1, "a failed case shows its diff");
+    assert_eq!(history, 2, "both suite runs are in the history");
+    assert_eq!(last, "failed");
+}
