@@ -172,6 +172,19 @@ impl IntoResponse for ApiError {
 /// `Json<T>` whose rejections are [`ApiError`]s naming the problem.
 pub struct ApiJson<T>(pub T);
 
+/// The field a body's data error names (`cases[0].assertions[0].kind` of
+/// "Failed to deserialize ...: cases[0].assertions[0].kind: unknown
+/// variant ..."), when it names one.
+fn data_error_path(text: &str) -> Option<&str> {
+    let rest = text.split_once("target type: ").map_or(text, |(_, r)| r);
+    let path = rest.split_once(": ")?.0;
+    (!path.is_empty()
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-[].".contains(c)))
+    .then_some(path)
+}
+
 impl<S, T> FromRequest<S> for ApiJson<T>
 where
     T: DeserializeOwned,
@@ -184,7 +197,12 @@ where
             Ok(Json(v)) => Ok(Self(v)),
             Err(rejection) => Err(match &rejection {
                 JsonRejection::JsonDataError(_) => {
-                    ApiError::unprocessable(rejection.body_text(), Value::Null)
+                    let text = rejection.body_text();
+                    let details = match data_error_path(&text) {
+                        Some(path) => serde_json::json!({ "path": path }),
+                        None => Value::Null,
+                    };
+                    ApiError::unprocessable(text, details)
                 }
                 JsonRejection::JsonSyntaxError(_) => {
                     ApiError::bad_request(rejection.body_text(), Value::Null)
@@ -247,5 +265,20 @@ where
             .await
             .map(|Query(v)| Self(v))
             .map_err(|r| ApiError::bad_request(r.body_text(), Value::Null))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_data_error_names_its_field_when_it_has_one() {
+        let cases = [
+            ("Failed to deserialize the JSON body into the target type: cases[0].assertions[0].kind: unknown variant `vibes`", Some("cases[0].assertions[0].kind")),
+            ("Failed to deserialize the JSON body into the target type: missing field `name` at line 1 column 2", None),
+            ("Failed to deserialize the JSON body into the target type: options.model: unknown variant `x`: y", Some("options.model")),
+        ];
+        for (text, want) in cases {
+            assert_eq!(super::data_error_path(text), want, "{text}");
+        }
     }
 }

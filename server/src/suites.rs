@@ -30,8 +30,8 @@ use node_runtime::wire::{
 use serde_json::Value;
 
 use crate::api::views::run_detail;
-use crate::runs::{ForkBase, Runs, SuiteHere};
-use crate::storage::{new_id, now, Store, StoreError, SuiteRow, SuiteRunRow};
+use crate::runs::{ForkBase, Runs, SuiteHere, SUITE_STOPPED};
+use crate::storage::{new_id, now, RunRow, Store, StoreError, SuiteRow, SuiteRunRow};
 
 /// The most cases a suite holds.
 pub const MAX_CASES: usize = 200;
@@ -48,6 +48,9 @@ pub enum SuiteError {
     /// Another suite of the workspace has this name.
     #[error("a suite named `{0}` exists already in this workspace")]
     NameTaken(String),
+    /// The suite has a case of this name.
+    #[error("the suite has a case named `{0}` already: case names are unique in a suite")]
+    CaseNameTaken(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -118,9 +121,6 @@ pub async fn check_suite(
         if case.name.trim().is_empty() {
             case.name = case.run_id.clone();
         }
-        if case.name.chars().count() > 200 {
-            return Err(invalid(format!("{at}.name"), "at most 200 characters"));
-        }
         if !names.insert(case.name.clone()) {
             return Err(invalid(
                 format!("{at}.name"),
@@ -130,35 +130,98 @@ pub async fn check_suite(
                 ),
             ));
         }
-        check_case_run(store, workspace_id, &suite.workflow_id, case)
-            .await
-            .map_err(|e| match e {
-                SuiteError::Invalid { message, .. } => invalid(format!("{at}.run_id"), message),
-                other => other,
-            })?;
-        if case.assertions.is_empty() {
-            return Err(invalid(
-                format!("{at}.assertions"),
-                "a case needs at least one assertion",
-            ));
-        }
-        if case.assertions.len() > MAX_ASSERTIONS {
-            return Err(invalid(
-                format!("{at}.assertions"),
-                format!("a case holds at most {MAX_ASSERTIONS} assertions"),
-            ));
-        }
-        for (j, assertion) in case.assertions.iter().enumerate() {
-            if let Err(message) = node_runtime::suites::validate(assertion) {
-                let path = match named_field(&message) {
-                    Some(field) => format!("{at}.assertions[{j}].{field}"),
-                    None => format!("{at}.assertions[{j}]"),
-                };
-                return Err(invalid(path, message));
-            }
-        }
+        check_case(store, workspace_id, &suite.workflow_id, case, &at).await?;
     }
     Ok(suite)
+}
+
+/// Checks one case (at `at`: `cases[1]`, `case`) and fills in its
+/// default name (its run's id).
+async fn check_case(
+    store: &Store,
+    workspace_id: &str,
+    workflow_id: &str,
+    case: &mut SuiteCase,
+    at: &str,
+) -> Result<(), SuiteError> {
+    if case.name.trim().is_empty() {
+        case.name = case.run_id.clone();
+    }
+    if case.name.chars().count() > 200 {
+        return Err(invalid(format!("{at}.name"), "at most 200 characters"));
+    }
+    check_case_run(store, workspace_id, workflow_id, case)
+        .await
+        .map_err(|e| match e {
+            SuiteError::Invalid { message, .. } => invalid(format!("{at}.run_id"), message),
+            other => other,
+        })?;
+    if case.assertions.is_empty() {
+        return Err(invalid(
+            format!("{at}.assertions"),
+            "a case needs at least one assertion",
+        ));
+    }
+    if case.assertions.len() > MAX_ASSERTIONS {
+        return Err(invalid(
+            format!("{at}.assertions"),
+            format!("a case holds at most {MAX_ASSERTIONS} assertions"),
+        ));
+    }
+    for (j, assertion) in case.assertions.iter().enumerate() {
+        if let Err(message) = node_runtime::suites::validate(assertion) {
+            let path = match named_field(&message) {
+                Some(field) => format!("{at}.assertions[{j}].{field}"),
+                None => format!("{at}.assertions[{j}]"),
+            };
+            return Err(invalid(path, message));
+        }
+    }
+    Ok(())
+}
+
+/// Appends `case` to suite `suite_id`, checked like a suite's (errors
+/// name `case.<field>`), atomically: a concurrent edit of the suite is
+/// not lost (its cases are replaced only if unchanged since read, else
+/// read again). A case name the suite has is [`SuiteError::CaseNameTaken`].
+pub async fn add_case(
+    store: &Store,
+    workspace_id: &str,
+    suite_id: &str,
+    mut case: SuiteCase,
+) -> Result<SuiteRow, SuiteError> {
+    let row = store.get_suite(workspace_id, suite_id).await?;
+    check_case(store, workspace_id, &row.workflow_id, &mut case, "case").await?;
+    let mut row = row;
+    for _ in 0..20 {
+        let (mut cases, _) = suite_parts(&row)?;
+        if cases.iter().any(|c| c.name == case.name) {
+            return Err(SuiteError::CaseNameTaken(case.name));
+        }
+        if cases.len() >= MAX_CASES {
+            return Err(invalid(
+                "case",
+                format!("the suite holds {MAX_CASES} cases, the most"),
+            ));
+        }
+        cases.push(case.clone());
+        let text = serde_json::to_string(&cases)
+            .map_err(|e| StoreError::Corrupt(format!("a suite's JSON: {e}")))?;
+        if store
+            .replace_suite_cases(workspace_id, suite_id, &row.cases, &text)
+            .await?
+        {
+            return Ok(store.get_suite(workspace_id, suite_id).await?);
+        }
+        // Changed meanwhile: read again (its workflow may have changed
+        // too: the case is checked against it again).
+        row = store.get_suite(workspace_id, suite_id).await?;
+        check_case(store, workspace_id, &row.workflow_id, &mut case, "case").await?;
+    }
+    Err(StoreError::Unavailable(format!(
+        "suite {suite_id} changes too often to add a case; try again"
+    ))
+    .into())
 }
 
 /// A case's run: in the workspace, of the workflow, finished, not a replay.
@@ -275,6 +338,21 @@ pub async fn suite_view(store: &Store, row: &SuiteRow) -> Result<SuiteView, Stor
     })
 }
 
+/// A workspace's suites (of `workflow_id` only when given) as the API
+/// answers them, by name.
+pub async fn list_views(
+    store: &Store,
+    workspace_id: &str,
+    workflow_id: Option<&str>,
+) -> Result<Vec<SuiteView>, StoreError> {
+    let rows = store.list_suites(workspace_id, workflow_id).await?;
+    let mut views = Vec::with_capacity(rows.len());
+    for row in &rows {
+        views.push(suite_view(store, row).await?);
+    }
+    Ok(views)
+}
+
 /// A suite run as the API answers it; `cases` empty when the row was read
 /// without its verdict (a list) or it has not ended.
 pub fn run_view(row: &SuiteRunRow) -> Result<SuiteRunView, StoreError> {
@@ -341,7 +419,10 @@ pub async fn suite_graph(
                 )
             };
             let n = i64::try_from(n).map_err(|_| missing())?;
-            match store.revision(&suite.workflow_id, n).await {
+            match store
+                .revision_in(&suite.workspace_id, &suite.workflow_id, n)
+                .await
+            {
                 Ok(row) => row.document,
                 Err(StoreError::NotFound(_)) => return Err(missing()),
                 Err(e) => return Err(e.into()),
@@ -356,25 +437,34 @@ pub async fn suite_graph(
     })
 }
 
-/// A suite run stored `running`, not yet executing: hand it to [`execute`].
+/// A suite run stored `running`, not yet executing: hand it to [`execute`]
+/// (or [`spawn`]).
 pub struct Started {
     pub row: SuiteRunRow,
     here: SuiteHere,
 }
 
+/// Why a suite run does not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The workspace has this many suite runs executing here, the most.
+    #[error(
+        "this workspace has {0} suite runs in progress, its limit; start this one when one ends"
+    )]
+    Busy(usize),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Stores a new suite run of `suite` against `workflow` as `running`,
-/// executed by this process.
+/// executed by this process (its row names it, see `runs::suites`).
 pub async fn start(
     runs: &Arc<Runs>,
     store: &Store,
     suite: &SuiteRow,
     workflow: &Workflow,
-) -> Result<Started, StoreError> {
-    // On Postgres the instance's lock tells others this process lives (a
-    // start marks the suite runs of a gone one `error`).
-    if let Err(e) = runs.hold_instance_name().await {
-        tracing::warn!(error = %e, "cannot hold this process's instance name");
-    }
+) -> Result<Started, StartError> {
+    let owner = runs.suite_owner().await?;
     let row = SuiteRunRow {
         id: new_id(),
         workspace_id: suite.workspace_id.clone(),
@@ -389,11 +479,51 @@ pub async fn start(
         failed: 0,
         result: None,
         error: None,
-        instance: runs.instance_name().to_string(),
+        instance: owner,
     };
-    let here = runs.suite_here(&row.id);
+    // Noted here before its row is stored (see `runs::suites`).
+    let here = runs
+        .suite_here(&row.id, &row.workspace_id)
+        .map_err(StartError::Busy)?;
     store.insert_suite_run(&row).await?;
     Ok(Started { row, here })
+}
+
+/// [`execute`] in a task of its own; a panic of it ends the suite run
+/// `error` instead of leaving it `running`.
+pub fn spawn(
+    runs: Arc<Runs>,
+    store: Store,
+    owner: SecretOwner,
+    suite: SuiteRow,
+    workflow: Workflow,
+    started: Started,
+) {
+    let (ws, id) = (started.row.workspace_id.clone(), started.row.id.clone());
+    let task = tokio::spawn(execute(
+        runs,
+        store.clone(),
+        owner,
+        suite,
+        workflow,
+        started,
+    ));
+    tokio::spawn(async move {
+        if let Err(e) = task.await {
+            let why = format!("the suite run failed: {e}");
+            tracing::error!(suite_run_id = %id, error = %why, "a suite run's task ended without its end");
+            if let Err(e) = store.abort_suite_run(&ws, &id, &why).await {
+                tracing::error!(suite_run_id = %id, error = %e, "cannot store a suite run's end");
+            }
+        }
+    });
+}
+
+/// How a suite run's cases ended: each case's verdict, or why the suite
+/// run could not finish.
+enum Outcome {
+    Verdict(Vec<CaseResult>),
+    Error(String),
 }
 
 /// Runs every case of `suite` (see the module's doc) and stores the
@@ -410,16 +540,13 @@ pub async fn execute(
     let ws = row.workspace_id.clone();
     let outcome = match suite_parts(&suite) {
         Ok((cases, options)) => {
-            let mut results = Vec::with_capacity(cases.len());
-            for case in &cases {
-                results.push(run_case(&runs, &store, &owner, case, options, &workflow).await);
-            }
-            Ok(results)
+            run_cases(&runs, &store, &owner, &row, &cases, options, &workflow).await
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Outcome::Error(e.to_string()),
     };
-    let stored = match outcome {
-        Ok(results) => {
+    let error = |why: &str| (SuiteRunStatus::Error, 0, 0, None, Some(why.to_string()));
+    let (status, passed, failed, result, why) = match outcome {
+        Outcome::Verdict(results) => {
             let passed = results.iter().filter(|c| c.passed).count();
             let failed = results.len() - passed;
             let status = if failed == 0 {
@@ -428,49 +555,25 @@ pub async fn execute(
                 SuiteRunStatus::Failed
             };
             match serde_json::to_string(&results) {
-                Ok(text) => {
-                    store
-                        .finish_suite_run(
-                            &ws,
-                            &row.id,
-                            status.as_str(),
-                            passed as i64,
-                            failed as i64,
-                            Some(&text),
-                            None,
-                        )
-                        .await
-                }
-                Err(e) => {
-                    store
-                        .finish_suite_run(
-                            &ws,
-                            &row.id,
-                            SuiteRunStatus::Error.as_str(),
-                            0,
-                            0,
-                            None,
-                            Some(&format!("cannot store the verdict: {e}")),
-                        )
-                        .await
-                }
+                Ok(text) => (status, passed as i64, failed as i64, Some(text), None),
+                Err(e) => error(&format!("cannot store the verdict: {e}")),
             }
         }
-        Err(why) => {
-            store
-                .finish_suite_run(
-                    &ws,
-                    &row.id,
-                    SuiteRunStatus::Error.as_str(),
-                    0,
-                    0,
-                    None,
-                    Some(&why),
-                )
-                .await
-        }
+        Outcome::Error(why) => error(&why),
     };
-    if let Err(e) = stored {
+    // Guarded: a suite run a stop ended already keeps that end.
+    if let Err(e) = store
+        .finish_suite_run(
+            &ws,
+            &row.id,
+            status.as_str(),
+            passed,
+            failed,
+            result.as_deref(),
+            why.as_deref(),
+        )
+        .await
+    {
         tracing::error!(suite_run_id = %row.id, error = %e, "cannot store a suite run's end");
     }
     drop(here);
@@ -486,6 +589,49 @@ pub async fn execute(
             ..run_view(&row).unwrap_or_else(|_| empty_view(&row))
         },
     }
+}
+
+/// The cases one after another, their counts stored after each; stops
+/// (an error) when this process's runs are stopped.
+async fn run_cases(
+    runs: &Arc<Runs>,
+    store: &Store,
+    owner: &SecretOwner,
+    row: &SuiteRunRow,
+    cases: &[SuiteCase],
+    options: SuiteOptions,
+    workflow: &Workflow,
+) -> Outcome {
+    let mut results = Vec::with_capacity(cases.len());
+    let (mut passed, mut failed) = (0i64, 0i64);
+    for case in cases {
+        if runs.stopping() {
+            return Outcome::Error(SUITE_STOPPED.into());
+        }
+        let result = run_case(runs, store, owner, case, options, workflow).await;
+        // A case a stop cut short is no verdict.
+        if runs.stopping() {
+            return Outcome::Error(SUITE_STOPPED.into());
+        }
+        if result.passed {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+        results.push(result);
+        match store
+            .suite_run_progress(&row.workspace_id, &row.id, passed, failed)
+            .await
+        {
+            Ok(true) => {}
+            // Ended meanwhile (`error`): nothing more to do.
+            Ok(false) => return Outcome::Error(SUITE_STOPPED.into()),
+            Err(e) => {
+                tracing::warn!(suite_run_id = %row.id, error = %e, "cannot store a suite run's counts")
+            }
+        }
+    }
+    Outcome::Verdict(results)
 }
 
 fn empty_view(row: &SuiteRunRow) -> SuiteRunView {
@@ -519,21 +665,56 @@ fn case_error(case: &SuiteCase, fork_id: Option<String>, error: String) -> CaseR
     }
 }
 
-/// A run's details as the API shows them.
-async fn detail(store: &Store, workspace_id: &str, run_id: &str) -> Result<RunDetail, String> {
-    let run = store
-        .get_run(workspace_id, run_id)
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound(_) => format!("run {run_id} is gone"),
-            other => format!("run {run_id}: {other}"),
+/// The longest a case waits for a fork another instance took over
+/// (Postgres) to end.
+const ELSEWHERE_WAIT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// Waits for the end of `fork_id`, started here: told by the run manager
+/// while it executes here. Then its row must be final; if it is not, the
+/// fork either continues on another live instance that took it over
+/// (Postgres: its row is read again every second, for
+/// [`ELSEWHERE_WAIT`] at most) or nothing will end it (its end could not
+/// be stored; this process stopped): an error naming the fork.
+async fn await_fork(runs: &Runs, store: &Store, ws: &str, fork_id: &str) -> Result<(), String> {
+    runs.wait_end(fork_id).await;
+    let deadline = tokio::time::Instant::now() + ELSEWHERE_WAIT;
+    loop {
+        let run = store.get_run(ws, fork_id).await.map_err(|e| match e {
+            StoreError::NotFound(_) => format!("its fork {fork_id} is gone"),
+            other => format!("its fork {fork_id}: {other}"),
         })?;
-    let record = store
-        .run_record(&run)
-        .await
-        .map_err(|e| format!("the record of run {run_id}: {e}"))?
-        .unwrap_or(Value::Null);
-    run_detail(&run, &record).map_err(|e| format!("run {run_id}: {e}"))
+        if run
+            .status
+            .parse::<RunStatus>()
+            .is_ok_and(RunStatus::is_final)
+        {
+            return Ok(());
+        }
+        if runs.stopping() {
+            return Err(format!(
+                "the server stopped before the case's fork {fork_id} ended"
+            ));
+        }
+        match runs.live_holder_elsewhere(fork_id).await {
+            Ok(Some(holder)) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!(fork_id, %holder, "a case's fork continues on another instance");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            Ok(Some(holder)) => {
+                return Err(format!(
+                    "its fork {fork_id} did not end within {} minutes on instance {holder}",
+                    ELSEWHERE_WAIT.as_secs() / 60
+                ))
+            }
+            Ok(None) => {
+                return Err(format!(
+                    "its fork {fork_id} stopped executing without its end being stored (status {})",
+                    run.status
+                ))
+            }
+            Err(e) => return Err(format!("its fork {fork_id}: {e}")),
+        }
+    }
 }
 
 /// Forks one case's run against `workflow`, waits for the fork's end and
@@ -558,13 +739,15 @@ async fn run_case(
         Ok(r) => r,
         Err(e) => return case_error(case, None, format!("the record of its run: {e}")),
     };
-    let origin_detail = match run_detail(&origin, record.as_ref().unwrap_or(&Value::Null)) {
+    let origin_detail = match detail_of(&origin, record.as_ref()) {
         Ok(d) => d,
-        Err(e) => return case_error(case, None, format!("its run {}: {e}", origin.id)),
+        Err(e) => return case_error(case, None, e),
     };
-    // A slot of the workspace's runs in progress, so the fork is never
-    // refused for the limit.
-    runs.wait_for_slot(ws).await;
+    // A slot of the workspace's runs in progress, reserved for the fork,
+    // so it is never refused for the limit nor takes more than it.
+    let Some(slot) = runs.wait_slot(ws).await else {
+        return case_error(case, None, SUITE_STOPPED.into());
+    };
     let request = ForkRequest {
         live_reads: options.live_reads,
         ..ForkRequest::default()
@@ -573,6 +756,8 @@ async fn run_case(
         graph: Some(workflow.clone()),
         refuse_writes: true,
         recorded_model: options.model == SuiteModel::Recorded,
+        trigger: Some(SUITE_TRIGGER),
+        slot: Some(slot),
     };
     let fork_id = match runs
         .fork_from(owner.clone(), &origin, record.as_ref(), &request, base)
@@ -581,22 +766,20 @@ async fn run_case(
         Ok((id, _)) => id,
         Err(e) => return case_error(case, None, format!("its fork could not start: {e}")),
     };
-    runs.wait_end(&fork_id).await;
-    let fork_detail = loop {
-        match detail(store, ws, &fork_id).await {
-            Ok(d) if d.is_active() && runs.stopping() => {
-                return case_error(
-                    case,
-                    Some(fork_id),
-                    "the server stopped before the case's fork ended".into(),
-                )
-            }
-            // Given up here to another instance (Postgres): it continues
-            // there; its end is read from the table.
-            Ok(d) if d.is_active() => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
-            Ok(d) => break d,
-            Err(e) => return case_error(case, Some(fork_id), e),
-        }
+    if let Err(e) = await_fork(runs, store, ws, &fork_id).await {
+        return case_error(case, Some(fork_id), e);
+    }
+    // Read once, now that it is final.
+    let fork_detail = match store.get_run(ws, &fork_id).await {
+        Ok(fork) => match store.run_record(&fork).await {
+            Ok(record) => detail_of(&fork, record.as_ref()),
+            Err(e) => Err(format!("the record of its fork {fork_id}: {e}")),
+        },
+        Err(e) => Err(format!("its fork {fork_id}: {e}")),
+    };
+    let fork_detail = match fork_detail {
+        Ok(d) => d,
+        Err(e) => return case_error(case, Some(fork_id), e),
     };
     let assertions: Vec<_> = case
         .assertions
@@ -614,6 +797,14 @@ async fn run_case(
         assertions,
         error: None,
     }
+}
+
+/// The trigger of a suite case's fork, as the Runs list shows it.
+pub const SUITE_TRIGGER: &str = "suite";
+
+/// A run's details as the API shows them (its record null while it runs).
+fn detail_of(run: &RunRow, record: Option<&Value>) -> Result<RunDetail, String> {
+    run_detail(run, record.unwrap_or(&Value::Null)).map_err(|e| format!("run {}: {e}", run.id))
 }
 
 #[cfg(test)]

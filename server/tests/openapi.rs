@@ -55,6 +55,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("get", "/suites/{id}"),
     ("put", "/suites/{id}"),
     ("delete", "/suites/{id}"),
+    ("post", "/suites/{id}/cases"),
     ("post", "/suites/{id}/runs"),
     ("get", "/suites/{id}/runs"),
     ("get", "/suite-runs/{id}"),

@@ -472,6 +472,18 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         "/suites/{id}",
         &request(&state, "PUT", &suite_path(""), t, Some(suite("the suite"))).await,
     );
+    c.check(
+        "post",
+        "/suites/{id}/cases",
+        &request(
+            &state,
+            "POST",
+            &suite_path("/cases"),
+            t,
+            Some(json!({"name": "again", "run_id": run_id, "assertions": [{"kind": "outputs_equal"}]})),
+        )
+        .await,
+    );
     let started = request(&state, "POST", &suite_path("/runs"), t, Some(json!({}))).await;
     c.check("post", "/suites/{id}/runs", &started);
     let suite_run = json_of(&started)["id"]

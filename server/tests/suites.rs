@@ -579,7 +579,8 @@ async fn suites_refuse_bad_input_by_field_and_hide_other_workspaces() {
     ))
     .await;
     assert!(m.contains("has not finished"), "{m}");
-    // An unknown assertion is refused by the body's shape, never a 500.
+    // An unknown assertion is refused by the body's shape, naming it,
+    // never a 500.
     let (s, e) = api
         .call(
             "POST",
@@ -591,7 +592,13 @@ async fn suites_refuse_bad_input_by_field_and_hide_other_workspaces() {
             )),
         )
         .await;
-    assert!(s == 400 || s == 422, "{s} {e}");
+    assert_eq!(s, 422, "{e}");
+    assert!(
+        e["error"]["details"]["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("cases[0].assertions[0]")),
+        "{e}"
+    );
 
     let id = api
         .suite(suite(
@@ -926,4 +933,397 @@ fn an_interrupted_suite_run_is_an_error_at_restart_on_postgres() {
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
     }
+}
+
+/// Review of issue 33: a Tool node's new write in a suite's fork is
+/// refused (`SUITE_NO_WRITES`, nothing sent, no approval) and the fork's
+/// trigger is `suite`; a case whose recorded run is gone is that case's
+/// error (the suite `failed`, not a 500); cases are appended one by one
+/// with `POST /suites/{id}/cases` (checked like a suite's, `case.…`
+/// paths, 409 for a taken case name); `GET /suites?workflow_id=` filters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suite_refuses_a_tool_node_write_and_survives_a_gone_run() {
+    let (counter, api) = Api::start(Duration::ZERO).await;
+    let wf = api
+        .workflow(workflow(vec![text("found")], http_tool()))
+        .await;
+    let origin = api.recorded_run(&wf, json!({"item": "a"})).await;
+    let second = api.recorded_run(&wf, json!({"item": "b"})).await;
+    // The new revision adds a Tool node that POSTs (a new write).
+    let mut revised = workflow(vec![text("found")], http_tool());
+    revised["nodes"].as_array_mut().expect("nodes").push(json!(
+        {"id": "poster", "kind": "tool", "config": {"tool": "http_request@1.0.0", "inputs": {
+            "connection": {"source": "fixed", "value": "counter"},
+            "url": {"source": "fixed", "value": "/write/tool"},
+            "method": {"source": "fixed", "value": "POST"},
+            "body": {"source": "fixed", "value": {"note": "hi"}}}}}
+    ));
+    api.revise(&wf, 1, revised).await;
+    let suite = api
+        .suite(json!({"name": "tool writes", "workflow_id": wf,
+            "cases": [{"name": "tool", "run_id": origin, "assertions": [{"kind": "outputs_equal"}]}]}))
+        .await;
+    let run = api.run_suite(&suite, json!({})).await;
+    let case = &run.cases[0];
+    assert_eq!(case.error, None, "{case:?}");
+    assert_eq!(count(&counter, "/write/tool"), 0, "a suite sent a write");
+    let fork = case.fork_id.as_deref().expect("fork");
+    let (_, detail) = api.call("GET", &format!("/runs/{fork}"), None).await;
+    assert_eq!(detail["trigger"], "suite", "{detail}");
+    assert!(
+        detail.to_string().contains("SUITE_NO_WRITES"),
+        "the Tool node's write is refused: {detail}"
+    );
+    let (_, approvals) = api.call("GET", "/approvals", None).await;
+    assert_eq!(approvals["count"], 0, "{approvals}");
+    let (_, list) = api.call("GET", "/runs", None).await;
+    let item = list["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["id"] == fork)
+        .expect("the fork is listed");
+    assert_eq!(
+        (&item["kind"], &item["trigger"]),
+        (&json!("fork"), &json!("suite"))
+    );
+
+    // Cases appended one at a time.
+    let (s, view) = api
+        .call(
+            "POST",
+            &format!("/suites/{suite}/cases"),
+            Some(json!({"run_id": second, "assertions": [{"kind": "status", "equals": "succeeded"}]})),
+        )
+        .await;
+    assert_eq!(s, 200, "{view}");
+    let names: Vec<&str> = view["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["tool", second.as_str()], "{view}");
+    for (body, status, path) in [
+        (
+            json!({"run_id": second, "assertions": [{"kind": "outputs_equal"}]}),
+            409,
+            "case.name",
+        ),
+        (
+            json!({"name": "x", "run_id": "no-such-run", "assertions": [{"kind": "outputs_equal"}]}),
+            422,
+            "case.run_id",
+        ),
+        (
+            json!({"name": "x", "run_id": second, "assertions": []}),
+            422,
+            "case.assertions",
+        ),
+        (
+            json!({"name": "x", "run_id": second, "assertions": [{"kind": "path_equals", "path": "$$.nope[", "value": 1}]}),
+            422,
+            "case.assertions[0].path",
+        ),
+    ] {
+        let (s, e) = api
+            .call(
+                "POST",
+                &format!("/suites/{suite}/cases"),
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(
+            (s, e["error"]["details"]["path"].as_str()),
+            (status, Some(path)),
+            "{body}: {e}"
+        );
+    }
+    let (s, e) = api
+        .call_as(
+            common::BOB_TOKEN,
+            "POST",
+            &format!("/suites/{suite}/cases"),
+            Some(json!({"run_id": second, "assertions": [{"kind": "outputs_equal"}]})),
+        )
+        .await;
+    assert_eq!(s, 404, "{e}");
+    // Many appends at once: none is lost.
+    let mut more = Vec::new();
+    for i in 0..6 {
+        let body = json!({"name": format!("more {i}"), "run_id": second, "assertions": [{"kind": "outputs_equal"}]});
+        let path = format!("/suites/{suite}/cases");
+        let state = api.state.clone();
+        let token = api.token.clone();
+        more.push(tokio::spawn(async move {
+            common::request(
+                &state,
+                "POST",
+                &format!("/api/v1{path}"),
+                &token,
+                Some(body),
+            )
+            .await
+            .0
+            .as_u16()
+        }));
+    }
+    for task in more {
+        assert_eq!(task.await.expect("append"), 200);
+    }
+    let (_, view) = api.call("GET", &format!("/suites/{suite}"), None).await;
+    assert_eq!(view["cases"].as_array().map(Vec::len), Some(8), "{view}");
+
+    // The filter by workflow.
+    let other_wf = api.workflow(workflow(vec![text("other")], json!([]))).await;
+    let (_, list) = api
+        .call("GET", &format!("/suites?workflow_id={other_wf}"), None)
+        .await;
+    assert_eq!(list["suites"], json!([]), "{list}");
+    let (_, list) = api
+        .call("GET", &format!("/suites?workflow_id={wf}"), None)
+        .await;
+    assert_eq!(list["suites"][0]["id"], suite, "{list}");
+
+    // A case whose run is gone is that case's error.
+    let gone = api
+        .suite(json!({"name": "gone", "workflow_id": wf,
+            "cases": [{"name": "gone", "run_id": second, "assertions": [{"kind": "status", "equals": "succeeded"}]}]}))
+        .await;
+    sqlx::query("UPDATE suites SET cases = REPLACE(cases, $1, 'no-such-run') WHERE id = $2")
+        .bind(&second)
+        .bind(&gone)
+        .execute(api.state.db().pool())
+        .await
+        .expect("the case's run goes");
+    let run = api.run_suite(&gone, json!({})).await;
+    assert_eq!(run.status, SuiteRunStatus::Failed, "{run:?}");
+    assert!(
+        run.cases[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("no-such-run is gone")),
+        "{run:?}"
+    );
+    assert_eq!((run.passed, run.failed), (0, 1));
+}
+
+/// Review of issue 33: a suite run shows its counts while it runs, and a
+/// clean stop (`Runs::stop`) ends it `error` at once, starting no further
+/// fork, and it stays `error`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suite_run_counts_as_it_goes_and_a_clean_stop_ends_it() {
+    let (counter, api) = Api::start(Duration::from_secs(3)).await;
+    // `fast`: recorded with the read, answered from its recording;
+    // `slow`: recorded without it, so its fork reads live (3 s).
+    let wf = api
+        .workflow(workflow(vec![read("/slow"), text("found")], http_tool()))
+        .await;
+    let fast = {
+        let (s, started) = api
+            .call(
+                "POST",
+                "/runs",
+                Some(json!({"workflow_id": wf, "inputs": {"item": "a"}})),
+            )
+            .await;
+        assert_eq!(s, 202, "{started}");
+        let id = started["run_id"].as_str().expect("id").to_string();
+        api.wait_for(&format!("/runs/{id}"), |r| r["status"] == "succeeded")
+            .await;
+        id
+    };
+    api.revise(&wf, 1, workflow(vec![text("found")], http_tool()))
+        .await;
+    let slow = api.recorded_run(&wf, json!({"item": "b"})).await;
+    let reads = count(&counter, "/slow");
+    let case = |name: &str, run: &str| json!({"name": name, "run_id": run, "assertions": [{"kind": "status", "equals": "succeeded"}]});
+    let counted = api
+        .suite(
+            json!({"name": "counted", "workflow_id": wf, "options": {"live_reads": true},
+            "cases": [case("fast", &fast), case("slow", &slow)]}),
+        )
+        .await;
+    let (s, started) = api
+        .call(
+            "POST",
+            &format!("/suites/{counted}/runs"),
+            Some(json!({"revision": 1})),
+        )
+        .await;
+    assert_eq!(s, 202, "{started}");
+    let id = started["id"].as_str().expect("id").to_string();
+    let during = api
+        .wait_for(&format!("/suite-runs/{id}"), |r| {
+            r["passed"] == 1 || r["status"] != "running"
+        })
+        .await;
+    assert_eq!(
+        (&during["status"], &during["passed"]),
+        (&json!("running"), &json!(1)),
+        "the counts show while it runs: {during}"
+    );
+    let done = api
+        .wait_for(&format!("/suite-runs/{id}"), |r| r["status"] != "running")
+        .await;
+    assert_eq!(done["status"], "passed", "{done}");
+    assert_eq!(count(&counter, "/slow"), reads + 1, "{done}");
+
+    // The slow case first: the stop comes while its fork reads.
+    let stopped = api
+        .suite(
+            json!({"name": "stopped", "workflow_id": wf, "options": {"live_reads": true},
+            "cases": [case("slow", &slow), case("fast", &fast)]}),
+        )
+        .await;
+    let forks_before = forks(&api).await;
+    let (s, started) = api
+        .call(
+            "POST",
+            &format!("/suites/{stopped}/runs"),
+            Some(json!({"revision": 1})),
+        )
+        .await;
+    assert_eq!(s, 202, "{started}");
+    let id = started["id"].as_str().expect("id").to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count(&counter, "/slow") < reads + 2 {
+        assert!(Instant::now() < deadline, "the fork never read");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    api.state.runs().stop().await.expect("stop");
+    let (_, now) = api.call("GET", &format!("/suite-runs/{id}"), None).await;
+    assert_eq!(now["status"], "error", "{now}");
+    assert!(
+        now["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("the server stopped during the suite run")),
+        "{now}"
+    );
+    // Its task winds down: no other case's fork starts, the end stays.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (_, after) = api.call("GET", &format!("/suite-runs/{id}"), None).await;
+    assert_eq!(after, now, "a stopped suite run's end stays");
+    assert_eq!(
+        forks(&api).await,
+        forks_before + 1,
+        "a fork started after the stop"
+    );
+}
+
+/// How many forks the workspace has.
+async fn forks(api: &Api) -> usize {
+    let (_, list) = api.call("GET", "/runs?limit=200", None).await;
+    list["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["kind"] == "fork")
+        .count()
+}
+
+/// Review of issue 33: on SQLite a `glassbox suite run` beside the server
+/// keeps its suite run through the server's start-up look (its process
+/// lives: it holds its owner lock); one killed with `kill -9` is ended
+/// `error` by the next look; Ctrl-C ends it `error` and exits 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_suite_run_beside_the_server_is_kept_and_a_killed_one_ended() {
+    let (counter, api) = Api::start(Duration::from_secs(2)).await;
+    let wf = api
+        .workflow(workflow(vec![text("found")], http_tool()))
+        .await;
+    let origin = api.recorded_run(&wf, json!({"item": "a"})).await;
+    api.revise(
+        &wf,
+        1,
+        workflow(vec![read("/slow"), text("found")], http_tool()),
+    )
+    .await;
+    api.suite(
+        json!({"name": "beside", "workflow_id": wf, "options": {"live_reads": true},
+        "cases": [{"run_id": origin, "assertions": [{"kind": "status", "equals": "succeeded"}]}]}),
+    )
+    .await;
+    let cli = || {
+        procs::glassbox()
+            .args(["suite", "run", "beside", "--data-dir"])
+            .arg(&api.dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("glassbox runs")
+    };
+    // The suite run the CLI executes, once its fork reads.
+    let running = |reads: usize| {
+        let api = &api;
+        let counter = &counter;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while count(counter, "/slow") < reads {
+                assert!(Instant::now() < deadline, "the CLI's fork never read");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let (_, list) = api.call("GET", "/suites", None).await;
+            list["suites"][0]["last_run"]["id"]
+                .as_str()
+                .expect("the CLI's suite run")
+                .to_string()
+        }
+    };
+
+    let mut child = cli();
+    let id = running(1).await;
+    // The server's start-up look leaves the live CLI's suite run alone.
+    let ended = api
+        .state
+        .runs()
+        .end_interrupted_suite_runs(true)
+        .await
+        .expect("look");
+    assert_eq!(ended, 0);
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert_eq!(status.code(), Some(0));
+    let (_, done) = api.call("GET", &format!("/suite-runs/{id}"), None).await;
+    assert_eq!(done["status"], "passed", "{done}");
+
+    // Killed: the next look ends it.
+    let mut child = cli();
+    let id = running(2).await;
+    child.kill().expect("kill -9");
+    child.wait().expect("wait");
+    let ended = api
+        .state
+        .runs()
+        .end_interrupted_suite_runs(true)
+        .await
+        .expect("look");
+    assert_eq!(ended, 1);
+    let (_, gone) = api.call("GET", &format!("/suite-runs/{id}"), None).await;
+    assert_eq!(gone["status"], "error", "{gone}");
+
+    // Ctrl-C: ended `error` by the CLI itself, exit 130.
+    let child = cli();
+    let pid = child.id();
+    let id = running(3).await;
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    let (_, stopped) = api.call("GET", &format!("/suite-runs/{id}"), None).await;
+    assert_eq!(stopped["status"], "error", "{stopped}");
+    assert!(
+        stopped["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Ctrl-C")),
+        "{stopped}"
+    );
 }

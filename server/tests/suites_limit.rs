@@ -1,6 +1,7 @@
 //! A suite run never fails on the workspace's runs-in-progress limit
-//! (issue 33): each case waits for a free run slot. Its own test binary,
-//! since the limit is read from the environment when the server starts.
+//! (issue 33), nor goes beyond it: each case's fork starts in a run slot
+//! reserved for it. Its own test binary, since the limit is read from the
+//! environment when the server starts.
 
 mod common;
 
@@ -91,7 +92,22 @@ async fn a_suite_waits_for_a_free_run_slot_instead_of_failing() {
     let (s, e) = call(state, t, "POST", "/runs", Some(json!({"workflow_id": wf}))).await;
     assert_eq!(s, 429, "the slot is taken: {e}");
 
-    let (s, started) = call(
+    // Suite runs wait for the slot; the fifth at once is refused (at most
+    // four of a workspace run at a time).
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        let (s, started) = call(
+            state,
+            t,
+            "POST",
+            &format!("/suites/{suite}/runs"),
+            Some(json!({})),
+        )
+        .await;
+        assert_eq!(s, 202, "{started}");
+        ids.push(started["id"].as_str().expect("suite run id").to_string());
+    }
+    let (s, e) = call(
         state,
         t,
         "POST",
@@ -99,13 +115,21 @@ async fn a_suite_waits_for_a_free_run_slot_instead_of_failing() {
         Some(json!({})),
     )
     .await;
-    assert_eq!(s, 202, "{started}");
-    let id = started["id"].as_str().expect("suite run id").to_string();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let (_, now) = call(state, t, "GET", &format!("/suite-runs/{id}"), None).await;
-    assert_eq!(now["status"], "running", "the case waits: {now}");
+    assert_eq!(s, 429, "a fifth suite run at once: {e}");
+    // While the slot is taken no case's fork exists, and the suite runs
+    // wait.
+    let until = Instant::now() + Duration::from_millis(800);
+    while Instant::now() < until {
+        assert_eq!(forks(state, t).await.len(), 0, "a fork beyond the limit");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    for id in &ids {
+        let (_, now) = call(state, t, "GET", &format!("/suite-runs/{id}"), None).await;
+        assert_eq!(now["status"], "running", "the case waits: {now}");
+    }
 
-    // The slot frees: the case runs and the suite passes.
+    // The slot frees: the cases run one at a time (never two forks at
+    // once: each starts after the one before ended) and the suites pass.
     let (_, approvals) = call(state, t, "GET", "/approvals", None).await;
     let token = approvals["pending"][0]["token"].as_str().expect("token");
     let (s, e) = call(
@@ -117,10 +141,52 @@ async fn a_suite_waits_for_a_free_run_slot_instead_of_failing() {
     )
     .await;
     assert_eq!(s, 200, "{e}");
-    let done = wait_for(state, t, &format!("/suite-runs/{id}"), |r| {
-        r["status"] != "running"
-    })
-    .await;
-    assert_eq!(done["status"], "passed", "{done}");
-    assert_eq!(done["cases"][0]["error"], Value::Null, "{done}");
+    for id in &ids {
+        let done = wait_for(state, t, &format!("/suite-runs/{id}"), |r| {
+            r["status"] != "running"
+        })
+        .await;
+        assert_eq!(done["status"], "passed", "{done}");
+        assert_eq!(done["cases"][0]["error"], Value::Null, "{done}");
+    }
+    // A reserved slot counts as taken, for a run too, until it is given
+    // back.
+    let ws = glassbox_server::auth::DEFAULT_WORKSPACE;
+    let slot = state.runs().try_slot(ws).expect("the slot is free");
+    assert!(
+        state.runs().try_slot(ws).is_none(),
+        "one slot, reserved twice"
+    );
+    let (s, e) = call(state, t, "POST", "/runs", Some(json!({"workflow_id": wf}))).await;
+    assert_eq!(s, 429, "the slot is reserved: {e}");
+    drop(slot);
+    assert!(state.runs().try_slot(ws).is_some(), "given back");
+
+    let mut forks = forks(state, t).await;
+    assert_eq!(forks.len(), 4, "{forks:?}");
+    forks.sort();
+    for pair in forks.windows(2) {
+        assert!(
+            pair[1].0 >= pair[0].1,
+            "two forks ran at once with a limit of 1: {pair:?}"
+        );
+    }
+}
+
+/// The workspace's forks: (created_at, finished_at).
+async fn forks(state: &glassbox_server::AppState, token: &str) -> Vec<(String, String)> {
+    let (s, list) = call(state, token, "GET", "/runs?limit=200", None).await;
+    assert_eq!(s, 200, "{list}");
+    list["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["kind"] == "fork")
+        .map(|r| {
+            (
+                r["created_at"].as_str().unwrap_or_default().to_string(),
+                r["finished_at"].as_str().unwrap_or("~").to_string(),
+            )
+        })
+        .collect()
 }

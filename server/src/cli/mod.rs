@@ -96,6 +96,25 @@ pub async fn open_database(config: &Config) -> Result<Store, Failure> {
         .map_err(Failure::runtime)
 }
 
+/// What a command that executes runs in this process needs (`glassbox
+/// run`, `glassbox suite run`): the database opened and bootstrapped, and
+/// the run manager with the configured limits, secrets key and approval
+/// key.
+pub async fn open_runs(db: &DbArgs) -> Result<(Store, std::sync::Arc<crate::runs::Runs>), Failure> {
+    let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
+    let store = open_database(&config).await?;
+    crate::auth::bootstrap(&store)
+        .await
+        .map_err(Failure::runtime)?;
+    let runs = crate::runs::Runs::new(
+        store.clone(),
+        crate::config::RunsConfig::from_config(&config),
+        load_cipher(&config)?,
+        load_approval_key(&config)?,
+    );
+    Ok((store, runs))
+}
+
 /// The secrets key (GLASSBOX_SECRET_KEY or the key file), or a message naming it.
 pub fn load_cipher(
     config: &Config,

@@ -52,17 +52,7 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
         std::thread::spawn(node_runtime::builtins::http_request::prewarm);
     }
     let inputs = parse_inputs(&args.inputs)?;
-    let config = args.db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
-    let db = open_database(&config).await?;
-    crate::auth::bootstrap(&db)
-        .await
-        .map_err(Failure::runtime)?;
-    let runs = crate::runs::Runs::new(
-        db.clone(),
-        crate::config::RunsConfig::from_config(&config),
-        load_cipher(&config)?,
-        super::load_approval_key(&config)?,
-    );
+    let (db, runs) = super::open_runs(&args.db).await?;
     let row = runs
         .run_to_end(crate::auth::DEFAULT_WORKSPACE, workflow, inputs, "cli")
         .await

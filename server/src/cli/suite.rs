@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use clap::Subcommand;
 use node_runtime::wire::{SuiteRunStatus, SuiteRunView};
 
-use super::{load_cipher, open_database, DbArgs, Failure};
+use super::{open_database, DbArgs, Failure};
 use crate::suites::SuiteError;
 
 #[derive(Subcommand)]
@@ -63,15 +63,9 @@ async fn list(db: DbArgs, json: bool) -> Result<(), Failure> {
     let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
     let store = open_database(&config).await?;
     let ws = crate::auth::DEFAULT_WORKSPACE;
-    let rows = store.list_suites(ws).await.map_err(Failure::runtime)?;
-    let mut suites = Vec::with_capacity(rows.len());
-    for row in &rows {
-        suites.push(
-            crate::suites::suite_view(&store, row)
-                .await
-                .map_err(Failure::runtime)?,
-        );
-    }
+    let suites = crate::suites::list_views(&store, ws, None)
+        .await
+        .map_err(Failure::runtime)?;
     store.close().await;
     if json {
         print_json(&node_runtime::wire::SuiteList { suites });
@@ -100,12 +94,8 @@ async fn list(db: DbArgs, json: bool) -> Result<(), Failure> {
 }
 
 async fn run(db: DbArgs, name: &str, revision: Option<u64>, json: bool) -> Result<(), Failure> {
-    let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
-    let store = open_database(&config).await?;
+    let (store, runs) = super::open_runs(&db).await?;
     let ws = crate::auth::DEFAULT_WORKSPACE;
-    crate::auth::bootstrap(&store)
-        .await
-        .map_err(Failure::runtime)?;
     let suite = match store.get_suite(ws, name).await {
         Ok(row) => row,
         Err(crate::storage::StoreError::NotFound(_)) => store
@@ -128,18 +118,34 @@ async fn run(db: DbArgs, name: &str, revision: Option<u64>, json: bool) -> Resul
             SuiteError::Invalid { message, .. } => Failure::config(message),
             other => Failure::runtime(other),
         })?;
-    let runs = crate::runs::Runs::new(
-        store.clone(),
-        crate::config::RunsConfig::from_config(&config),
-        load_cipher(&config)?,
-        super::load_approval_key(&config)?,
-    );
+    // Suite runs a killed process left `running` end `error` (one whose
+    // process lives, a `glassbox serve` beside this, is left alone).
+    if let Err(e) = runs.end_interrupted_suite_runs(false).await {
+        tracing::warn!(error = %e, "cannot look for interrupted suite runs");
+    }
     let owner = runs.owner_of(ws).await.map_err(Failure::runtime)?;
     let started = crate::suites::start(&runs, &store, &suite, &workflow)
         .await
         .map_err(Failure::runtime)?;
-    let view =
-        crate::suites::execute(runs.clone(), store.clone(), owner, suite, workflow, started).await;
+    let (ws_id, id) = (started.row.workspace_id.clone(), started.row.id.clone());
+    let execute =
+        crate::suites::execute(runs.clone(), store.clone(), owner, suite, workflow, started);
+    let view = tokio::select! {
+        view = execute => view,
+        _ = tokio::signal::ctrl_c() => {
+            // The forks stop (their rows resume at a later start, like a
+            // killed run's) and the suite run ends `error`.
+            let _ = store
+                .abort_suite_run(&ws_id, &id, "interrupted (Ctrl-C) before the suite run ended")
+                .await;
+            let _ = runs.stop().await;
+            store.close().await;
+            return Err(Failure {
+                message: format!("suite run {id} interrupted"),
+                code: 130,
+            });
+        }
+    };
     store.close().await;
     if json {
         print_json(&view);

@@ -99,8 +99,9 @@ impl Runs {
     /// the instance's stop; the runs executing here stop, writing nothing
     /// more (whoever claims them next continues from their checkpoints,
     /// as after a kill); the writes they queued are committed; and only
-    /// then is the instance marked stopped and its runs' leases given up,
-    /// so another instance claims them at once.
+    /// then are the suite runs executing here ended `error`, and the
+    /// instance marked stopped and its runs' leases given up, so another
+    /// instance claims them at once. No run starts here any more.
     pub async fn stop(&self) -> Result<(), StoreError> {
         use std::sync::atomic::Ordering::SeqCst;
         self.stopped.store(true, SeqCst);
@@ -128,6 +129,9 @@ impl Runs {
         // Writes are applied in order: an empty one is committed after
         // every write queued before it.
         self.writer.write(RunWrite::Spans(Vec::new())).await?;
+        // A suite run is not resumed: the ones executing here end `error`
+        // (see `suites`).
+        self.end_suite_runs_here().await;
         self.store.instance_stopped(&self.instance.name).await
     }
 

@@ -41,7 +41,7 @@ struct ForkSpec {
 /// (`crate::suites`) forks against a given revision of the workflow,
 /// refuses new writes and may answer every Agent node from its recorded
 /// model answers.
-#[derive(Debug, Clone, Default)]
+#[derive(Default)]
 pub struct ForkBase {
     /// The graph to run instead of the origin's recorded one.
     pub graph: Option<Workflow>,
@@ -51,6 +51,11 @@ pub struct ForkBase {
     /// recorded model answers (the scripted provider with
     /// `Script::from_bundle`), whatever its provider: offline.
     pub recorded_model: bool,
+    /// The run's trigger (default `fork`; a suite's case: `suite`).
+    pub trigger: Option<&'static str>,
+    /// A run slot reserved for the fork ([`Runs::wait_slot`]): it starts
+    /// in it whatever the limit; without one it starts like any run.
+    pub slot: Option<RunSlot>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -250,12 +255,13 @@ impl Runs {
                 owner,
                 workflow,
                 inputs,
-                "fork",
+                base.trigger.unwrap_or("fork"),
                 Some(StartFork {
                     origin: origin.id.clone(),
                     recording: Arc::new(recording),
                     spec,
                 }),
+                base.slot,
             )
             .await?;
         Ok((run_id, calls))

@@ -58,7 +58,9 @@ use end::*;
 use events::*;
 pub use fork::{ForkBase, ForkError};
 pub use replay::{ReplayError, ReplayOutcome, ReplayTimeline};
-pub use suites::{SuiteHere, SUITE_INTERRUPTED};
+pub use suites::{
+    RunSlot, SuiteHere, MAX_SUITE_RUNS_PER_WORKSPACE, SUITE_INTERRUPTED, SUITE_STOPPED,
+};
 
 /// What an interrupted run continues with: its graph, inputs, checkpoints
 /// and, for a fork, its origin's recording.
@@ -120,6 +122,34 @@ struct StartFork {
     origin: String,
     recording: Arc<ForkRecording>,
     spec: String,
+}
+
+/// Drops a run's `live` entry (if still this run's: a later resume of the
+/// same id is not touched), forgets its claim and tells the waiters, when
+/// its task ends however it ends.
+struct LiveGone {
+    runs: Arc<Runs>,
+    id: String,
+    live: Arc<LiveRun>,
+}
+
+impl Drop for LiveGone {
+    fn drop(&mut self) {
+        let mine = {
+            let mut live = self.runs.live.lock().unwrap_or_else(|e| e.into_inner());
+            let mine = live
+                .get(&self.id)
+                .is_some_and(|l| Arc::ptr_eq(l, &self.live));
+            if mine {
+                live.remove(&self.id);
+            }
+            mine
+        };
+        if mine {
+            self.runs.forget_claim(&self.id);
+        }
+        self.runs.ended.notify_waiters();
+    }
 }
 
 /// Where a spawned run starts: from scratch, or from a stopped server's
@@ -233,8 +263,16 @@ pub struct Runs {
     /// Told each time a run stops executing here (see `suites`: a suite
     /// waits for its forks' ends and for a free run slot).
     ended: tokio::sync::Notify,
-    /// The suite runs this process executes (see `suites`).
-    suites_here: Mutex<std::collections::HashSet<String>>,
+    /// The suite runs this process executes, with their workspaces (see
+    /// `suites`).
+    suites_here: Mutex<HashMap<String, String>>,
+    /// Run slots reserved (`RunSlot`) and not yet taken by a run, per
+    /// workspace; counted with the live runs against the limit. Locked
+    /// before `live` when both are.
+    reserved: Mutex<HashMap<String, usize>>,
+    /// SQLite: the file lock this process holds while it executes suite
+    /// runs, and its token (see `suites`).
+    suite_owner: tokio::sync::Mutex<Option<(std::fs::File, String)>>,
 }
 
 /// One open event stream, counted against its workspace until dropped.
@@ -347,6 +385,8 @@ impl Runs {
             claimed: Default::default(),
             ended: tokio::sync::Notify::new(),
             suites_here: Default::default(),
+            reserved: Default::default(),
+            suite_owner: Default::default(),
         });
         tokio::spawn(approvals::watch_decisions(
             Arc::downgrade(&runs),
@@ -359,14 +399,10 @@ impl Runs {
 
     /// Whether the workspace may start another run now: `Err(running)`
     /// when it has `limits.runs_per_workspace` runs in progress.
+    /// Slots reserved by suite runs (`RunSlot`) count as taken.
     pub fn may_start(&self, workspace_id: &str) -> Result<(), usize> {
-        let running = self
-            .live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .filter(|l| l.workspace_id == workspace_id)
-            .count();
+        let reserved = self.reserved.lock().unwrap_or_else(|e| e.into_inner());
+        let running = self.taken_slots(&reserved, workspace_id);
         if running >= self.limits.runs_per_workspace {
             Err(running)
         } else {
@@ -443,12 +479,14 @@ impl Runs {
         inputs: Map<String, Value>,
         trigger: &str,
     ) -> Result<String, StoreError> {
-        self.start_as(owner, workflow, inputs, trigger, None).await
+        self.start_as(owner, workflow, inputs, trigger, None, None)
+            .await
     }
 
     /// [`Runs::start`], or with `fork` (its origin's id and recording, and
     /// its checkpoint, written with its row) a run of kind `fork` linked
-    /// to its origin.
+    /// to its origin; with `slot`, in that reserved run slot. Refused once
+    /// this process's runs are stopped (`Runs::stop`).
     async fn start_as(
         self: &Arc<Self>,
         owner: SecretOwner,
@@ -456,7 +494,13 @@ impl Runs {
         inputs: Map<String, Value>,
         trigger: &str,
         fork: Option<StartFork>,
+        slot: Option<RunSlot>,
     ) -> Result<String, StoreError> {
+        if self.stopping() {
+            return Err(StoreError::Unavailable(
+                "the server is stopping: no run starts".into(),
+            ));
+        }
         let run_id = new_id();
         let (kind, origin, fork, spec) = match fork {
             Some(f) => (
@@ -485,6 +529,10 @@ impl Runs {
             created: created.clone(),
         };
         self.spawn(owner, &run_id, workflow, inputs, from);
+        // The run holds its slot as a live run now.
+        if let Some(slot) = slot {
+            slot.taken();
+        }
         if let Err(e) = created.wait().await {
             self.cancel(&run_id);
             return Err(StoreError::Unavailable(e));
@@ -535,6 +583,13 @@ impl Runs {
         let id = run_id.to_string();
         let slot = live.clone();
         let handle = tokio::spawn(async move {
+            // Whatever ends the task (its end, a panic, an abort), the run
+            // no longer executes here.
+            let _gone = LiveGone {
+                runs: this.clone(),
+                id: id.clone(),
+                live: live.clone(),
+            };
             // Everything the run does is inside its span (see `trace`).
             let (span, route) = crate::trace::run_span(&id, &this.writer);
             let run = Run {
@@ -546,12 +601,6 @@ impl Runs {
             };
             this.execute(run, workflow, inputs, resume, last_seq).await;
             drop(route);
-            this.live
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id);
-            this.forget_claim(&id);
-            this.ended.notify_waiters();
         });
         let _ = slot.task.set(handle.abort_handle());
     }

@@ -100,6 +100,23 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound(format!("revision {revision} of workflow {workflow_id}")))
     }
 
+    /// One stored revision of a workflow of `workspace_id` (not found
+    /// when the workflow is another workspace's).
+    pub async fn revision_in(
+        &self,
+        workspace_id: &str,
+        workflow_id: &str,
+        revision: i64,
+    ) -> Result<RevisionRow, StoreError> {
+        sqlx::query_as("SELECT r.workflow_id, r.revision, r.document, r.created_at FROM workflow_revisions r JOIN workflows w ON w.id = r.workflow_id WHERE w.workspace_id = $1 AND r.workflow_id = $2 AND r.revision = $3")
+            .bind(workspace_id)
+            .bind(workflow_id)
+            .bind(revision)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("revision {revision} of workflow {workflow_id}")))
+    }
+
     /// The journal entry of an approved write: `None` when it is new (the
     /// intent is then recorded, durably, before this returns), else
     /// `Some(envelope)` with the recorded result, `Some(None)` for an

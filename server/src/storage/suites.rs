@@ -110,12 +110,17 @@ impl Store {
         }
     }
 
-    /// A workspace's suites, by name.
-    pub async fn list_suites(&self, workspace_id: &str) -> Result<Vec<SuiteRow>, StoreError> {
+    /// A workspace's suites (of `workflow_id` only when given), by name.
+    pub async fn list_suites(
+        &self,
+        workspace_id: &str,
+        workflow_id: Option<&str>,
+    ) -> Result<Vec<SuiteRow>, StoreError> {
         Ok(sqlx::query_as(&format!(
-            "SELECT {SUITE_COLUMNS} FROM suites WHERE workspace_id = $1 ORDER BY name"
+            "SELECT {SUITE_COLUMNS} FROM suites WHERE workspace_id = $1 AND (CAST($2 AS TEXT) IS NULL OR workflow_id = $2) ORDER BY name"
         ))
         .bind(workspace_id)
+        .bind(workflow_id)
         .fetch_all(self.pool())
         .await?)
     }
@@ -189,7 +194,9 @@ impl Store {
         Ok(())
     }
 
-    /// A suite run's end: its status, counts, verdict and error.
+    /// A suite run's end: its status, counts, verdict and error; false
+    /// when it had ended already (a stop or a start's look ended it
+    /// `error`: that end stays).
     #[allow(clippy::too_many_arguments)]
     pub async fn finish_suite_run(
         &self,
@@ -200,8 +207,8 @@ impl Store {
         failed: i64,
         result: Option<&str>,
         error: Option<&str>,
-    ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE suite_runs SET status = $3, passed = $4, failed = $5, result = $6, error = $7, finished_at = $8 WHERE workspace_id = $1 AND id = $2")
+    ) -> Result<bool, StoreError> {
+        let n = sqlx::query("UPDATE suite_runs SET status = $3, passed = $4, failed = $5, result = $6, error = $7, finished_at = $8 WHERE workspace_id = $1 AND id = $2 AND status = 'running'")
             .bind(workspace_id)
             .bind(id)
             .bind(status)
@@ -211,8 +218,49 @@ impl Store {
             .bind(error)
             .bind(now())
             .execute(self.writer())
-            .await?;
-        Ok(())
+            .await?
+            .rows_affected();
+        Ok(n == 1)
+    }
+
+    /// A running suite run's counts so far; false when it has ended.
+    pub async fn suite_run_progress(
+        &self,
+        workspace_id: &str,
+        id: &str,
+        passed: i64,
+        failed: i64,
+    ) -> Result<bool, StoreError> {
+        let n = sqlx::query("UPDATE suite_runs SET passed = $3, failed = $4 WHERE workspace_id = $1 AND id = $2 AND status = 'running'")
+            .bind(workspace_id)
+            .bind(id)
+            .bind(passed)
+            .bind(failed)
+            .execute(self.writer())
+            .await?
+            .rows_affected();
+        Ok(n == 1)
+    }
+
+    /// Replaces a suite's cases if they are still `before` (the text read):
+    /// false when a concurrent write changed them (read again and retry).
+    pub async fn replace_suite_cases(
+        &self,
+        workspace_id: &str,
+        id: &str,
+        before: &str,
+        cases: &str,
+    ) -> Result<bool, StoreError> {
+        let n = sqlx::query("UPDATE suites SET cases = $4, updated_at = $5 WHERE workspace_id = $1 AND id = $2 AND cases = $3")
+            .bind(workspace_id)
+            .bind(id)
+            .bind(before)
+            .bind(cases)
+            .bind(now())
+            .execute(self.writer())
+            .await?
+            .rows_affected();
+        Ok(n == 1)
     }
 
     /// One suite run with its verdict.
