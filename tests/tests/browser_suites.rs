@@ -351,3 +351,171 @@ async fn a_suite_of_three_runs_passes_then_fails_once_the_editor_removes_the_cal
     assert_eq!(history, 2, "both suite runs are in the history");
     assert_eq!(last, "failed");
 }
+
+/// `GET` of an API route as JSON, with its status.
+fn api_get(server: &Server, token: &str, path: &str) -> (u16, Value) {
+    let (status, body) = glassbox_tests::harness::http(
+        &server.url,
+        "GET",
+        &format!("/api/v1{path}"),
+        Some(token),
+        None,
+    );
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_and_deletes_it() {
+    let Some((server, browser, token)) = signed_in().await else {
+        return;
+    };
+    let workflow = server.create_workflow(&token, &calculator_workflow());
+    let runs: Vec<String> = (0..2)
+        .map(|_| {
+            let run = server.start_run(&token, &workflow);
+            server.finished_run(&token, &run);
+            run
+        })
+        .collect();
+    let (status, body) = glassbox_tests::harness::http(
+        &server.url,
+        "POST",
+        "/api/v1/suites",
+        Some(&token),
+        Some(&json!({"name": "edits", "workflow_id": workflow, "cases": [
+            {"name": "first", "run_id": runs[0], "assertions": [{"kind": "outputs_equal"}]},
+            {"name": "second", "run_id": runs[1], "assertions": [{"kind": "outputs_equal"}]}]})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let suite = serde_json::from_str::<Value>(&body).expect("a suite")["id"]
+        .as_str()
+        .expect("its id")
+        .to_string();
+    let c = browser.client.clone();
+    let outcome = async {
+        browser
+            .open(&format!("{}/suites/{suite}", server.url))
+            .await?;
+        appear(&c, "[data-testid=suite-never-run]").await?;
+        // A bad text is refused in words and not sent; a good one is saved.
+        let first = "[data-testid=suite-cases] tr[data-case=first]";
+        click(&c, &format!("{first} [data-testid=case-edit]")).await?;
+        let opened = value_of(&c, "[data-testid=case-assertions]").await?;
+        retype(
+            &c,
+            "[data-testid=case-assertions]",
+            r#"[{"kind": "max_calls"}"#,
+        )
+        .await?;
+        click(&c, "[data-testid=case-save]").await?;
+        let refused =
+            wait_for_text(&c, "[data-testid=case-problem]", Duration::from_secs(10)).await?;
+        let unsent = api_get(&server, &token, &format!("/suites/{suite}")).1;
+        retype(
+            &c,
+            "[data-testid=case-assertions]",
+            r#"[{"kind": "max_calls", "max": 1}, {"kind": "status", "equals": "succeeded"}]"#,
+        )
+        .await?;
+        click(&c, "[data-testid=case-save]").await?;
+        let saved =
+            wait_for_text(&c, "[data-testid=suite-notice]", Duration::from_secs(10)).await?;
+        let described = text_or_empty(
+            &c,
+            &format!("{first} [data-testid=case-assertions-described]"),
+        )
+        .await?;
+
+        // Options: the recorded answers, live reads on.
+        click(&c, "[data-testid=suite-model] option[value=recorded]").await?;
+        click(&c, "[data-testid=suite-live-reads]").await?;
+        click(&c, "[data-testid=suite-options-save]").await?;
+        wait_until("the options saved", || async {
+            Ok(text_or_empty(&c, "[data-testid=suite-notice]").await? == "Saved the options.")
+        })
+        .await?;
+
+        // A revision that is not a number is refused; revision 1 runs.
+        retype(&c, "[data-testid=suite-revision]", "first").await?;
+        click(&c, "[data-testid=run-suite]").await?;
+        let bad_revision =
+            wait_for_text(&c, "[data-testid=run-suite-error]", Duration::from_secs(10)).await?;
+        retype(&c, "[data-testid=suite-revision]", "1").await?;
+        click(&c, "[data-testid=run-suite]").await?;
+        let (_, status) = suite_run_ended(&c, None).await?;
+        let verdict = text_or_empty(&c, "[data-testid=suite-verdict]").await?;
+
+        // The dark theme, for the record.
+        click(&c, "[data-testid=theme]").await?;
+        wait_until("the dark theme", || async {
+            Ok(text_or_empty(&c, "[data-testid=theme]").await? == "Theme: dark")
+        })
+        .await?;
+        browser.screenshot("suite-page-dark").await?;
+
+        // Remove the second case; then delete the suite (dismissing first).
+        click(
+            &c,
+            "[data-testid=suite-cases] tr[data-case=second] [data-testid=case-remove]",
+        )
+        .await?;
+        wait_until("the case removed", || async {
+            Ok(count(&c, "[data-testid=suite-cases] tbody tr").await? == 1)
+        })
+        .await?;
+        let after_remove = api_get(&server, &token, &format!("/suites/{suite}")).1;
+        click(&c, "[data-testid=suite-delete]").await?;
+        c.dismiss_alert().await.map_err(|e| e.to_string())?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let kept = api_get(&server, &token, &format!("/suites/{suite}")).0;
+        click(&c, "[data-testid=suite-delete]").await?;
+        c.accept_alert().await.map_err(|e| e.to_string())?;
+        let empty =
+            wait_for_text(&c, "[data-testid=suites-empty]", Duration::from_secs(10)).await?;
+        let gone = api_get(&server, &token, &format!("/suites/{suite}")).0;
+        Ok::<_, String>((
+            (opened, refused, unsent, saved, described),
+            (bad_revision, status, verdict),
+            (after_remove, kept, empty, gone),
+        ))
+    }
+    .await;
+    browser.close().await;
+    let (
+        (opened, refused, unsent, saved, described),
+        (bad_revision, status, verdict),
+        (after_remove, kept, empty, gone),
+    ) = outcome.expect("a suite's page edits, runs and deletes it");
+
+    assert_eq!(opened, "[\n  {\"kind\":\"outputs_equal\"}\n]");
+    assert!(refused.contains("not valid JSON"), "{refused}");
+    assert_eq!(
+        unsent["cases"][0]["assertions"],
+        json!([{"kind": "outputs_equal"}]),
+        "a refused text is not sent"
+    );
+    assert_eq!(saved, "Saved the assertions of \u{201c}first\u{201d}.");
+    assert!(
+        described.contains("at most 1 calls") && described.contains("status is succeeded"),
+        "{described}"
+    );
+    assert!(bad_revision.contains("whole number"), "{bad_revision}");
+    assert_eq!(status, "passed", "{verdict}");
+    assert!(
+        verdict.contains("2 of 2 passed against revision 1"),
+        "{verdict}"
+    );
+    assert_eq!(
+        after_remove["cases"].as_array().map(Vec::len),
+        Some(1),
+        "{after_remove}"
+    );
+    assert_eq!(after_remove["cases"][0]["name"], "first");
+    assert_eq!(
+        after_remove["options"],
+        json!({"model": "recorded", "live_reads": true})
+    );
+    assert_eq!(kept, 200, "dismissing the confirmation keeps the suite");
+    assert!(empty.contains("Add to suite"), "{empty}");
+    assert_eq!(gone, 404);
+}
