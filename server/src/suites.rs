@@ -3,20 +3,25 @@
 //! Used by the API (`api/suites.rs`) and `glassbox suite` (`cli/suite.rs`)
 //! alike.
 //!
-//! Running a suite stores a suite run `running` (with the instance that
-//! executes it, see `runs::suites`), then forks each case's recorded run
-//! in turn, through the one fork path (`Runs::fork_from`), against the
-//! workflow revision asked for, never sending a write (a new write call is
-//! refused, `SUITE_NO_WRITES`; a recorded one is answered from the
-//! recording) and, with `model: recorded`, answering every Agent node from
-//! its recorded model answers. Each fork is awaited to its end (told by
-//! the run manager, no polling), both runs' details are built as the API
-//! shows them, each assertion is checked (`node_runtime::suites::check`),
-//! and a failed case carries the diff of the recorded run against its
-//! fork. The suite run then ends `passed` or `failed` with its counts, or
-//! `error` when it could not finish. Cases run one at a time, each waiting
-//! for a free run slot of its workspace, so a suite never fails on the
-//! runs-in-progress limit.
+//! Running a suite stores a suite run `running` (naming the process that
+//! executes it, see `runs::suites`; at most four per workspace at once),
+//! then forks each case's recorded run in turn, through the one fork path
+//! (`Runs::fork_from`, trigger `suite`), against the workflow revision
+//! asked for, never sending a write (a new write call is refused,
+//! `SUITE_NO_WRITES`; a recorded one is answered from the recording) and,
+//! with `model: recorded`, answering every Agent node from its recorded
+//! model answers. Each fork starts in a run slot of its workspace reserved
+//! for it (waited for, so a suite never fails on the runs-in-progress
+//! limit nor goes beyond it) and is awaited to its end: told by the run
+//! manager while it executes here; a fork another instance took over
+//! (Postgres) is read again every second, for 30 minutes at most; one that
+//! left this process unfinished with no live holder is the case's error.
+//! Both runs' details are then built as the API shows them, each
+//! assertion is checked (`node_runtime::suites::check`), and a failed case
+//! carries the diff of the recorded run against its fork. The counts are
+//! stored after each case. The suite run then ends `passed` or `failed`
+//! with its counts, or `error` when it could not finish (a clean stop of
+//! the server ends it so at once); an end is only stored over `running`.
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -36,7 +36,8 @@ pub struct RunItem {
     pub workflow_id: Option<String>,
     pub kind: RunKind,
     pub status: RunStatus,
-    /// What started the run (`api`, `cli`, `replay`).
+    /// What started the run (`api`, `cli`, `replay`, `fork`, `suite`: a
+    /// regression suite's case).
     pub trigger: String,
     pub created_at: String,
     pub finished_at: Option<String>,

@@ -674,7 +674,7 @@ impl Runs {
             };
             let row = self
                 .store
-                .revision(workflow_id, revision)
+                .revision_in(&run.workspace_id, workflow_id, revision)
                 .await
                 .map_err(|e| e.to_string())?;
             let workflow = Workflow::from_json(&row.document).map_err(|e| e.to_string())?;

@@ -86,20 +86,6 @@ impl Store {
         )
     }
 
-    /// One stored revision of a workflow.
-    pub async fn revision(
-        &self,
-        workflow_id: &str,
-        revision: i64,
-    ) -> Result<RevisionRow, StoreError> {
-        sqlx::query_as("SELECT workflow_id, revision, document, created_at FROM workflow_revisions WHERE workflow_id = $1 AND revision = $2")
-            .bind(workflow_id)
-            .bind(revision)
-            .fetch_optional(self.pool())
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("revision {revision} of workflow {workflow_id}")))
-    }
-
     /// One stored revision of a workflow of `workspace_id` (not found
     /// when the workflow is another workspace's).
     pub async fn revision_in(
