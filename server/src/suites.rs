@@ -23,25 +23,19 @@
 //! with its counts, or `error` when it could not finish (a clean stop of
 //! the server ends it so at once); an end is only stored over `running`.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use node_runtime::graph::Workflow;
 use node_runtime::secrets::SecretOwner;
 use node_runtime::wire::{
     diff_runs, CaseResult, ForkRequest, NewSuite, RunDetail, RunKind, RunStatus, SuiteCase,
-    SuiteModel, SuiteOptions, SuiteRunStatus, SuiteRunView, SuiteView,
+    SuiteModel, SuiteOptions, SuiteRunStatus, SuiteRunView, SuiteView, SUITE_CASES_MAX,
 };
 use serde_json::Value;
 
 use crate::api::views::run_detail;
 use crate::runs::{ForkBase, Runs, SuiteHere, SUITE_STOPPED};
 use crate::storage::{new_id, now, RunRow, Store, StoreError, SuiteRow, SuiteRunRow};
-
-/// The most cases a suite holds.
-pub const MAX_CASES: usize = 200;
-/// The most assertions a case holds.
-pub const MAX_ASSERTIONS: usize = 100;
 
 /// Why a suite cannot be stored or run.
 #[derive(Debug, thiserror::Error)]
@@ -77,24 +71,19 @@ fn named_field(message: &str) -> Option<&str> {
 }
 
 /// Checks a suite as sent and fills in its defaults (a case's name is its
-/// run's id): every case a finished run of the suite's workflow (not a
-/// replay) in the caller's workspace, names unique, assertions that can be
-/// evaluated. The first problem is returned, naming its field.
+/// run's id): its shape (`NewSuite::check`), then every case a finished
+/// run of the suite's workflow (not a replay) in the caller's workspace,
+/// and assertions that can be evaluated. The first problem is returned,
+/// naming its field.
 pub async fn check_suite(
     store: &Store,
     workspace_id: &str,
     mut suite: NewSuite,
 ) -> Result<NewSuite, SuiteError> {
-    let length = suite.name.chars().count();
-    if suite.name.trim().is_empty() || length > 100 {
-        return Err(invalid(
-            "name",
-            format!("a suite's name is 1 to 100 characters, not blank ({length} given)"),
-        ));
-    }
-    if suite.name.chars().any(char::is_control) {
-        return Err(invalid("name", "a suite's name has no control characters"));
-    }
+    suite
+        .check()
+        .map_err(|(path, message)| invalid(path, message))?;
+    suite.fill_default_names();
     match store.get_workflow(workspace_id, &suite.workflow_id).await {
         Ok(_) => {}
         Err(StoreError::NotFound(_)) => {
@@ -105,43 +94,22 @@ pub async fn check_suite(
         }
         Err(e) => return Err(e.into()),
     }
-    if suite.description.chars().count() > 2000 {
-        return Err(invalid("description", "at most 2000 characters"));
-    }
-    if suite.cases.is_empty() {
-        return Err(invalid("cases", "a suite needs at least one case"));
-    }
-    if suite.cases.len() > MAX_CASES {
-        return Err(invalid(
-            "cases",
-            format!(
-                "a suite holds at most {MAX_CASES} cases, not {}",
-                suite.cases.len()
-            ),
-        ));
-    }
-    let mut names = HashSet::new();
     for (i, case) in suite.cases.iter_mut().enumerate() {
-        let at = format!("cases[{i}]");
-        if case.name.trim().is_empty() {
-            case.name = case.run_id.clone();
-        }
-        if !names.insert(case.name.clone()) {
-            return Err(invalid(
-                format!("{at}.name"),
-                format!(
-                    "another case is named `{}`: case names are unique in a suite",
-                    case.name
-                ),
-            ));
-        }
-        check_case(store, workspace_id, &suite.workflow_id, case, &at).await?;
+        check_case(
+            store,
+            workspace_id,
+            &suite.workflow_id,
+            case,
+            &format!("cases[{i}]"),
+        )
+        .await?;
     }
     Ok(suite)
 }
 
 /// Checks one case (at `at`: `cases[1]`, `case`) and fills in its
-/// default name (its run's id).
+/// default name (its run's id): its shape (`SuiteCase::check`), its run,
+/// its assertions.
 async fn check_case(
     store: &Store,
     workspace_id: &str,
@@ -149,30 +117,15 @@ async fn check_case(
     case: &mut SuiteCase,
     at: &str,
 ) -> Result<(), SuiteError> {
-    if case.name.trim().is_empty() {
-        case.name = case.run_id.clone();
-    }
-    if case.name.chars().count() > 200 {
-        return Err(invalid(format!("{at}.name"), "at most 200 characters"));
-    }
+    case.check(at)
+        .map_err(|(path, message)| invalid(path, message))?;
+    case.fill_default_name();
     check_case_run(store, workspace_id, workflow_id, case)
         .await
         .map_err(|e| match e {
             SuiteError::Invalid { message, .. } => invalid(format!("{at}.run_id"), message),
             other => other,
         })?;
-    if case.assertions.is_empty() {
-        return Err(invalid(
-            format!("{at}.assertions"),
-            "a case needs at least one assertion",
-        ));
-    }
-    if case.assertions.len() > MAX_ASSERTIONS {
-        return Err(invalid(
-            format!("{at}.assertions"),
-            format!("a case holds at most {MAX_ASSERTIONS} assertions"),
-        ));
-    }
     for (j, assertion) in case.assertions.iter().enumerate() {
         if let Err(message) = node_runtime::suites::validate(assertion) {
             let path = match named_field(&message) {
@@ -203,10 +156,10 @@ pub async fn add_case(
         if cases.iter().any(|c| c.name == case.name) {
             return Err(SuiteError::CaseNameTaken(case.name));
         }
-        if cases.len() >= MAX_CASES {
+        if cases.len() >= SUITE_CASES_MAX {
             return Err(invalid(
                 "case",
-                format!("the suite holds {MAX_CASES} cases, the most"),
+                format!("the suite holds {SUITE_CASES_MAX} cases, the most"),
             ));
         }
         cases.push(case.clone());

@@ -30,8 +30,6 @@ pub use connections::{
     ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, McpServerStatus,
     McpToolClass, McpToolClassSet, NewConnection,
 };
-#[cfg(feature = "runtime")]
-pub(crate) use forks::node_calls;
 pub use forks::{
     diff_runs, CallChange, CallDiff, DiffSummary, ForkChanges, ForkRequest, ForkStarted, NodeDiff,
     RunDiff,
@@ -49,8 +47,9 @@ pub use status::{
     UnknownStatus,
 };
 pub use suites::{
-    Assertion, AssertionResult, CaseResult, NewSuite, SuiteCase, SuiteList, SuiteModel,
-    SuiteOptions, SuiteRunList, SuiteRunRequest, SuiteRunView, SuiteView,
+    Assertion, AssertionResult, CaseResult, NewSuite, ShapeError, SuiteCase, SuiteList, SuiteModel,
+    SuiteOptions, SuiteRunList, SuiteRunRequest, SuiteRunView, SuiteView, CASE_ASSERTIONS_MAX,
+    CASE_NAME_MAX, SUITE_CASES_MAX, SUITE_DESCRIPTION_MAX, SUITE_NAME_MAX,
 };
 pub use tokens::{ApiToken, ApiTokenCreated, ApiTokenList};
 pub use tools::{McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView};

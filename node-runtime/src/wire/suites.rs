@@ -5,9 +5,12 @@
 //! answered from the recording), and checks each assertion on the fork.
 //!
 //! Routes: `POST/GET /api/v1/suites`, `GET/PUT/DELETE /api/v1/suites/{id}`,
-//! `POST/GET /api/v1/suites/{id}/runs`, `GET /api/v1/suite-runs/{id}`. The
-//! checks themselves live in `crate::suites` (native only: JSONPath and
-//! JSON Schema).
+//! `POST /api/v1/suites/{id}/cases`, `POST/GET /api/v1/suites/{id}/runs`,
+//! `GET /api/v1/suite-runs/{id}`. A suite's shape (its limits, unique case
+//! names, a case's default name) is checked here ([`NewSuite::check`],
+//! [`SuiteCase::check`]: wasm-safe, so the app may check before sending);
+//! the assertions' checks live in `crate::suites` (native only: JSONPath
+//! and JSON Schema), the look-ups of its workflow and runs in the server.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -151,12 +154,126 @@ pub struct SuiteOptions {
     pub live_reads: bool,
 }
 
+/// The longest suite name, in characters (at least 1, not blank).
+pub const SUITE_NAME_MAX: usize = 100;
+/// The longest suite description, in characters.
+pub const SUITE_DESCRIPTION_MAX: usize = 2000;
+/// The most cases a suite holds.
+pub const SUITE_CASES_MAX: usize = 200;
+/// The longest case name, in characters.
+pub const CASE_NAME_MAX: usize = 200;
+/// The most assertions a case holds.
+pub const CASE_ASSERTIONS_MAX: usize = 100;
+
+/// A field that is not acceptable: its path in the body
+/// (`cases[1].name`) and why.
+pub type ShapeError = (String, String);
+
+impl SuiteCase {
+    /// Names a case without a name after its run (its default).
+    pub fn fill_default_name(&mut self) {
+        if self.name.trim().is_empty() {
+            self.name = self.run_id.clone();
+        }
+    }
+
+    /// The case's shape (at `at`: `cases[1]`, `case`), its default name
+    /// filled in first: its name's length, one to
+    /// [`CASE_ASSERTIONS_MAX`] assertions.
+    pub fn check(&self, at: &str) -> Result<(), ShapeError> {
+        let mut named = self.clone();
+        named.fill_default_name();
+        if named.name.chars().count() > CASE_NAME_MAX {
+            return Err((
+                format!("{at}.name"),
+                format!("at most {CASE_NAME_MAX} characters"),
+            ));
+        }
+        if self.assertions.is_empty() {
+            return Err((
+                format!("{at}.assertions"),
+                "a case needs at least one assertion".into(),
+            ));
+        }
+        if self.assertions.len() > CASE_ASSERTIONS_MAX {
+            return Err((
+                format!("{at}.assertions"),
+                format!("a case holds at most {CASE_ASSERTIONS_MAX} assertions"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl NewSuite {
+    /// Names each case without a name after its run.
+    pub fn fill_default_names(&mut self) {
+        self.cases.iter_mut().for_each(SuiteCase::fill_default_name);
+    }
+
+    /// The suite's shape, as sent (default names taken into account): its
+    /// name, description, one to [`SUITE_CASES_MAX`] cases with unique
+    /// names, each case's shape ([`SuiteCase::check`]). The first problem.
+    pub fn check(&self) -> Result<(), ShapeError> {
+        let length = self.name.chars().count();
+        if self.name.trim().is_empty() || length > SUITE_NAME_MAX {
+            return Err((
+                "name".into(),
+                format!(
+                    "a suite's name is 1 to {SUITE_NAME_MAX} characters, not blank ({length} given)"
+                ),
+            ));
+        }
+        if self.name.chars().any(char::is_control) {
+            return Err((
+                "name".into(),
+                "a suite's name has no control characters".into(),
+            ));
+        }
+        if self.description.chars().count() > SUITE_DESCRIPTION_MAX {
+            return Err((
+                "description".into(),
+                format!("at most {SUITE_DESCRIPTION_MAX} characters"),
+            ));
+        }
+        if self.cases.is_empty() {
+            return Err(("cases".into(), "a suite needs at least one case".into()));
+        }
+        if self.cases.len() > SUITE_CASES_MAX {
+            return Err((
+                "cases".into(),
+                format!(
+                    "a suite holds at most {SUITE_CASES_MAX} cases, not {}",
+                    self.cases.len()
+                ),
+            ));
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, case) in self.cases.iter().enumerate() {
+            let at = format!("cases[{i}]");
+            let mut named = case.clone();
+            named.fill_default_name();
+            if !names.insert(named.name.clone()) {
+                return Err((
+                    format!("{at}.name"),
+                    format!(
+                        "another case is named `{}`: case names are unique in a suite",
+                        named.name
+                    ),
+                ));
+            }
+            case.check(&at)?;
+        }
+        Ok(())
+    }
+}
+
 /// Body of `POST /api/v1/suites` and `PUT /api/v1/suites/{id}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewSuite {
-    /// Unique in the workspace; 1 to 100 characters.
+    /// Unique in the workspace; 1 to [`SUITE_NAME_MAX`] characters.
     pub name: String,
     pub workflow_id: String,
     #[serde(default)]
@@ -263,4 +380,61 @@ impl SuiteRunView {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SuiteRunList {
     pub runs: Vec<SuiteRunView>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(name: &str, run: &str, assertions: usize) -> SuiteCase {
+        SuiteCase {
+            name: name.into(),
+            run_id: run.into(),
+            assertions: vec![Assertion::OutputsEqual; assertions],
+        }
+    }
+
+    fn suite(name: &str, cases: Vec<SuiteCase>) -> NewSuite {
+        NewSuite {
+            name: name.into(),
+            workflow_id: "w".into(),
+            description: String::new(),
+            cases,
+            options: SuiteOptions::default(),
+        }
+    }
+
+    #[test]
+    fn a_suite_shape_is_checked_field_by_field() {
+        let path = |s: NewSuite| s.check().err().map(|(p, _)| p);
+        assert_eq!(path(suite("ok", vec![case("", "r1", 1)])), None);
+        assert_eq!(
+            path(suite(" ", vec![case("", "r1", 1)])),
+            Some("name".into())
+        );
+        let long = "x".repeat(SUITE_NAME_MAX + 1);
+        assert_eq!(
+            path(suite(&long, vec![case("", "r1", 1)])),
+            Some("name".into())
+        );
+        assert_eq!(path(suite("s", vec![])), Some("cases".into()));
+        let many = vec![case("", "r", 1); SUITE_CASES_MAX + 1];
+        assert_eq!(path(suite("s", many)), Some("cases".into()));
+        // The default name (the run's id) counts in the uniqueness.
+        assert_eq!(
+            path(suite("s", vec![case("", "r1", 1), case("r1", "r2", 1)])),
+            Some("cases[1].name".into())
+        );
+        assert_eq!(
+            path(suite("s", vec![case("", "r1", 0)])),
+            Some("cases[0].assertions".into())
+        );
+        assert_eq!(
+            path(suite("s", vec![case("", "r1", CASE_ASSERTIONS_MAX + 1)])),
+            Some("cases[0].assertions".into())
+        );
+        let mut named = suite("s", vec![case("", "r1", 1)]);
+        named.fill_default_names();
+        assert_eq!(named.cases[0].name, "r1");
+    }
 }
