@@ -511,6 +511,33 @@ pub async fn list_suites() -> Result<Vec<node_runtime::wire::SuiteView>, ApiErro
         .map(|l| l.suites)
 }
 
+/// `GET /api/v1/suites?workflow_id=`: the suites of one workflow (a
+/// run's Add to suite panel offers them).
+pub async fn list_suites_of(
+    workflow_id: &str,
+) -> Result<Vec<node_runtime::wire::SuiteView>, ApiError> {
+    get_json::<node_runtime::wire::SuiteList>(&format!(
+        "/suites?workflow_id={}",
+        js_sys::encode_uri_component(workflow_id)
+    ))
+    .await
+    .map(|l| l.suites)
+}
+
+/// `POST /api/v1/suites/{id}/cases`: `case` appended to the suite by the
+/// server, atomically (a concurrent append is not lost); 409 when the
+/// suite has a case of its name, 422 naming the field (`case.…`).
+pub async fn append_case(
+    id: &str,
+    case: &node_runtime::wire::SuiteCase,
+) -> Result<node_runtime::wire::SuiteView, ApiError> {
+    post_json(
+        &format!("/suites/{id}/cases"),
+        &serde_json::to_value(case).unwrap_or_default(),
+    )
+    .await
+}
+
 /// `GET /api/v1/suites/{id}`.
 pub async fn get_suite(id: &str) -> Result<node_runtime::wire::SuiteView, ApiError> {
     get_json(&format!("/suites/{id}")).await

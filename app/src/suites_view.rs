@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 
-use node_runtime::envelope::{AgentOutputs, ToolEnvelope};
 use node_runtime::wire::{
     Assertion, NewSuite, RunDetail, SuiteCase, SuiteOptions, SuiteRunStatus, SuiteRunView,
     SuiteView,
@@ -19,33 +18,13 @@ tool_called, tool_not_called, max_calls, cost_below";
 /// The longest suite name the server takes.
 const NAME_MAX: usize = 100;
 
-/// Every tool call of a finished run: each Agent node's calls in its order,
-/// then each Tool node's envelope (node ids in order).
-fn calls(run: &RunDetail) -> Vec<ToolEnvelope> {
-    let mut calls = Vec::new();
-    for outputs in run.agent_outputs.values() {
-        if let Ok(outputs) = serde_json::from_value::<AgentOutputs>(outputs.clone()) {
-            calls.extend(outputs.calls().cloned());
-        }
-    }
-    for (id, node) in run.nodes.iter().flatten() {
-        if run.agent_outputs.contains_key(id) {
-            continue;
-        }
-        if let Ok(envelope) = serde_json::from_value::<ToolEnvelope>(node.envelope.clone()) {
-            calls.push(envelope);
-        }
-    }
-    calls
-}
-
 /// The assertions a new case of `run` starts with: the workflow's outputs
 /// equal the recorded run's, and every tool the run called successfully is
 /// called again (each tool once, in the order of its first call).
 pub fn suggested_assertions(run: &RunDetail) -> Vec<Assertion> {
     let mut seen = BTreeSet::new();
     let mut assertions = vec![Assertion::OutputsEqual];
-    for call in calls(run) {
+    for (_, call) in run.calls() {
         if call.error.is_none() && seen.insert(call.name.clone()) {
             assertions.push(Assertion::ToolCalled {
                 tool: call.name,
@@ -162,25 +141,39 @@ pub fn new_suite(name: &str, workflow_id: &str, case: SuiteCase) -> Result<NewSu
     })
 }
 
-/// `suite` with `case` appended; refused when the run is another
-/// workflow's, already a case, or the name is taken.
-pub fn with_case(suite: &SuiteView, case: SuiteCase) -> Result<NewSuite, String> {
+/// Why `case` cannot be appended to `suite` as last listed, if it cannot:
+/// the run is already a case, or the name is taken. (The server checks
+/// again when it appends: another user may have appended since.)
+pub fn append_problem(suite: &SuiteView, case: &SuiteCase) -> Option<String> {
     if suite.cases.iter().any(|c| c.run_id == case.run_id) {
-        return Err(format!(
+        return Some(format!(
             "This run is already a case of \u{201c}{}\u{201d}.",
             suite.name
         ));
     }
     if !case.name.is_empty() && suite.cases.iter().any(|c| c.name == case.name) {
-        return Err(format!(
+        return Some(format!(
             "\u{201c}{}\u{201d} already has a case named \u{201c}{}\u{201d}: choose another name.",
             suite.name, case.name
         ));
     }
-    let mut new = as_new(suite);
-    new.cases.push(case);
-    Ok(new)
+    None
 }
+
+/// What the Add to suite panel says when the server refused to append
+/// (409: the name was taken meanwhile; 422: a field of the case).
+pub fn append_refused(suite: &str, error: &str) -> String {
+    format!("Not added to \u{201c}{suite}\u{201d}: {error}")
+}
+
+/// Why no case of `suite` can be removed, if none can: a suite keeps at
+/// least one case (the server refuses one without).
+pub fn remove_problem(suite: &SuiteView) -> Option<&'static str> {
+    (suite.cases.len() <= 1).then_some(LAST_CASE)
+}
+
+/// The hint on the last case's disabled Remove.
+pub const LAST_CASE: &str = "a suite needs a case; delete the suite instead";
 
 /// `suite` without its case at `index`.
 pub fn without_case(suite: &SuiteView, index: usize) -> NewSuite {
@@ -205,14 +198,6 @@ pub fn with_options(suite: &SuiteView, options: SuiteOptions) -> NewSuite {
     let mut new = as_new(suite);
     new.options = options;
     new
-}
-
-/// The suites a run of `workflow_id` can be added to.
-pub fn suites_of_workflow<'a>(suites: &'a [SuiteView], workflow_id: &str) -> Vec<&'a SuiteView> {
-    suites
-        .iter()
-        .filter(|s| s.workflow_id == workflow_id)
-        .collect()
 }
 
 /// The "Run suite" revision field: empty for the workflow's current
@@ -244,11 +229,21 @@ pub fn counts(run: &SuiteRunView) -> String {
 /// (the progress of a run still checking them).
 pub fn verdict(run: &SuiteRunView, cases: usize) -> String {
     match run.status {
-        SuiteRunStatus::Running => format!(
-            "Running against revision {}: {} of {cases} case(s) checked so far.",
-            run.revision,
-            run.passed + run.failed
-        ),
+        SuiteRunStatus::Running => {
+            // The counts are stored after each case; the suite may have
+            // been edited since the run started, so never "4 of 3".
+            let checked = run.passed + run.failed;
+            let total = cases.max(checked);
+            let failed = if run.failed == 0 {
+                String::new()
+            } else {
+                format!(" ({} failed)", run.failed)
+            };
+            format!(
+                "Running against revision {}: {checked} of {total} case(s) checked so far{failed}.",
+                run.revision
+            )
+        }
         SuiteRunStatus::Passed => {
             format!("Passed: {} against revision {}.", counts(run), run.revision)
         }
@@ -419,16 +414,27 @@ mod tests {
         let first = case("first", "r1", vec![Assertion::OutputsEqual]);
         let s = suite(vec![first.clone()]);
         let second = case("", "r2", vec![Assertion::OutputsEqual]);
-        let added = with_case(&s, second.clone()).expect("appended");
-        assert_eq!(added.cases, vec![first.clone(), second]);
-        assert_eq!(added.name, "calc regression");
-        assert!(with_case(&s, case("", "r1", vec![]))
-            .unwrap_err()
+        assert_eq!(append_problem(&s, &second), None);
+        assert!(append_problem(&s, &case("", "r1", vec![]))
+            .unwrap()
             .contains("already a case"));
-        assert!(with_case(&s, case("first", "r9", vec![]))
-            .unwrap_err()
+        assert!(append_problem(&s, &case("first", "r9", vec![]))
+            .unwrap()
             .contains("already has a case named"));
+        assert_eq!(
+            append_refused(
+                "calc regression",
+                "the suite has a case named \u{201c}first\u{201d} (CONFLICT, HTTP 409)"
+            ),
+            "Not added to \u{201c}calc regression\u{201d}: the suite has a case named \u{201c}first\u{201d} (CONFLICT, HTTP 409)"
+        );
+        // The last case cannot be removed; with two, either can.
+        assert_eq!(
+            remove_problem(&s),
+            Some("a suite needs a case; delete the suite instead")
+        );
         let s2 = suite(vec![first.clone(), case("b", "r2", vec![])]);
+        assert_eq!(remove_problem(&s2), None);
         assert_eq!(without_case(&s2, 0).cases.len(), 1);
         assert_eq!(without_case(&s2, 0).cases[0].run_id, "r2");
         assert_eq!(without_case(&s2, 7).cases.len(), 2);
@@ -443,12 +449,6 @@ mod tests {
             live_reads: true,
         };
         assert_eq!(with_options(&s2, options).options, options);
-        let other = SuiteView {
-            workflow_id: "w2".into(),
-            ..suite(vec![])
-        };
-        let all = [s.clone(), other];
-        assert_eq!(suites_of_workflow(&all, "w1"), vec![&s]);
     }
 
     #[test]
@@ -483,6 +483,19 @@ mod tests {
             verdict(&r, 3),
             "Running against revision 2: 1 of 3 case(s) checked so far."
         );
+        // The counts stored after each case, a failure among them.
+        r.failed = 1;
+        assert_eq!(
+            verdict(&r, 3),
+            "Running against revision 2: 2 of 3 case(s) checked so far (1 failed)."
+        );
+        // The suite edited down since the run started: never "3 of 2".
+        r.passed = 2;
+        assert_eq!(
+            verdict(&r, 2),
+            "Running against revision 2: 3 of 3 case(s) checked so far (1 failed)."
+        );
+        r.failed = 0;
         r.status = SuiteRunStatus::Passed;
         r.passed = 3;
         assert_eq!(verdict(&r, 3), "Passed: 3 of 3 passed against revision 2.");

@@ -10,7 +10,7 @@ use serde_json_path::JsonPath;
 
 use crate::envelope::ToolEnvelope;
 use crate::error::ErrorCode;
-use crate::wire::{node_calls, Assertion, AssertionResult, RunDetail};
+use crate::wire::{Assertion, AssertionResult, RunDetail};
 
 /// Checks that an assertion can be evaluated (its path parses, its schema
 /// compiles, its numbers make sense); the error says what is wrong.
@@ -57,15 +57,6 @@ pub fn result_document(run: &RunDetail) -> Value {
         "outputs": run.outputs,
         "nodes": nodes,
     })
-}
-
-/// Every call of `run` with its node, in each node's order (the diff's
-/// reading of a run: Agent nodes' outputs, Tool nodes' envelopes).
-fn calls(run: &RunDetail) -> Vec<(String, ToolEnvelope)> {
-    node_calls(run)
-        .into_iter()
-        .flat_map(|(id, node)| node.calls.into_iter().map(move |c| (id.clone(), c)))
-        .collect()
 }
 
 /// Whether a call was refused before it ran (policy or a human).
@@ -121,7 +112,7 @@ pub fn check(assertion: &Assertion, origin: &RunDetail, fork: &RunDetail) -> Ass
 
 fn verdict(assertion: &Assertion, origin: &RunDetail, fork: &RunDetail) -> (bool, String) {
     let of_tool = |tool: &str, node: &Option<String>| {
-        calls(fork)
+        fork.calls()
             .into_iter()
             .filter(|(id, call)| call.name == tool && node.as_ref().is_none_or(|n| n == id))
             .collect::<Vec<_>>()
@@ -202,7 +193,8 @@ fn verdict(assertion: &Assertion, origin: &RunDetail, fork: &RunDetail) -> (bool
             ((ran > 0) == want_called, found)
         }
         Assertion::MaxCalls { max, tool, node } => {
-            let count = calls(fork)
+            let count = fork
+                .calls()
                 .iter()
                 .filter(|(id, call)| {
                     tool.as_ref().is_none_or(|t| &call.name == t)

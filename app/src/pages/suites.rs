@@ -348,6 +348,14 @@ pub fn SuitePage() -> impl IntoView {
             })
             .collect::<Vec<_>>()
     };
+    // A suite keeps a case: the last one's Remove is off, with a hint.
+    let last_case = move || {
+        suite.with(|s| {
+            s.as_ref()
+                .and_then(|s| s.as_ref().ok())
+                .is_some_and(|s| suites_view::remove_problem(s).is_some())
+        })
+    };
     let case_view = move |row: CaseRow| {
         let CaseRow {
             index,
@@ -360,6 +368,10 @@ pub fn SuitePage() -> impl IntoView {
         let remove_name = name.clone();
         let remove = move |_| {
             let Some(s) = current() else { return };
+            if let Some(why) = suites_view::remove_problem(&s) {
+                notice.set(Some((false, why.to_string())));
+                return;
+            }
             let new = suites_view::without_case(&s, index);
             save(
                 new,
@@ -422,8 +434,13 @@ pub fn SuitePage() -> impl IntoView {
                             editing.set(Some((index, text.clone())));
                         }
                     }>"Edit assertions"</button>
-                    <button type="button" data-testid="case-remove" prop:disabled=move || busy.get()
+                    <button type="button" data-testid="case-remove"
+                        prop:disabled=move || busy.get() || last_case()
+                        title=move || last_case().then_some(suites_view::LAST_CASE)
                         on:click=remove>"Remove"</button>
+                    <Show when=last_case>
+                        <p class="muted hint" data-testid="case-remove-hint">{suites_view::LAST_CASE}</p>
+                    </Show>
                 </td>
             </tr>
         }
@@ -569,7 +586,22 @@ pub fn SuitePage() -> impl IntoView {
 pub fn AddToSuite(run: RunDetail) -> impl IntoView {
     let workflow_id = run.workflow_id.clone().unwrap_or_default();
     let run_id = run.id.clone();
-    let suites = LocalResource::new(api::list_suites);
+    // The workflow's suites, fetched once the panel is first opened (a
+    // finished run's page does not ask for them otherwise).
+    let opened = RwSignal::new(false);
+    let suites = {
+        let workflow_id = workflow_id.clone();
+        LocalResource::new(move || {
+            let (open, workflow_id) = (opened.get(), workflow_id.clone());
+            async move {
+                if open {
+                    Some(api::list_suites_of(&workflow_id).await)
+                } else {
+                    None
+                }
+            }
+        })
+    };
     let assertions = RwSignal::new(suites_view::assertions_text(
         &suites_view::suggested_assertions(&run),
     ));
@@ -581,35 +613,26 @@ pub fn AddToSuite(run: RunDetail) -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
     let added = RwSignal::new(None::<(String, String, usize)>);
     let busy = RwSignal::new(false);
-    let options = {
-        let workflow_id = workflow_id.clone();
-        move || -> Vec<(String, String)> {
-            suites.with(|r| {
-                r.as_ref()
-                    .and_then(|r| r.as_ref().ok())
-                    .map(|l| {
-                        suites_view::suites_of_workflow(l, &workflow_id)
-                            .into_iter()
-                            .map(|s| (s.id.clone(), s.name.clone()))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            })
-        }
+    let listed = move || -> Vec<SuiteView> {
+        suites.with(|r| {
+            r.as_ref()
+                .and_then(Option::as_ref)
+                .and_then(|r| r.as_ref().ok())
+                .cloned()
+                .unwrap_or_default()
+        })
     };
-    let chosen = {
-        let options = options.clone();
-        move || {
-            choice.get().unwrap_or_else(|| {
-                options()
-                    .first()
-                    .map(|(id, _)| id.clone())
-                    .unwrap_or_default()
-            })
-        }
+    let options =
+        move || -> Vec<(String, String)> { listed().into_iter().map(|s| (s.id, s.name)).collect() };
+    let chosen = move || {
+        choice.get().unwrap_or_else(|| {
+            options()
+                .first()
+                .map(|(id, _)| id.clone())
+                .unwrap_or_default()
+        })
     };
     let add = {
-        let chosen = chosen.clone();
         move |_| {
             let parsed = match suites_view::parse_assertions(&assertions.get_untracked()) {
                 Ok(a) => a,
@@ -621,6 +644,13 @@ pub fn AddToSuite(run: RunDetail) -> impl IntoView {
             let case = suites_view::case(&case_name.get_untracked(), &run_id, parsed);
             let target = chosen();
             let (workflow_id, name) = (workflow_id.clone(), new_name.get_untracked());
+            let listed_now = suites.with_untracked(|r| {
+                r.as_ref()
+                    .and_then(Option::as_ref)
+                    .and_then(|r| r.as_ref().ok())
+                    .cloned()
+                    .unwrap_or_default()
+            });
             busy.set(true);
             problem.set(None);
             added.set(None);
@@ -631,14 +661,16 @@ pub fn AddToSuite(run: RunDetail) -> impl IntoView {
                         Err(e) => Err(e),
                     }
                 } else {
-                    match api::get_suite(&target).await {
-                        Ok(suite) => match suites_view::with_case(&suite, case) {
-                            Ok(new) => api::save_suite(&target, &new)
-                                .await
-                                .map_err(|e| e.to_string()),
-                            Err(e) => Err(e),
-                        },
-                        Err(e) => Err(e.to_string()),
+                    // Checked against the suite as listed, then appended by
+                    // the server (a case appended meanwhile is kept; a name
+                    // taken meanwhile is refused, 409).
+                    let suite = listed_now.iter().find(|s| s.id == target);
+                    let name = suite.map_or_else(|| target.clone(), |s| s.name.clone());
+                    match suite.and_then(|s| suites_view::append_problem(s, &case)) {
+                        Some(e) => Err(e),
+                        None => api::append_case(&target, &case)
+                            .await
+                            .map_err(|e| suites_view::append_refused(&name, &e.to_string())),
                     }
                 };
                 match result {
@@ -653,12 +685,15 @@ pub fn AddToSuite(run: RunDetail) -> impl IntoView {
             });
         }
     };
-    let is_new = {
-        let chosen = chosen.clone();
-        move || chosen().is_empty()
-    };
+    let is_new = move || chosen().is_empty();
     view! {
-        <details class="suite-form add-to-suite" data-testid="suite-panel">
+        <details class="suite-form add-to-suite" data-testid="suite-panel" on:toggle=move |ev| {
+            let open = ev.target().and_then(|t| js_sys::Reflect::get(&t, &"open".into()).ok())
+                .and_then(|v| v.as_bool()) == Some(true);
+            if open && !opened.get_untracked() {
+                opened.set(true);
+            }
+        }>
             <summary>"Add to suite"</summary>
             <p class="muted">"Makes this run a regression case: running the suite forks it against the workflow's revision and checks these assertions (prefilled from this run: its outputs, and each tool it called successfully)."</p>
             <label class="field">"Suite"
@@ -670,10 +705,10 @@ pub fn AddToSuite(run: RunDetail) -> impl IntoView {
                             view! { <option value=id selected=selected>{name}</option> }
                         }).collect_view()
                     }}
-                    <option value="" selected=is_new.clone()>"New suite…"</option>
+                    <option value="" selected=is_new>"New suite…"</option>
                 </select>
             </label>
-            <Show when=is_new.clone()>
+            <Show when=is_new>
                 <label class="field">"New suite's name"
                     <input type="text" data-testid="suite-new-name" placeholder="e.g. checkout regression"
                         prop:value=move || new_name.get() on:input=move |ev| new_name.set(event_target_value(&ev)) />

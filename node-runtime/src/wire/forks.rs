@@ -145,15 +145,15 @@ pub struct RunDiff {
 }
 
 /// A node's calls in tool order and its answer.
-pub(crate) struct NodeCalls {
-    pub(crate) kind: &'static str,
-    pub(crate) calls: Vec<ToolEnvelope>,
-    pub(crate) response: Option<String>,
+struct NodeCalls {
+    kind: &'static str,
+    calls: Vec<ToolEnvelope>,
+    response: Option<String>,
 }
 
 /// Every Agent node's (from `agent_outputs`) and Tool node's (its envelope)
 /// calls of a run.
-pub(crate) fn node_calls(run: &RunDetail) -> BTreeMap<String, NodeCalls> {
+fn node_calls(run: &RunDetail) -> BTreeMap<String, NodeCalls> {
     let mut nodes = BTreeMap::new();
     for (id, outputs) in &run.agent_outputs {
         if let Ok(outputs) = serde_json::from_value::<AgentOutputs>(outputs.clone()) {
@@ -183,6 +183,19 @@ pub(crate) fn node_calls(run: &RunDetail) -> BTreeMap<String, NodeCalls> {
         }
     }
     nodes
+}
+
+impl RunDetail {
+    /// Every tool call of the run with its node's id: each Agent node's
+    /// calls in its order (from `agent_outputs`), each Tool node's
+    /// envelope, nodes in id order. The reading of a run that diffs and
+    /// suite assertions share.
+    pub fn calls(&self) -> Vec<(String, ToolEnvelope)> {
+        node_calls(self)
+            .into_iter()
+            .flat_map(|(id, node)| node.calls.into_iter().map(move |c| (id.clone(), c)))
+            .collect()
+    }
 }
 
 /// Whether two calls answered differently (timings, `cached` and

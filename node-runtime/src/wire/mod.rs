@@ -30,8 +30,6 @@ pub use connections::{
     ConnectionList, ConnectionTestResult, ConnectionUpdate, ConnectionView, McpServerStatus,
     McpToolClass, McpToolClassSet, NewConnection,
 };
-#[cfg(feature = "runtime")]
-pub(crate) use forks::node_calls;
 pub use forks::{
     diff_runs, CallChange, CallDiff, DiffSummary, ForkChanges, ForkRequest, ForkStarted, NodeDiff,
     RunDiff,
