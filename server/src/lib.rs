@@ -18,6 +18,7 @@ pub mod examples;
 pub mod instance;
 pub mod listener;
 pub mod mcp;
+pub mod run_details;
 pub mod runs;
 pub mod secrets;
 pub mod spa;

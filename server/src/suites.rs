@@ -33,7 +33,7 @@ use node_runtime::wire::{
 };
 use serde_json::Value;
 
-use crate::api::views::run_detail;
+use crate::run_details::{run_detail, run_detail_of};
 use crate::runs::{ForkBase, Runs, SuiteHere, SUITE_STOPPED};
 use crate::storage::{new_id, now, RunRow, Store, StoreError, SuiteRow, SuiteRunRow};
 
@@ -728,16 +728,15 @@ async fn run_case(
         return case_error(case, Some(fork_id), e);
     }
     // Read once, now that it is final.
-    let fork_detail = match store.get_run(ws, &fork_id).await {
-        Ok(fork) => match store.run_record(&fork).await {
-            Ok(record) => detail_of(&fork, record.as_ref()),
-            Err(e) => Err(format!("the record of its fork {fork_id}: {e}")),
-        },
-        Err(e) => Err(format!("its fork {fork_id}: {e}")),
-    };
-    let fork_detail = match fork_detail {
+    let fork_detail = match run_detail_of(store, ws, &fork_id).await {
         Ok(d) => d,
-        Err(e) => return case_error(case, Some(fork_id), e),
+        Err(e) => {
+            return case_error(
+                case,
+                Some(fork_id.clone()),
+                format!("its fork {fork_id}: {e}"),
+            )
+        }
     };
     let assertions: Vec<_> = case
         .assertions

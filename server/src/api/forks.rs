@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::views;
 use crate::auth::Caller;
 use crate::error::{ApiJson, ApiPath};
 use crate::runs::ForkError;
@@ -77,9 +76,9 @@ async fn diff(
 ) -> Result<Json<RunDiff>, ApiError> {
     let mut details = Vec::with_capacity(2);
     for run_id in [&id, &other] {
-        let run = state.db().get_run(&caller.workspace_id, run_id).await?;
-        let record = state.db().run_record(&run).await?.unwrap_or(Value::Null);
-        details.push(views::run_detail(&run, &record)?);
+        details.push(
+            crate::run_details::run_detail_of(state.db(), &caller.workspace_id, run_id).await?,
+        );
     }
     // Both found first (a run of another workspace is 404 whatever the
     // other's state). An unfinished run's calls are not all recorded yet:

@@ -2,32 +2,17 @@
 //! A stored status word is parsed into its enum; a word this server does
 //! not know is an internal error, never a panic.
 
-use std::collections::BTreeMap;
-
-use node_runtime::chat::ModelUsage;
 use node_runtime::wire::{
-    ApiToken, Approval, Invocation, InvocationSummary, NodeRun, RunDetail, RunItem, RunKind, Span,
-    WorkflowItem, WorkflowView,
+    ApiToken, Approval, Invocation, InvocationSummary, RunItem, Span, WorkflowItem, WorkflowView,
 };
-use serde_json::{Map, Value};
 
 use crate::storage::{
     ApiTokenRow, ApprovalRow, Cursor, InvocationRow, RunRow, SpanRow, WorkflowRow,
 };
 use crate::ApiError;
 
-/// Milliseconds from a run's creation to its end; null while it runs.
-fn duration_ms(created_at: &str, finished_at: Option<&str>) -> Option<f64> {
-    let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
-    let (start, end) = (parse(created_at)?, parse(finished_at?)?);
-    Some((end - start).num_microseconds()? as f64 / 1000.0)
-}
-
-/// Stored JSON text as a value; null when absent or unreadable.
-fn json_text(text: Option<&str>) -> Value {
-    text.and_then(|t| serde_json::from_str(t).ok())
-        .unwrap_or(Value::Null)
-}
+pub use crate::run_details::run_detail;
+use crate::run_details::{duration_ms, json_text};
 
 /// One row of the runs list.
 pub fn run_item(row: &RunRow) -> Result<RunItem, ApiError> {
@@ -40,60 +25,6 @@ pub fn run_item(row: &RunRow) -> Result<RunItem, ApiError> {
         created_at: row.created_at.clone(),
         finished_at: row.finished_at.clone(),
         duration_ms: duration_ms(&row.created_at, row.finished_at.as_deref()),
-    })
-}
-
-/// A run with its record (`Store::run_record`, null while the run has not
-/// finished): each node's result, every Agent node's outputs, the graph.
-pub fn run_detail(row: &RunRow, record: &Value) -> Result<RunDetail, ApiError> {
-    let nodes: Option<BTreeMap<String, NodeRun>> = match record.get("nodes") {
-        None | Some(Value::Null) => None,
-        Some(nodes) => Some(
-            serde_json::from_value(nodes.clone())
-                .map_err(|e| ApiError::Internal(anyhow::anyhow!("run {}: {e}", row.id)))?,
-        ),
-    };
-    // Every Agent node's outputs, for convenience, with what its model
-    // calls consumed (from its bundle); the run's usage is their sum.
-    let mut usage = ModelUsage::default();
-    let agent_outputs: Map<String, Value> = nodes
-        .iter()
-        .flatten()
-        .filter(|(_, n)| !n.bundle.is_null())
-        .map(|(id, n)| {
-            let node_usage: ModelUsage = n
-                .bundle
-                .pointer("/outputs/usage")
-                .and_then(|u| serde_json::from_value(u.clone()).ok())
-                .unwrap_or_default();
-            usage.merge(&node_usage);
-            let mut outputs = serde_json::json!(n.outputs);
-            outputs["usage"] = serde_json::json!(node_usage);
-            (id.clone(), outputs)
-        })
-        .collect();
-    let kind: RunKind = row.kind.parse()?;
-    Ok(RunDetail {
-        id: row.id.clone(),
-        workflow_id: row.workflow_id.clone(),
-        workflow_revision: row.workflow_revision,
-        kind,
-        // The column holds a replay's or a fork's origin.
-        replay_of: row.replay_of.clone().filter(|_| kind != RunKind::Fork),
-        fork_of: row.replay_of.clone().filter(|_| kind == RunKind::Fork),
-        status: row.status.parse()?,
-        trigger: row.trigger_kind.clone(),
-        inputs: json_text(Some(&row.inputs)),
-        outputs: json_text(row.outputs.as_deref()),
-        error: row.error.clone(),
-        created_at: row.created_at.clone(),
-        finished_at: row.finished_at.clone(),
-        trace_id: row.trace_id.clone(),
-        duration_ms: duration_ms(&row.created_at, row.finished_at.as_deref()),
-        nodes,
-        agent_outputs,
-        usage,
-        workflow: record.get("workflow").cloned().unwrap_or(Value::Null),
     })
 }
 
