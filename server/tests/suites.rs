@@ -1225,7 +1225,7 @@ async fn forks(api: &Api) -> usize {
 /// Review of issue 33: on SQLite a `glassbox suite run` beside the server
 /// keeps its suite run through the server's start-up look (its process
 /// lives: it holds its owner lock); one killed with `kill -9` is ended
-/// `error` by the next look; Ctrl-C ends it `error` and exits 130.
+/// `error` by the next CLI's start; Ctrl-C ends it `error` and exits 130.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cli_suite_run_beside_the_server_is_kept_and_a_killed_one_ended() {
     let (counter, api) = Api::start(Duration::from_secs(2)).await;
@@ -1289,25 +1289,30 @@ async fn a_cli_suite_run_beside_the_server_is_kept_and_a_killed_one_ended() {
     let (_, done) = api.call("GET", &format!("/suite-runs/{id}"), None).await;
     assert_eq!(done["status"], "passed", "{done}");
 
-    // Killed: the next look ends it.
+    // Killed: the next CLI's start ends it.
     let mut child = cli();
-    let id = running(2).await;
+    let killed = running(2).await;
     child.kill().expect("kill -9");
     child.wait().expect("wait");
-    let ended = api
-        .state
-        .runs()
-        .end_interrupted_suite_runs(true)
-        .await
-        .expect("look");
-    assert_eq!(ended, 1);
-    let (_, gone) = api.call("GET", &format!("/suite-runs/{id}"), None).await;
-    assert_eq!(gone["status"], "error", "{gone}");
+    let (_, left) = api
+        .call("GET", &format!("/suite-runs/{killed}"), None)
+        .await;
+    assert_eq!(left["status"], "running", "{left}");
 
     // Ctrl-C: ended `error` by the CLI itself, exit 130.
     let child = cli();
     let pid = child.id();
     let id = running(3).await;
+    let (_, gone) = api
+        .call("GET", &format!("/suite-runs/{killed}"), None)
+        .await;
+    assert_eq!(gone["status"], "error", "{gone}");
+    assert!(
+        gone["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("the server running it stopped")),
+        "{gone}"
+    );
     let sent = std::process::Command::new("kill")
         .args(["-INT", &pid.to_string()])
         .status()

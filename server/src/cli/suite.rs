@@ -118,15 +118,17 @@ async fn run(db: DbArgs, name: &str, revision: Option<u64>, json: bool) -> Resul
             SuiteError::Invalid { message, .. } => Failure::config(message),
             other => Failure::runtime(other),
         })?;
-    // Suite runs a killed process left `running` end `error` (one whose
-    // process lives, a `glassbox serve` beside this, is left alone).
-    if let Err(e) = runs.end_interrupted_suite_runs(false).await {
-        tracing::warn!(error = %e, "cannot look for interrupted suite runs");
-    }
     let owner = runs.owner_of(ws).await.map_err(Failure::runtime)?;
     let started = crate::suites::start(&runs, &store, &suite, &workflow)
         .await
         .map_err(Failure::runtime)?;
+    // Suite runs a killed process left `running` end `error` (one whose
+    // process lives, a `glassbox serve` beside this, is left alone). After
+    // the start: on Postgres this process then holds its instance's lock,
+    // without which no other is told gone.
+    if let Err(e) = runs.end_interrupted_suite_runs(false).await {
+        tracing::warn!(error = %e, "cannot look for interrupted suite runs");
+    }
     let (ws_id, id) = (started.row.workspace_id.clone(), started.row.id.clone());
     let execute =
         crate::suites::execute(runs.clone(), store.clone(), owner, suite, workflow, started);
