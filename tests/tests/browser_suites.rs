@@ -352,6 +352,26 @@ async fn a_suite_of_three_runs_passes_then_fails_once_the_editor_removes_the_cal
     assert_eq!(last, "failed");
 }
 
+/// The page's requests so far to `/api/v1/suites` (the list), by URL.
+async fn suite_requests(c: &Client) -> Result<Vec<String>, String> {
+    let found = c
+        .execute(
+            "return performance.getEntriesByType('resource').map(e => e.name)\
+             .filter(n => n.includes('/api/v1/suites'))",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(found
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
 /// `GET` of an API route as JSON, with its status.
 fn api_get(server: &Server, token: &str, path: &str) -> (u16, Value) {
     let (status, body) = glassbox_tests::harness::http(
@@ -370,7 +390,7 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
         return;
     };
     let workflow = server.create_workflow(&token, &calculator_workflow());
-    let runs: Vec<String> = (0..2)
+    let runs: Vec<String> = (0..3)
         .map(|_| {
             let run = server.start_run(&token, &workflow);
             server.finished_run(&token, &run);
@@ -393,6 +413,39 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
         .to_string();
     let c = browser.client.clone();
     let outcome = async {
+        // The third run's page asks for no suite until Add to suite is
+        // opened, then only for this workflow's.
+        browser
+            .open(&format!("{}/runs/{}", server.url, runs[2]))
+            .await?;
+        appear(&c, "[data-testid=suite-panel] summary").await?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let closed = suite_requests(&c).await?;
+        click(&c, "[data-testid=suite-panel] summary").await?;
+        wait_until("the suite offered", || async {
+            Ok(count(&c, "[data-testid=suite-choice] option:not([value=''])").await? == 1)
+        })
+        .await?;
+        let opened = suite_requests(&c).await?;
+        // Someone else appends the run as "third" meanwhile; appending it
+        // here under the same name is refused in words, and theirs is kept.
+        let (status, body) = glassbox_tests::harness::http(
+            &server.url,
+            "POST",
+            &format!("/api/v1/suites/{suite}/cases"),
+            Some(&token),
+            Some(&json!({"name": "third", "run_id": runs[2], "assertions": [{"kind": "outputs_equal"}]})),
+        );
+        if status != 200 {
+            return Err(format!("the concurrent append: {status} {body}"));
+        }
+        click(&c, "[data-testid=suite-choice] option:not([value=''])").await?;
+        retype(&c, "[data-testid=suite-case-name]", "third").await?;
+        click(&c, "[data-testid=suite-add]").await?;
+        let conflict =
+            wait_for_text(&c, "[data-testid=suite-add-error]", Duration::from_secs(10)).await?;
+        let after_conflict = api_get(&server, &token, &format!("/suites/{suite}")).1;
+
         browser
             .open(&format!("{}/suites/{suite}", server.url))
             .await?;
@@ -400,7 +453,7 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
         // A bad text is refused in words and not sent; a good one is saved.
         let first = "[data-testid=suite-cases] tr[data-case=first]";
         click(&c, &format!("{first} [data-testid=case-edit]")).await?;
-        let opened = value_of(&c, "[data-testid=case-assertions]").await?;
+        let opened_text = value_of(&c, "[data-testid=case-assertions]").await?;
         retype(
             &c,
             "[data-testid=case-assertions]",
@@ -453,15 +506,31 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
         .await?;
         browser.screenshot("suite-page-dark").await?;
 
-        // Remove the second case; then delete the suite (dismissing first).
-        click(
+        // Remove the second and third cases: the last one left cannot be
+        // removed (a hint says why); then delete the suite (dismissing
+        // first).
+        let hint_before = count(&c, "[data-testid=case-remove-hint]").await?;
+        for (name, left) in [("second", 2), ("third", 1)] {
+            click(
+                &c,
+                &format!("[data-testid=suite-cases] tr[data-case={name}] [data-testid=case-remove]"),
+            )
+            .await?;
+            wait_until("the case removed", || async {
+                Ok(count(&c, "[data-testid=suite-cases] tbody tr").await? == left)
+            })
+            .await?;
+        }
+        let last_remove = find(&c, &format!("{first} [data-testid=case-remove]"))
+            .await?
+            .prop("disabled")
+            .await
+            .map_err(|e| e.to_string())?;
+        let hint = wait_for_text(
             &c,
-            "[data-testid=suite-cases] tr[data-case=second] [data-testid=case-remove]",
+            &format!("{first} [data-testid=case-remove-hint]"),
+            Duration::from_secs(10),
         )
-        .await?;
-        wait_until("the case removed", || async {
-            Ok(count(&c, "[data-testid=suite-cases] tbody tr").await? == 1)
-        })
         .await?;
         let after_remove = api_get(&server, &token, &format!("/suites/{suite}")).1;
         click(&c, "[data-testid=suite-delete]").await?;
@@ -474,18 +543,44 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
             wait_for_text(&c, "[data-testid=suites-empty]", Duration::from_secs(10)).await?;
         let gone = api_get(&server, &token, &format!("/suites/{suite}")).0;
         Ok::<_, String>((
-            (opened, refused, unsent, saved, described),
+            (closed, opened, conflict, after_conflict),
+            (opened_text, refused, unsent, saved, described),
             (bad_revision, status, verdict),
+            (hint_before, last_remove, hint),
             (after_remove, kept, empty, gone),
         ))
     }
     .await;
     browser.close().await;
     let (
+        (closed, opened_requests, conflict, after_conflict),
         (opened, refused, unsent, saved, described),
         (bad_revision, status, verdict),
+        (hint_before, last_remove, hint),
         (after_remove, kept, empty, gone),
     ) = outcome.expect("a suite's page edits, runs and deletes it");
+
+    // The run page's panel: no suite fetched while closed, the workflow's
+    // once opened; a name taken meanwhile refused in words (409), the
+    // other append kept.
+    assert!(closed.is_empty(), "{closed:?}");
+    assert_eq!(opened_requests.len(), 1, "{opened_requests:?}");
+    assert!(
+        opened_requests[0]
+            .split_once("/api/v1/suites?")
+            .is_some_and(|(_, q)| q.trim_end_matches('&') == format!("workflow_id={workflow}")),
+        "{opened_requests:?}"
+    );
+    assert!(
+        conflict.starts_with("Not added to \u{201c}edits\u{201d}: ")
+            && conflict.contains("HTTP 409"),
+        "{conflict}"
+    );
+    let names: Vec<&str> = after_conflict["cases"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(names, ["first", "second", "third"], "{after_conflict}");
 
     assert_eq!(opened, "[\n  {\"kind\":\"outputs_equal\"}\n]");
     assert!(refused.contains("not valid JSON"), "{refused}");
@@ -502,9 +597,13 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
     assert!(bad_revision.contains("whole number"), "{bad_revision}");
     assert_eq!(status, "passed", "{verdict}");
     assert!(
-        verdict.contains("2 of 2 passed against revision 1"),
+        verdict.contains("3 of 3 passed against revision 1"),
         "{verdict}"
     );
+    // The last case's Remove is off, and says why.
+    assert_eq!(hint_before, 0, "with three cases each can be removed");
+    assert_eq!(last_remove.as_deref(), Some("true"));
+    assert_eq!(hint, "a suite needs a case; delete the suite instead");
     assert_eq!(
         after_remove["cases"].as_array().map(Vec::len),
         Some(1),
