@@ -8,15 +8,12 @@ use std::collections::BTreeSet;
 
 use node_runtime::wire::{
     Assertion, NewSuite, RunDetail, SuiteCase, SuiteOptions, SuiteRunStatus, SuiteRunView,
-    SuiteView,
+    SuiteView, SUITE_NAME_MAX,
 };
 
 /// The kinds of assertion, as a bad text's message lists them.
 pub const KINDS: &str = "outputs_equal, status, path_equals, path_contains, matches_schema, \
 tool_called, tool_not_called, max_calls, cost_below";
-
-/// The longest suite name the server takes.
-const NAME_MAX: usize = 100;
 
 /// The assertions a new case of `run` starts with: the workflow's outputs
 /// equal the recorded run's, and every tool the run called successfully is
@@ -129,8 +126,10 @@ pub fn new_suite(name: &str, workflow_id: &str, case: SuiteCase) -> Result<NewSu
     if name.is_empty() {
         return Err("Give the new suite a name.".into());
     }
-    if name.chars().count() > NAME_MAX {
-        return Err(format!("A suite's name is at most {NAME_MAX} characters."));
+    if name.chars().count() > SUITE_NAME_MAX {
+        return Err(format!(
+            "A suite's name is at most {SUITE_NAME_MAX} characters."
+        ));
     }
     Ok(NewSuite {
         name: name.to_string(),
