@@ -178,7 +178,8 @@ impl MockOpenAi {
 
 /// `model: recorded` makes a suite offline for every provider: a run
 /// recorded through an OpenAI-compatible server still passes its suite once
-/// that server is gone, its model answers given again from the recording.
+/// that server is gone, its model answers given again from the recording;
+/// so does a fork with `recorded_answers`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_with_recorded_answers_runs_offline_for_a_real_provider() {
     let mut mock = MockOpenAi::start().await;
@@ -226,4 +227,34 @@ async fn a_suite_with_recorded_answers_runs_offline_for_a_real_provider() {
     let (_, detail) = api.call("GET", &format!("/runs/{fork}"), None).await;
     assert_eq!(detail["status"], "succeeded", "{detail}");
     assert_eq!(detail["outputs"]["answer"], "42");
+
+    // A fork of the run with `recorded_answers` is offline too, and the
+    // diff says every call is the same, answered from the recording.
+    let (s, started) = api
+        .call(
+            "POST",
+            &format!("/runs/{origin}/fork"),
+            Some(json!({"recorded_answers": true})),
+        )
+        .await;
+    assert_eq!(s, 202, "{started}");
+    let fork = started["run_id"].as_str().expect("fork id").to_string();
+    let detail = api
+        .wait_for(&format!("/runs/{fork}"), |r| {
+            matches!(
+                r["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled")
+            )
+        })
+        .await;
+    assert_eq!(detail["status"], "succeeded", "{detail}");
+    assert_eq!(detail["outputs"]["answer"], "42");
+    let (s, diff) = api
+        .call("GET", &format!("/runs/{origin}/diff/{fork}"), None)
+        .await;
+    assert_eq!(s, 200, "{diff}");
+    assert_eq!(diff["summary"]["same"], 1, "{diff}");
+    assert_eq!(diff["summary"]["replayed"], 1, "{diff}");
+    assert_eq!(diff["outputs_changed"], false, "{diff}");
+    assert_eq!(mock.requests(), 2, "the fork called the provider");
 }

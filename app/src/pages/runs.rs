@@ -112,6 +112,7 @@ fn timeline_comparison(
 fn ForkControls(run_id: String) -> impl IntoView {
     let changes = RwSignal::new("{\n  \"nodes\": {},\n  \"inputs\": {}\n}".to_string());
     let live_reads = RwSignal::new(false);
+    let recorded_answers = RwSignal::new(false);
     let problem = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
     let navigate = use_navigate();
@@ -128,6 +129,7 @@ fn ForkControls(run_id: String) -> impl IntoView {
         let request = ForkRequest {
             changes,
             live_reads: live_reads.get_untracked(),
+            recorded_answers: recorded_answers.get_untracked(),
         };
         let (id, navigate) = (run_id.clone(), navigate.clone());
         busy.set(true);
@@ -143,7 +145,7 @@ fn ForkControls(run_id: String) -> impl IntoView {
     view! {
         <details class="fork" data-testid="fork-panel">
             <summary>"Fork with changes"</summary>
-            <p class="muted">"Runs this run again with your changes. Every tool call it recorded is answered from the recording (no side effect); the model runs live. Changes: per node id, a JSON merge patch of its config (prompt, provider and model, tools, policy, pins), and inputs to set."</p>
+            <p class="muted">"Runs this run again with your changes. Every tool call it recorded is answered from the recording (no side effect); the model runs live unless its recorded answers are asked for. Changes: per node id, a JSON merge patch of its config (prompt, provider and model, tools, policy, pins), and inputs to set."</p>
             <label class="field">"Changes (JSON)"
                 <textarea data-testid="fork-changes" rows="8" prop:value=move || changes.get()
                     on:input=move |ev| changes.set(event_target_value(&ev))></textarea>
@@ -152,6 +154,10 @@ fn ForkControls(run_id: String) -> impl IntoView {
                 prop:checked=move || live_reads.get()
                 on:change=move |ev| live_reads.set(event_target_checked(&ev)) />
                 " Let new read calls run live (new writes always wait for approval)"</label>
+            <label class="check"><input type="checkbox" data-testid="fork-recorded-answers"
+                prop:checked=move || recorded_answers.get()
+                on:change=move |ev| recorded_answers.set(event_target_checked(&ev)) />
+                " Answer the model from this run's recording (offline, whatever the provider)"</label>
             <button type="button" data-testid="fork" prop:disabled=move || busy.get() on:click=fork>
                 {move || if busy.get() { "Forking…" } else { "Fork" }}
             </button>

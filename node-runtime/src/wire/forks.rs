@@ -23,6 +23,13 @@ pub struct ForkRequest {
     /// `LIVE_READS_OFF`). A new write always waits for its approval.
     #[serde(default)]
     pub live_reads: bool,
+    /// Every Agent node the origin recorded answers with its recorded
+    /// model answers, in order, whatever its provider: the fork runs
+    /// offline, and checks changes to tools, policy or the graph against
+    /// what the model said. False by default: the model runs live (or
+    /// scripted).
+    #[serde(default)]
+    pub recorded_answers: bool,
 }
 
 /// What a fork changes in its origin.

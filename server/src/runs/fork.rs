@@ -49,7 +49,8 @@ pub struct ForkBase {
     pub refuse_writes: bool,
     /// Each Agent node the origin recorded a bundle for answers with its
     /// recorded model answers (the scripted provider with
-    /// `Script::from_bundle`), whatever its provider: offline.
+    /// `Script::from_bundle`), whatever its provider: offline (as a
+    /// request's `recorded_answers` asks).
     pub recorded_model: bool,
     /// The run's trigger (default `fork`; a suite's case: `suite`).
     pub trigger: Option<&'static str>,
@@ -225,7 +226,7 @@ impl Runs {
             None => record.get("workflow").cloned().unwrap_or(Value::Null),
         };
         let mut workflow = changed_workflow(document, request)?;
-        if base.recorded_model {
+        if base.recorded_model || request.recorded_answers {
             answer_from_recording(&mut workflow, record)?;
         }
         let mut inputs: Map<String, Value> =
