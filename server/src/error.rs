@@ -76,6 +76,12 @@ impl ApiError {
         }
     }
 
+    /// A 422 for the request body's field at `path` (`details.path`), its
+    /// message prefixed with the path.
+    pub fn invalid_at(path: &str, message: impl std::fmt::Display) -> Self {
+        Self::unprocessable(format!("{path}: {message}"), json!({ "path": path }))
+    }
+
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::Forbidden {
             message: message.into(),

@@ -24,9 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 fn fork_error(e: ForkError) -> ApiError {
     match e {
-        ForkError::Invalid { path, message } => {
-            ApiError::unprocessable(format!("{path}: {message}"), json!({ "path": path }))
-        }
+        ForkError::Invalid { path, message } => ApiError::invalid_at(&path, message),
         ForkError::NoRecording(message) => ApiError::Conflict {
             message,
             details: Value::Null,

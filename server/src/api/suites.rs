@@ -33,9 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 fn suite_error(e: SuiteError) -> ApiError {
     match e {
-        SuiteError::Invalid { path, message } => {
-            ApiError::unprocessable(format!("{path}: {message}"), json!({ "path": path }))
-        }
+        SuiteError::Invalid { path, message } => ApiError::invalid_at(&path, message),
         SuiteError::NameTaken(_) => ApiError::Conflict {
             message: e.to_string(),
             details: json!({ "path": "name" }),
