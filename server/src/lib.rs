@@ -8,6 +8,7 @@
 //! domain logic of its own (tool execution, the agent loop, graph rules).
 
 pub mod api;
+pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod config;
@@ -141,7 +142,7 @@ pub fn app(state: AppState) -> Router {
         // default predicate leaves `text/event-stream` alone).
         .nest(
             node_runtime::wire::API_PREFIX,
-            api::router().layer(tower_http::compression::CompressionLayer::new()),
+            api::router(state.clone()).layer(tower_http::compression::CompressionLayer::new()),
         )
         .with_state(state)
         .merge(mcp)

@@ -20,7 +20,7 @@ pub struct Session {
 pub struct Membership {
     /// The workspace id.
     pub id: String,
-    /// `admin` or `member`.
+    /// `admin`, `editor` or `viewer` (see [`super::Role`]).
     pub role: String,
     pub org_id: Option<String>,
 }

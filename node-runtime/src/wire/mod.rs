@@ -19,6 +19,7 @@ mod runs;
 mod secrets;
 mod status;
 mod suites;
+mod teams;
 mod tokens;
 mod tools;
 mod traces;
@@ -50,6 +51,12 @@ pub use suites::{
     Assertion, AssertionResult, CaseResult, NewSuite, ShapeError, SuiteCase, SuiteList, SuiteModel,
     SuiteOptions, SuiteRunList, SuiteRunRequest, SuiteRunView, SuiteView, CASE_ASSERTIONS_MAX,
     CASE_NAME_MAX, SUITE_CASES_MAX, SUITE_DESCRIPTION_MAX, SUITE_NAME_MAX,
+};
+pub use teams::{
+    AuditEvent, AuditList, InvitationAccept, InvitationCreated, InvitationList, InvitationPreview,
+    InvitationStatus, InvitationView, MemberList, MemberView, NewInvitation, Role, RoleChange,
+    WorkspaceList, WorkspaceName, WorkspaceView, DISPLAY_NAME_MAX, INVITATION_DEFAULT_HOURS,
+    INVITATION_MAX_HOURS, WORKSPACE_NAME_MAX,
 };
 pub use tokens::{ApiToken, ApiTokenCreated, ApiTokenList};
 pub use tools::{McpToolSource, ToolAuth, ToolList, ToolSecret, ToolView};

@@ -16,5 +16,10 @@ pub struct SecretName {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SecretList {
+    /// Empty for a viewer, who sees only `total`.
     pub secrets: Vec<SecretName>,
+    /// How many secrets the caller's workspace reaches (theirs, the
+    /// workspace's and its organization's).
+    #[serde(default)]
+    pub total: usize,
 }

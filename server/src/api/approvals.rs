@@ -24,7 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(revise))
 }
 
-#[utoipa::path(get, path = "/approvals", tag = "approvals", responses((status = 200, body = PendingApprovals, description = "pending approvals and their count")))]
+#[utoipa::path(get, path = "/approvals", extensions(("x-required-role" = json!("viewer"))), tag = "approvals", responses((status = 200, body = PendingApprovals, description = "pending approvals and their count")))]
 async fn pending(
     State(state): State<AppState>,
     caller: Caller,
@@ -83,6 +83,8 @@ async fn decide(
         }
         Err(other) => return Err(other.into()),
     };
+    let detail = json!({"decision": status, "run_id": row.run_id, "tool": row.tool, "note": note});
+    crate::audit::record(state.db(), caller, "approval.decided", &row.call_id, detail).await?;
     let delivered = state.runs().deliver(token, decision);
     Ok(Json(ApprovalDecided {
         approval: views::approval(row)?,
@@ -90,7 +92,7 @@ async fn decide(
     }))
 }
 
-#[utoipa::path(post, path = "/approvals/{token}/approve", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, body = ApprovalDecided, description = "approved"), (status = 409, description = "already decided")))]
+#[utoipa::path(post, path = "/approvals/{token}/approve", extensions(("x-required-role" = json!("editor"))), tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, body = ApprovalDecided, description = "approved"), (status = 409, description = "already decided")))]
 async fn approve(
     State(state): State<AppState>,
     caller: Caller,
@@ -99,7 +101,7 @@ async fn approve(
     decide(&state, &caller, &token, "approved", Decision::Approve, None).await
 }
 
-#[utoipa::path(post, path = "/approvals/{token}/deny", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, body = ApprovalDecided, description = "denied"), (status = 422, description = "reason missing")))]
+#[utoipa::path(post, path = "/approvals/{token}/deny", extensions(("x-required-role" = json!("editor"))), tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, body = ApprovalDecided, description = "denied"), (status = 422, description = "reason missing")))]
 async fn deny(
     State(state): State<AppState>,
     caller: Caller,
@@ -125,7 +127,7 @@ async fn deny(
     .await
 }
 
-#[utoipa::path(post, path = "/approvals/{token}/revise", tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, body = ApprovalDecided, description = "revision requested"), (status = 422, description = "note missing")))]
+#[utoipa::path(post, path = "/approvals/{token}/revise", extensions(("x-required-role" = json!("editor"))), tag = "approvals", params(("token" = String, Path, description = "approval token")), responses((status = 200, body = ApprovalDecided, description = "revision requested"), (status = 422, description = "note missing")))]
 async fn revise(
     State(state): State<AppState>,
     caller: Caller,

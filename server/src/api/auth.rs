@@ -29,7 +29,7 @@ struct ExchangeBody {
     token: String,
 }
 
-#[utoipa::path(post, path = "/auth/exchange", tag = "auth", responses((status = 200, body = Session, description = "a session token"), (status = 401, description = "invalid or used link")))]
+#[utoipa::path(post, path = "/auth/exchange", extensions(("x-required-role" = json!("public"))), tag = "auth", responses((status = 200, body = Session, description = "a session token"), (status = 401, description = "invalid or used link")))]
 async fn exchange(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<ExchangeBody>,
@@ -49,7 +49,7 @@ async fn exchange(
     }))
 }
 
-#[utoipa::path(post, path = "/auth/logout", tag = "auth", responses((status = 204, description = "the session's token no longer works"), (status = 401, description = "no valid token")))]
+#[utoipa::path(post, path = "/auth/logout", extensions(("x-required-role" = json!("viewer"))), tag = "auth", responses((status = 204, description = "the session's token no longer works"), (status = 401, description = "no valid token")))]
 async fn logout(
     State(state): State<AppState>,
     _caller: Caller,
@@ -61,7 +61,7 @@ async fn logout(
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(get, path = "/auth/sessions", tag = "auth", responses((status = 200, body = SessionList, description = "the caller's sessions that have not expired, newest first; `current` marks the one asking")))]
+#[utoipa::path(get, path = "/auth/sessions", extensions(("x-required-role" = json!("viewer"))), tag = "auth", responses((status = 200, body = SessionList, description = "the caller's sessions that have not expired, newest first; `current` marks the one asking")))]
 async fn sessions(
     State(state): State<AppState>,
     caller: Caller,
@@ -83,7 +83,7 @@ async fn sessions(
     Ok(Json(SessionList { sessions }))
 }
 
-#[utoipa::path(delete, path = "/auth/sessions/{id}", tag = "auth", params(("id" = String, Path, description = "a session's id from the list")), responses((status = 204, description = "that session's token no longer works"), (status = 404, description = "no such session of the caller")))]
+#[utoipa::path(delete, path = "/auth/sessions/{id}", extensions(("x-required-role" = json!("viewer"))), tag = "auth", params(("id" = String, Path, description = "a session's id from the list")), responses((status = 204, description = "that session's token no longer works"), (status = 404, description = "no such session of the caller")))]
 async fn revoke_session(
     State(state): State<AppState>,
     caller: Caller,

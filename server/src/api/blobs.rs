@@ -17,7 +17,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(download))
 }
 
-#[utoipa::path(get, path = "/blobs/{hash}", tag = "blobs", params(("hash" = String, Path, description = "BLAKE3 of the payload")), responses((status = 200, body = serde_json::Value, content_type = "application/json", description = "the payload (a tool output, JSON), with the content type it was stored with"), (status = 404, description = "no such blob in this workspace")))]
+#[utoipa::path(get, path = "/blobs/{hash}", extensions(("x-required-role" = json!("viewer"))), tag = "blobs", params(("hash" = String, Path, description = "BLAKE3 of the payload")), responses((status = 200, body = serde_json::Value, content_type = "application/json", description = "the payload (a tool output, JSON), with the content type it was stored with"), (status = 404, description = "no such blob in this workspace")))]
 async fn download(
     State(state): State<AppState>,
     caller: Caller,

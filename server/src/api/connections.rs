@@ -28,10 +28,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(set_tool_class))
 }
 
-fn admin(caller: &Caller) -> Result<(), ApiError> {
-    super::admin_only(caller, "changing or testing connections")
-}
-
 /// A config a user sent, checked field by field.
 fn checked(config: &ConnectionConfig) -> Result<String, ApiError> {
     config
@@ -86,12 +82,12 @@ impl McpStatuses {
     }
 }
 
-#[utoipa::path(get, path = "/connections", tag = "connections", responses((status = 200, body = ConnectionList, description = "names and kinds; configs for admins")))]
+#[utoipa::path(get, path = "/connections", extensions(("x-required-role" = json!("viewer"))), tag = "connections", responses((status = 200, body = ConnectionList, description = "names and kinds; configs for admins")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<ConnectionList>, ApiError> {
-    let is_admin = caller.role == "admin";
+    let is_admin = caller.role == node_runtime::wire::Role::Admin;
     let rows = state.db().list_connections(&caller.workspace_id).await?;
     let mcp = McpStatuses::load(&state, &caller.workspace_id).await?;
     Ok(Json(ConnectionList {
@@ -99,13 +95,12 @@ async fn list(
     }))
 }
 
-#[utoipa::path(post, path = "/connections", tag = "connections", request_body = NewConnection, responses((status = 201, body = ConnectionView, description = "created"), (status = 403, description = "takes the admin role"), (status = 409, description = "the name is taken"), (status = 422, description = "a bad name or config; `details.path` names the field")))]
+#[utoipa::path(post, path = "/connections", extensions(("x-required-role" = json!("admin"))), tag = "connections", request_body = NewConnection, responses((status = 201, body = ConnectionView, description = "created"), (status = 403, description = "takes the admin role"), (status = 409, description = "the name is taken"), (status = 422, description = "a bad name or config; `details.path` names the field")))]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<NewConnection>,
 ) -> Result<(StatusCode, Json<ConnectionView>), ApiError> {
-    admin(&caller)?;
     if !name_ok(&body.name) {
         return Err(ApiError::unprocessable(
             "a connection name is 1-128 characters of A-Z, a-z, 0-9, _ - .",
@@ -138,24 +133,34 @@ async fn create(
             }
         });
     }
+    let detail = json!({"kind": body.config.kind()});
+    crate::audit::record(
+        state.db(),
+        &caller,
+        "connection.created",
+        &body.name,
+        detail,
+    )
+    .await?;
     let mcp = McpStatuses::load(&state, ws).await?;
     Ok((StatusCode::CREATED, Json(view(row, true, &mcp))))
 }
 
-#[utoipa::path(put, path = "/connections/{name}", tag = "connections", params(("name" = String, Path)), request_body = ConnectionUpdate, responses((status = 200, body = ConnectionView, description = "replaced"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection"), (status = 422, description = "a bad config")))]
+#[utoipa::path(put, path = "/connections/{name}", extensions(("x-required-role" = json!("admin"))), tag = "connections", params(("name" = String, Path)), request_body = ConnectionUpdate, responses((status = 200, body = ConnectionView, description = "replaced"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection"), (status = 422, description = "a bad config")))]
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<ConnectionUpdate>,
 ) -> Result<Json<ConnectionView>, ApiError> {
-    admin(&caller)?;
     let config = checked(&body.config)?;
     let ws = &caller.workspace_id;
     state
         .db()
         .update_connection(ws, &name, body.config.kind(), &config)
         .await?;
+    let detail = json!({"kind": body.config.kind()});
+    crate::audit::record(state.db(), &caller, "connection.updated", &name, detail).await?;
     // A running server of the old config stops; the next use starts the new.
     state.runs().mcp().stop(ws, &name).await;
     let mcp = McpStatuses::load(&state, ws).await?;
@@ -166,13 +171,12 @@ async fn update(
     )))
 }
 
-#[utoipa::path(delete, path = "/connections/{name}", tag = "connections", params(("name" = String, Path)), responses((status = 204, description = "deleted"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection")))]
+#[utoipa::path(delete, path = "/connections/{name}", extensions(("x-required-role" = json!("admin"))), tag = "connections", params(("name" = String, Path)), responses((status = 204, description = "deleted"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection")))]
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(name): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    admin(&caller)?;
     state
         .db()
         .delete_connection(&caller.workspace_id, &name)
@@ -182,16 +186,16 @@ async fn remove(
         .db()
         .retire_mcp_connection(&caller.workspace_id, &name)
         .await?;
+    crate::audit::record(state.db(), &caller, "connection.deleted", &name, json!({})).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(post, path = "/connections/{name}/test", tag = "connections", params(("name" = String, Path)), responses((status = 200, body = ConnectionTestResult, description = "whether it answered, in words"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection")))]
+#[utoipa::path(post, path = "/connections/{name}/test", extensions(("x-required-role" = json!("admin"))), tag = "connections", params(("name" = String, Path)), responses((status = 200, body = ConnectionTestResult, description = "whether it answered, in words"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection")))]
 async fn test(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<ConnectionTestResult>, ApiError> {
-    admin(&caller)?;
     let row = state.db().connection(&caller.workspace_id, &name).await?;
     Ok(Json(
         state
@@ -201,13 +205,12 @@ async fn test(
     ))
 }
 
-#[utoipa::path(post, path = "/connections/{name}/refresh", tag = "connections", params(("name" = String, Path)), responses((status = 200, body = ConnectionTestResult, description = "the MCP server's tools listed again (started if needed), in words"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection"), (status = 422, description = "not an `mcp` connection")))]
+#[utoipa::path(post, path = "/connections/{name}/refresh", extensions(("x-required-role" = json!("admin"))), tag = "connections", params(("name" = String, Path)), responses((status = 200, body = ConnectionTestResult, description = "the MCP server's tools listed again (started if needed), in words"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection"), (status = 422, description = "not an `mcp` connection")))]
 async fn refresh(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<ConnectionTestResult>, ApiError> {
-    admin(&caller)?;
     let row = state.db().connection(&caller.workspace_id, &name).await?;
     if row.kind != "mcp" {
         return Err(ApiError::unprocessable(
@@ -226,14 +229,13 @@ async fn refresh(
     ))
 }
 
-#[utoipa::path(put, path = "/connections/{name}/tools/{tool}", tag = "connections", params(("name" = String, Path), ("tool" = String, Path, description = "the server's name for the tool")), request_body = McpToolClass, responses((status = 200, body = McpToolClassSet, description = "the tool's class is set (or, with null, back to its annotations'); recorded with who and when"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection or tool")))]
+#[utoipa::path(put, path = "/connections/{name}/tools/{tool}", extensions(("x-required-role" = json!("admin"))), tag = "connections", params(("name" = String, Path), ("tool" = String, Path, description = "the server's name for the tool")), request_body = McpToolClass, responses((status = 200, body = McpToolClassSet, description = "the tool's class is set (or, with null, back to its annotations'); recorded with who and when"), (status = 403, description = "takes the admin role"), (status = 404, description = "no such connection or tool")))]
 async fn set_tool_class(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath((name, tool)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<McpToolClass>,
 ) -> Result<Json<McpToolClassSet>, ApiError> {
-    admin(&caller)?;
     let ws = &caller.workspace_id;
     state.db().connection(ws, &name).await?;
     let known = state
@@ -252,6 +254,8 @@ async fn set_tool_class(
         .db()
         .set_mcp_override(ws, &name, &tool, class, &caller.user_id)
         .await?;
+    let detail = json!({"tool": tool, "side_effects": class});
+    crate::audit::record(state.db(), &caller, "connection.updated", &name, detail).await?;
     Ok(Json(McpToolClassSet {
         connection: name,
         tool,

@@ -22,7 +22,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create_from))
 }
 
-#[utoipa::path(get, path = "/examples", tag = "examples", responses((status = 200, body = ExampleList, description = "the example workflows, by file name")))]
+#[utoipa::path(get, path = "/examples", extensions(("x-required-role" = json!("viewer"))), tag = "examples", responses((status = 200, body = ExampleList, description = "the example workflows, by file name")))]
 async fn list(State(state): State<AppState>, _caller: Caller) -> Json<ExampleList> {
     Json(ExampleList {
         examples: state
@@ -37,7 +37,7 @@ async fn list(State(state): State<AppState>, _caller: Caller) -> Json<ExampleLis
     })
 }
 
-#[utoipa::path(post, path = "/examples/{id}/workflows", tag = "examples", params(("id" = String, Path, description = "the example's id")), responses((status = 201, body = WorkflowSaved, description = "a new workflow of the caller's workspace: the example's document under a fresh id, with its diagnostics"), (status = 404, description = "no such example")))]
+#[utoipa::path(post, path = "/examples/{id}/workflows", extensions(("x-required-role" = json!("editor"))), tag = "examples", params(("id" = String, Path, description = "the example's id")), responses((status = 201, body = WorkflowSaved, description = "a new workflow of the caller's workspace: the example's document under a fresh id, with its diagnostics"), (status = 404, description = "no such example")))]
 async fn create_from(
     State(state): State<AppState>,
     caller: Caller,

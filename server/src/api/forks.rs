@@ -33,7 +33,7 @@ fn fork_error(e: ForkError) -> ApiError {
     }
 }
 
-#[utoipa::path(post, path = "/runs/{id}/fork", tag = "runs", params(("id" = String, Path, description = "the origin's run id")), request_body = ForkRequest, responses((status = 202, body = ForkStarted, description = "the fork's run id; it runs in the background as a run of kind fork, every call its origin recorded answered from the recording"), (status = 409, description = "the origin has not finished, or is a replay"), (status = 422, description = "a change that cannot be applied; `details.path` names it"), (status = 429, description = "the workspace has its maximum of runs in progress")))]
+#[utoipa::path(post, path = "/runs/{id}/fork", extensions(("x-required-role" = json!("editor"))), tag = "runs", params(("id" = String, Path, description = "the origin's run id")), request_body = ForkRequest, responses((status = 202, body = ForkStarted, description = "the fork's run id; it runs in the background as a run of kind fork, every call its origin recorded answered from the recording"), (status = 409, description = "the origin has not finished, or is a replay"), (status = 422, description = "a change that cannot be applied; `details.path` names it"), (status = 429, description = "the workspace has its maximum of runs in progress")))]
 async fn fork(
     State(state): State<AppState>,
     caller: Caller,
@@ -55,6 +55,8 @@ async fn fork(
         .fork(caller.secret_owner(), &origin, record.as_ref(), &request)
         .await
         .map_err(fork_error)?;
+    let detail = serde_json::json!({"kind": "fork", "fork_of": origin.id});
+    crate::audit::record(state.db(), &caller, "run.started", &run_id, detail).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(ForkStarted {
@@ -66,7 +68,7 @@ async fn fork(
     ))
 }
 
-#[utoipa::path(get, path = "/runs/{id}/diff/{other}", tag = "runs", params(("id" = String, Path, description = "run id"), ("other" = String, Path, description = "the run to compare it with, e.g. its fork")), responses((status = 200, body = RunDiff, description = "per Agent and Tool node, the two runs' calls aligned by call id (same, changed, new, missing) and their answers and outputs compared"), (status = 409, description = "one of the runs has not finished")))]
+#[utoipa::path(get, path = "/runs/{id}/diff/{other}", extensions(("x-required-role" = json!("viewer"))), tag = "runs", params(("id" = String, Path, description = "run id"), ("other" = String, Path, description = "the run to compare it with, e.g. its fork")), responses((status = 200, body = RunDiff, description = "per Agent and Tool node, the two runs' calls aligned by call id (same, changed, new, missing) and their answers and outputs compared"), (status = 409, description = "one of the runs has not finished")))]
 async fn diff(
     State(state): State<AppState>,
     caller: Caller,

@@ -12,7 +12,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(health))
 }
 
-#[utoipa::path(get, path = "/health", tag = "health", responses((status = 200, body = Health, description = "server version and database")))]
+#[utoipa::path(get, path = "/health", extensions(("x-required-role" = json!("public"))), tag = "health", responses((status = 200, body = Health, description = "server version and database")))]
 async fn health(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     let schema_version = state.db().schema_version().await?;
     Ok(Json(Health {

@@ -17,12 +17,11 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list))
 }
 
-#[utoipa::path(get, path = "/instances", tag = "instances", responses((status = 200, body = InstanceList, description = "the server instances on this database, each with the unfinished runs of the caller's workspace it holds"), (status = 403, description = "not an admin")))]
+#[utoipa::path(get, path = "/instances", extensions(("x-required-role" = json!("admin"))), tag = "instances", responses((status = 200, body = InstanceList, description = "the server instances on this database, each with the unfinished runs of the caller's workspace it holds"), (status = 403, description = "not an admin")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<InstanceList>, ApiError> {
-    super::admin_only(&caller, "the instances view")?;
     let current = state.runs().instance_name();
     // SQLite's one instance claims no run as it starts it: what it holds
     // is what it executes.

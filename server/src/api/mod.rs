@@ -4,9 +4,12 @@
 //!
 //! Routes are registered through `utoipa_axum::OpenApiRouter`, so the
 //! OpenAPI document served at `/api/v1/openapi.json` is built from the very
-//! routes the server answers: the two cannot drift apart.
+//! routes the server answers: the two cannot drift apart. Each route states
+//! the role it takes there (`x-required-role`), and [`roles::guard`]
+//! enforces what the document states.
 
 mod approvals;
+mod audit;
 mod auth;
 mod blobs;
 mod connections;
@@ -15,6 +18,7 @@ mod forks;
 mod health;
 mod instances;
 mod providers;
+pub mod roles;
 mod runs;
 mod secrets;
 mod suites;
@@ -36,18 +40,6 @@ use crate::{ApiError, AppState};
 /// The largest request body accepted on any route.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// The admin role in the caller's workspace, or 403 saying that `what`
-/// takes it.
-pub(crate) fn admin_only(caller: &crate::auth::Caller, what: &str) -> Result<(), ApiError> {
-    if caller.role == "admin" {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden(format!(
-            "{what} takes the admin role in this workspace"
-        )))
-    }
-}
-
 /// The API's routes and the OpenAPI document describing exactly them.
 pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
     let (router, mut spec) = OpenApiRouter::new()
@@ -61,6 +53,7 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(suites::router())
         .merge(providers::router())
         .merge(approvals::router())
+        .merge(audit::router())
         .merge(blobs::router())
         .merge(secrets::router())
         .merge(connections::router())
@@ -77,10 +70,19 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
 
 static SPEC: OnceLock<OpenApi> = OnceLock::new();
 
-pub fn router() -> Router<AppState> {
+/// The API's routes, each behind its role ([`roles::guard`]).
+pub fn router(state: AppState) -> Router<AppState> {
     let (router, spec) = router_and_spec();
+    let (roles, missing) = roles::RouteRoles::of(&spec);
+    for route in missing {
+        tracing::error!("{route}: it takes the admin role");
+    }
     let _ = SPEC.set(spec);
     router
+        .route_layer(axum::middleware::from_fn_with_state(
+            (state, std::sync::Arc::new(roles)),
+            roles::guard,
+        ))
         .route("/openapi.json", get(openapi))
         .fallback(unknown_route)
         .method_not_allowed_fallback(crate::error::method_not_allowed)

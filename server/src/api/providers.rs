@@ -16,7 +16,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(test))
 }
 
-#[utoipa::path(post, path = "/providers/test", tag = "providers", request_body = ProviderTest, responses((status = 200, body = ProviderTestResult, description = "whether the provider answered; when not, its reason in words"), (status = 422, description = "the provider config is not valid")))]
+#[utoipa::path(post, path = "/providers/test", extensions(("x-required-role" = json!("editor"))), tag = "providers", request_body = ProviderTest, responses((status = 200, body = ProviderTestResult, description = "whether the provider answered; when not, its reason in words"), (status = 422, description = "the provider config is not valid")))]
 async fn test(
     State(state): State<AppState>,
     caller: Caller,

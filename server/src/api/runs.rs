@@ -18,7 +18,7 @@ use node_runtime::wire::{
     ReplayOutcome, RunCancelled, RunDetail, RunList, RunStarted, RunStatus, Trace,
 };
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::collections::VecDeque;
 
 use tokio::sync::broadcast;
@@ -51,7 +51,7 @@ struct StartBody {
     inputs: Map<String, Value>,
 }
 
-#[utoipa::path(post, path = "/runs", tag = "runs", responses((status = 202, body = RunStarted, description = "the run id; the run proceeds in the background"), (status = 429, description = "the workspace has its maximum of runs in progress; `Retry-After` says when to try again")))]
+#[utoipa::path(post, path = "/runs", extensions(("x-required-role" = json!("editor"))), tag = "runs", responses((status = 202, body = RunStarted, description = "the run id; the run proceeds in the background"), (status = 429, description = "the workspace has its maximum of runs in progress; `Retry-After` says when to try again")))]
 async fn start(
     State(state): State<AppState>,
     caller: Caller,
@@ -74,6 +74,8 @@ async fn start(
         .runs()
         .start(caller.secret_owner(), workflow, body.inputs, "api")
         .await?;
+    let detail = json!({"kind": "run", "workflow_id": body.workflow_id});
+    crate::audit::record(state.db(), &caller, "run.started", &run_id, detail).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(RunStarted {
@@ -83,7 +85,7 @@ async fn start(
     ))
 }
 
-#[utoipa::path(get, path = "/runs/{id}", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = RunDetail, description = "status, node results and agent outputs")))]
+#[utoipa::path(get, path = "/runs/{id}", extensions(("x-required-role" = json!("viewer"))), tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = RunDetail, description = "status, node results and agent outputs")))]
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
@@ -103,7 +105,7 @@ struct ListQuery {
     cursor: Option<String>,
 }
 
-#[utoipa::path(get, path = "/runs", tag = "runs", params(("workflow_id" = Option<String>, Query), ("status" = Option<String>, Query), ("limit" = Option<i64>, Query, description = "page size: 50 unless asked, at most 200"), ("cursor" = Option<String>, Query, description = "a previous page's `next_cursor`")), responses((status = 200, body = RunList, description = "a page of runs, newest first"), (status = 400, description = "a cursor this server did not give")))]
+#[utoipa::path(get, path = "/runs", extensions(("x-required-role" = json!("viewer"))), tag = "runs", params(("workflow_id" = Option<String>, Query), ("status" = Option<String>, Query), ("limit" = Option<i64>, Query, description = "page size: 50 unless asked, at most 200"), ("cursor" = Option<String>, Query, description = "a previous page's `next_cursor`")), responses((status = 200, body = RunList, description = "a page of runs, newest first"), (status = 400, description = "a cursor this server did not give")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -132,7 +134,7 @@ async fn list(
     }))
 }
 
-#[utoipa::path(post, path = "/runs/{id}/cancel", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = RunCancelled, description = "cancellation requested")))]
+#[utoipa::path(post, path = "/runs/{id}/cancel", extensions(("x-required-role" = json!("editor"))), tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = RunCancelled, description = "cancellation requested")))]
 async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
@@ -219,7 +221,7 @@ fn sse_event(seq: i64, text: &str) -> Event {
     Event::default().id(seq.to_string()).event(kind).data(text)
 }
 
-#[utoipa::path(get, path = "/runs/{id}/events", tag = "runs", params(("id" = String, Path, description = "run id"), ("after" = Option<i64>, Query)), responses((status = 200, body = node_runtime::graph::engine::WorkflowEvent, description = "Server-Sent Events, one run event (JSON) per `data`, the SSE `id` its sequence number; resume with Last-Event-ID", content_type = "text/event-stream"), (status = 429, description = "the workspace has its maximum of open event streams")))]
+#[utoipa::path(get, path = "/runs/{id}/events", extensions(("x-required-role" = json!("viewer"))), tag = "runs", params(("id" = String, Path, description = "run id"), ("after" = Option<i64>, Query)), responses((status = 200, body = node_runtime::graph::engine::WorkflowEvent, description = "Server-Sent Events, one run event (JSON) per `data`, the SSE `id` its sequence number; resume with Last-Event-ID", content_type = "text/event-stream"), (status = 429, description = "the workspace has its maximum of open event streams")))]
 async fn events(
     State(state): State<AppState>,
     caller: Caller,
@@ -306,7 +308,7 @@ async fn stored_record(state: &AppState, run: &RunRow) -> Result<Value, ApiError
         })
 }
 
-#[utoipa::path(get, path = "/runs/{id}/trace", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = Trace, description = "the run's trace id and its stored spans (run -> node -> iteration -> model_call / tool_call) in start order, with durations")))]
+#[utoipa::path(get, path = "/runs/{id}/trace", extensions(("x-required-role" = json!("viewer"))), tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = Trace, description = "the run's trace id and its stored spans (run -> node -> iteration -> model_call / tool_call) in start order, with durations")))]
 async fn trace(
     State(state): State<AppState>,
     caller: Caller,
@@ -322,7 +324,7 @@ async fn trace(
     }))
 }
 
-#[utoipa::path(get, path = "/runs/{id}/bundle", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = serde_json::Value, description = "the run's replay bundle (its record: workflow, nodes, agent bundles)"), (status = 409, description = "the run has not finished")))]
+#[utoipa::path(get, path = "/runs/{id}/bundle", extensions(("x-required-role" = json!("viewer"))), tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = serde_json::Value, description = "the run's replay bundle (its record: workflow, nodes, agent bundles)"), (status = 409, description = "the run has not finished")))]
 async fn bundle(
     State(state): State<AppState>,
     caller: Caller,
@@ -339,7 +341,7 @@ async fn bundle(
         .into_response())
 }
 
-#[utoipa::path(post, path = "/runs/{id}/replay", tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = ReplayOutcome, description = "match, or the first divergence; the replay is recorded as a run of kind replay")))]
+#[utoipa::path(post, path = "/runs/{id}/replay", extensions(("x-required-role" = json!("editor"))), tag = "runs", params(("id" = String, Path, description = "run id")), responses((status = 200, body = ReplayOutcome, description = "match, or the first divergence; the replay is recorded as a run of kind replay")))]
 async fn replay_run(
     State(state): State<AppState>,
     caller: Caller,
@@ -352,10 +354,11 @@ async fn replay_run(
         .replay_record(&caller.workspace_id, &record, Some(&id))
         .await
         .map_err(replay_error)?;
+    audit_replay(&state, &caller, &outcome).await?;
     Ok(Json(outcome))
 }
 
-#[utoipa::path(post, path = "/replays", tag = "runs", responses((status = 200, body = ReplayOutcome, description = "match, or the first divergence"), (status = 422, description = "the uploaded bundle is not usable")))]
+#[utoipa::path(post, path = "/replays", extensions(("x-required-role" = json!("editor"))), tag = "runs", responses((status = 200, body = ReplayOutcome, description = "match, or the first divergence"), (status = 422, description = "the uploaded bundle is not usable")))]
 async fn replay_upload(
     State(state): State<AppState>,
     caller: Caller,
@@ -366,7 +369,19 @@ async fn replay_upload(
         .replay_record(&caller.workspace_id, &bundle, None)
         .await
         .map_err(replay_error)?;
+    audit_replay(&state, &caller, &outcome).await?;
     Ok(Json(outcome))
+}
+
+/// "The caller started a replay" in the audit log.
+async fn audit_replay(
+    state: &AppState,
+    caller: &Caller,
+    outcome: &ReplayOutcome,
+) -> Result<(), ApiError> {
+    let detail = json!({"kind": "replay", "replay_of": outcome.replay_of});
+    crate::audit::record(state.db(), caller, "run.started", &outcome.run_id, detail).await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use node_runtime::wire::{SecretList, SecretName};
+use node_runtime::wire::{Role, SecretList, SecretName};
 use serde::Deserialize;
 use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
@@ -25,7 +25,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// role (an org secret reaches every workspace of the org).
 fn owner(caller: &Caller, scope: &str) -> Result<String, ApiError> {
     let admin = || {
-        if caller.role == "admin" {
+        if caller.role == Role::Admin {
             Ok(())
         } else {
             Err(ApiError::forbidden(format!(
@@ -68,7 +68,7 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     }
 }
 
-#[utoipa::path(get, path = "/secrets", tag = "secrets", responses((status = 200, body = SecretList, description = "names and scopes, never values")))]
+#[utoipa::path(get, path = "/secrets", extensions(("x-required-role" = json!("viewer"))), tag = "secrets", responses((status = 200, body = SecretList, description = "names and scopes, never values; a viewer gets only the total")))]
 async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<SecretList>, ApiError> {
     let rows = state
         .db()
@@ -78,15 +78,20 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Secr
             caller.org_id.as_deref(),
         )
         .await?;
-    let secrets = rows
-        .into_iter()
-        .map(|(name, scope, created_at)| SecretName {
-            name,
-            scope,
-            created_at,
-        })
-        .collect();
-    Ok(Json(SecretList { secrets }))
+    let total = rows.len();
+    // A viewer learns how many there are, not their names.
+    let secrets = if caller.role.allows(Role::Editor) {
+        rows.into_iter()
+            .map(|(name, scope, created_at)| SecretName {
+                name,
+                scope,
+                created_at,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Json(SecretList { secrets, total }))
 }
 
 #[derive(Deserialize)]
@@ -95,7 +100,7 @@ struct SetBody {
     value: String,
 }
 
-#[utoipa::path(put, path = "/secrets/{scope}/{name}", tag = "secrets", params(("scope" = String, Path, description = "user, workspace or org"), ("name" = String, Path)), responses((status = 204, description = "stored, encrypted"), (status = 403, description = "workspace and org secrets take the admin role"), (status = 422, description = "bad scope, name or value")))]
+#[utoipa::path(put, path = "/secrets/{scope}/{name}", extensions(("x-required-role" = json!("editor"))), tag = "secrets", params(("scope" = String, Path, description = "user, workspace or org"), ("name" = String, Path)), responses((status = 204, description = "stored, encrypted"), (status = 403, description = "workspace and org secrets take the admin role"), (status = 422, description = "bad scope, name or value")))]
 async fn set(
     State(state): State<AppState>,
     caller: Caller,
@@ -112,10 +117,12 @@ async fn set(
         .db()
         .put_secret(&caller.workspace_id, &scope, &owner, &name, &ciphertext)
         .await?;
+    let target = format!("{scope}/{name}");
+    crate::audit::record(state.db(), &caller, "secret.set", &target, json!({})).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(delete, path = "/secrets/{scope}/{name}", tag = "secrets", params(("scope" = String, Path), ("name" = String, Path)), responses((status = 204, description = "deleted"), (status = 404, description = "no such secret")))]
+#[utoipa::path(delete, path = "/secrets/{scope}/{name}", extensions(("x-required-role" = json!("editor"))), tag = "secrets", params(("scope" = String, Path), ("name" = String, Path)), responses((status = 204, description = "deleted"), (status = 404, description = "no such secret")))]
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,
@@ -126,5 +133,7 @@ async fn remove(
         .db()
         .delete_secret(&caller.workspace_id, &scope, &owner, &name)
         .await?;
+    let target = format!("{scope}/{name}");
+    crate::audit::record(state.db(), &caller, "secret.deleted", &target, json!({})).await?;
     Ok(StatusCode::NO_CONTENT)
 }

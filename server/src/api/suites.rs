@@ -61,7 +61,7 @@ struct ListQuery {
     workflow_id: Option<String>,
 }
 
-#[utoipa::path(post, path = "/suites", tag = "suites", request_body = NewSuite, responses((status = 201, body = SuiteView, description = "created; a case without a name is named after its run"), (status = 409, description = "another suite of the workspace has the name"), (status = 422, description = "a field that is not acceptable (an unfinished run, a replay, a run of another workflow, a bad assertion, ...); `details.path` names it")))]
+#[utoipa::path(post, path = "/suites", extensions(("x-required-role" = json!("editor"))), tag = "suites", request_body = NewSuite, responses((status = 201, body = SuiteView, description = "created; a case without a name is named after its run"), (status = 409, description = "another suite of the workspace has the name"), (status = 422, description = "a field that is not acceptable (an unfinished run, a replay, a run of another workflow, a bad assertion, ...); `details.path` names it")))]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -78,7 +78,7 @@ async fn create(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
-#[utoipa::path(get, path = "/suites", tag = "suites", params(("workflow_id" = Option<String>, Query, description = "only the suites of this workflow")), responses((status = 200, body = SuiteList, description = "the workspace's suites by name, each with its latest run (without its cases)")))]
+#[utoipa::path(get, path = "/suites", extensions(("x-required-role" = json!("viewer"))), tag = "suites", params(("workflow_id" = Option<String>, Query, description = "only the suites of this workflow")), responses((status = 200, body = SuiteList, description = "the workspace's suites by name, each with its latest run (without its cases)")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -89,7 +89,7 @@ async fn list(
     Ok(Json(SuiteList { suites }))
 }
 
-#[utoipa::path(get, path = "/suites/{id}", tag = "suites", params(("id" = String, Path, description = "suite id")), responses((status = 200, body = SuiteView, description = "the suite with its latest run (without its cases)"), (status = 404, description = "no such suite in this workspace")))]
+#[utoipa::path(get, path = "/suites/{id}", extensions(("x-required-role" = json!("viewer"))), tag = "suites", params(("id" = String, Path, description = "suite id")), responses((status = 200, body = SuiteView, description = "the suite with its latest run (without its cases)"), (status = 404, description = "no such suite in this workspace")))]
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
@@ -99,7 +99,7 @@ async fn get_one(
     Ok(Json(suites::suite_view(state.db(), &row).await?))
 }
 
-#[utoipa::path(put, path = "/suites/{id}", tag = "suites", params(("id" = String, Path, description = "suite id")), request_body = NewSuite, responses((status = 200, body = SuiteView, description = "replaced (its runs are kept)"), (status = 404, description = "no such suite in this workspace"), (status = 409, description = "another suite of the workspace has the name"), (status = 422, description = "a field that is not acceptable; `details.path` names it")))]
+#[utoipa::path(put, path = "/suites/{id}", extensions(("x-required-role" = json!("editor"))), tag = "suites", params(("id" = String, Path, description = "suite id")), request_body = NewSuite, responses((status = 200, body = SuiteView, description = "replaced (its runs are kept)"), (status = 404, description = "no such suite in this workspace"), (status = 409, description = "another suite of the workspace has the name"), (status = 422, description = "a field that is not acceptable; `details.path` names it")))]
 async fn replace(
     State(state): State<AppState>,
     caller: Caller,
@@ -118,7 +118,7 @@ async fn replace(
     Ok(Json(suites::suite_view(state.db(), &row).await?))
 }
 
-#[utoipa::path(post, path = "/suites/{id}/cases", tag = "suites", params(("id" = String, Path, description = "suite id")), request_body = SuiteCase, responses((status = 200, body = SuiteView, description = "the suite with the case appended (atomically: a concurrent edit is not lost); a case without a name is named after its run"), (status = 404, description = "no such suite in this workspace"), (status = 409, description = "the suite has a case of this name; `details.path` is `case.name`"), (status = 422, description = "a field of the case that is not acceptable (an unfinished run, a replay, a run of another workflow, a bad assertion, the suite full); `details.path` names it (`case.run_id`, `case.assertions[0].path`)")))]
+#[utoipa::path(post, path = "/suites/{id}/cases", extensions(("x-required-role" = json!("editor"))), tag = "suites", params(("id" = String, Path, description = "suite id")), request_body = SuiteCase, responses((status = 200, body = SuiteView, description = "the suite with the case appended (atomically: a concurrent edit is not lost); a case without a name is named after its run"), (status = 404, description = "no such suite in this workspace"), (status = 409, description = "the suite has a case of this name; `details.path` is `case.name`"), (status = 422, description = "a field of the case that is not acceptable (an unfinished run, a replay, a run of another workflow, a bad assertion, the suite full); `details.path` names it (`case.run_id`, `case.assertions[0].path`)")))]
 async fn add_case(
     State(state): State<AppState>,
     caller: Caller,
@@ -131,7 +131,7 @@ async fn add_case(
     Ok(Json(suites::suite_view(state.db(), &row).await?))
 }
 
-#[utoipa::path(delete, path = "/suites/{id}", tag = "suites", params(("id" = String, Path, description = "suite id")), responses((status = 204, description = "deleted with its runs"), (status = 404, description = "no such suite in this workspace")))]
+#[utoipa::path(delete, path = "/suites/{id}", extensions(("x-required-role" = json!("editor"))), tag = "suites", params(("id" = String, Path, description = "suite id")), responses((status = 204, description = "deleted with its runs"), (status = 404, description = "no such suite in this workspace")))]
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,
@@ -141,7 +141,7 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(post, path = "/suites/{id}/runs", tag = "suites", params(("id" = String, Path, description = "suite id")), request_body = SuiteRunRequest, responses((status = 202, body = SuiteRunView, description = "the suite run, `running`: each case's run is forked against the revision (default: the current one) in the background, never sending a write; follow it with GET /suite-runs/{id}"), (status = 404, description = "no such suite in this workspace"), (status = 422, description = "the workflow has no such `revision`, or the suite's workflow is gone"), (status = 429, description = "the workspace has its maximum of suite runs in progress (4); `Retry-After` says when to try again")))]
+#[utoipa::path(post, path = "/suites/{id}/runs", extensions(("x-required-role" = json!("editor"))), tag = "suites", params(("id" = String, Path, description = "suite id")), request_body = SuiteRunRequest, responses((status = 202, body = SuiteRunView, description = "the suite run, `running`: each case's run is forked against the revision (default: the current one) in the background, never sending a write; follow it with GET /suite-runs/{id}"), (status = 404, description = "no such suite in this workspace"), (status = 422, description = "the workflow has no such `revision`, or the suite's workflow is gone"), (status = 429, description = "the workspace has its maximum of suite runs in progress (4); `Retry-After` says when to try again")))]
 async fn start_run(
     State(state): State<AppState>,
     caller: Caller,
@@ -156,6 +156,8 @@ async fn start_run(
         .await
         .map_err(start_error)?;
     let view = suites::run_view(&started.row)?;
+    let detail = json!({"kind": "suite", "suite_id": suite.id});
+    crate::audit::record(state.db(), &caller, "run.started", &started.row.id, detail).await?;
     suites::spawn(
         state.runs().clone(),
         state.db().clone(),
@@ -167,7 +169,7 @@ async fn start_run(
     Ok((StatusCode::ACCEPTED, Json(view)))
 }
 
-#[utoipa::path(get, path = "/suites/{id}/runs", tag = "suites", params(("id" = String, Path, description = "suite id")), responses((status = 200, body = SuiteRunList, description = "the suite's latest runs (at most 200), newest first, without their cases"), (status = 404, description = "no such suite in this workspace")))]
+#[utoipa::path(get, path = "/suites/{id}/runs", extensions(("x-required-role" = json!("viewer"))), tag = "suites", params(("id" = String, Path, description = "suite id")), responses((status = 200, body = SuiteRunList, description = "the suite's latest runs (at most 200), newest first, without their cases"), (status = 404, description = "no such suite in this workspace")))]
 async fn runs(
     State(state): State<AppState>,
     caller: Caller,
@@ -185,7 +187,7 @@ async fn runs(
     Ok(Json(SuiteRunList { runs }))
 }
 
-#[utoipa::path(get, path = "/suite-runs/{id}", tag = "suites", params(("id" = String, Path, description = "suite run id")), responses((status = 200, body = SuiteRunView, description = "the suite run with each case's verdict once it has ended: its fork, each assertion's result and, for a failed case, the diff of the recorded run against its fork"), (status = 404, description = "no such suite run in this workspace")))]
+#[utoipa::path(get, path = "/suite-runs/{id}", extensions(("x-required-role" = json!("viewer"))), tag = "suites", params(("id" = String, Path, description = "suite run id")), responses((status = 200, body = SuiteRunView, description = "the suite run with each case's verdict once it has ended: its fork, each assertion's result and, for a failed case, the diff of the recorded run against its fork"), (status = 404, description = "no such suite run in this workspace")))]
 async fn get_run(
     State(state): State<AppState>,
     caller: Caller,

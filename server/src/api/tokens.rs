@@ -36,7 +36,7 @@ struct CreateBody {
     expires_in_days: Option<i64>,
 }
 
-#[utoipa::path(post, path = "/tokens", tag = "tokens", request_body = CreateBody, responses((status = 201, body = ApiTokenCreated, description = "the token, shown this once"), (status = 422, description = "bad name or lifetime")))]
+#[utoipa::path(post, path = "/tokens", extensions(("x-required-role" = json!("viewer"))), tag = "tokens", request_body = CreateBody, responses((status = 201, body = ApiTokenCreated, description = "the token, shown this once"), (status = 422, description = "bad name or lifetime")))]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -103,7 +103,7 @@ async fn create(
     ))
 }
 
-#[utoipa::path(get, path = "/tokens", tag = "tokens", responses((status = 200, body = ApiTokenList, description = "the caller's API tokens, without the tokens themselves")))]
+#[utoipa::path(get, path = "/tokens", extensions(("x-required-role" = json!("viewer"))), tag = "tokens", responses((status = 200, body = ApiTokenList, description = "the caller's API tokens, without the tokens themselves")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -114,7 +114,7 @@ async fn list(
     }))
 }
 
-#[utoipa::path(delete, path = "/tokens/{id}", tag = "tokens", params(("id" = String, Path)), responses((status = 204, description = "revoked"), (status = 404, description = "no such token of the caller")))]
+#[utoipa::path(delete, path = "/tokens/{id}", extensions(("x-required-role" = json!("viewer"))), tag = "tokens", params(("id" = String, Path)), responses((status = 204, description = "revoked"), (status = 404, description = "no such token of the caller")))]
 async fn revoke(
     State(state): State<AppState>,
     caller: Caller,

@@ -33,7 +33,7 @@ struct ToolQuery {
     include_deprecated: bool,
 }
 
-#[utoipa::path(get, path = "/tools", tag = "tools", params(("category" = Option<String>, Query), ("q" = Option<String>, Query), ("include_deprecated" = Option<bool>, Query)), responses((status = 200, body = ToolList, description = "tools with badges and auth status")))]
+#[utoipa::path(get, path = "/tools", extensions(("x-required-role" = json!("viewer"))), tag = "tools", params(("category" = Option<String>, Query), ("q" = Option<String>, Query), ("include_deprecated" = Option<bool>, Query)), responses((status = 200, body = ToolList, description = "tools with badges and auth status")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -115,7 +115,7 @@ struct InvocationQuery {
     cursor: Option<String>,
 }
 
-#[utoipa::path(get, path = "/invocations", tag = "tools", params(("status" = Option<String>, Query), ("tool" = Option<String>, Query), ("run_id" = Option<String>, Query), ("node_id" = Option<String>, Query), ("call_id" = Option<String>, Query), ("since" = Option<String>, Query), ("until" = Option<String>, Query), ("limit" = Option<i64>, Query, description = "page size: 50 unless asked, at most 200"), ("cursor" = Option<String>, Query, description = "a previous page's `next_cursor`")), responses((status = 200, body = InvocationList, description = "a page of invocation records without their payloads, newest first"), (status = 400, description = "a cursor this server did not give")))]
+#[utoipa::path(get, path = "/invocations", extensions(("x-required-role" = json!("viewer"))), tag = "tools", params(("status" = Option<String>, Query), ("tool" = Option<String>, Query), ("run_id" = Option<String>, Query), ("node_id" = Option<String>, Query), ("call_id" = Option<String>, Query), ("since" = Option<String>, Query), ("until" = Option<String>, Query), ("limit" = Option<i64>, Query, description = "page size: 50 unless asked, at most 200"), ("cursor" = Option<String>, Query, description = "a previous page's `next_cursor`")), responses((status = 200, body = InvocationList, description = "a page of invocation records without their payloads, newest first"), (status = 400, description = "a cursor this server did not give")))]
 async fn invocations(
     State(state): State<AppState>,
     caller: Caller,
@@ -147,7 +147,7 @@ async fn invocations(
     }))
 }
 
-#[utoipa::path(get, path = "/invocations/{id}", tag = "tools", params(("id" = String, Path, description = "an invocation record's id")), responses((status = 200, body = Invocation, description = "the record with its input and output"), (status = 404, description = "no such record in this workspace")))]
+#[utoipa::path(get, path = "/invocations/{id}", extensions(("x-required-role" = json!("viewer"))), tag = "tools", params(("id" = String, Path, description = "an invocation record's id")), responses((status = 200, body = Invocation, description = "the record with its input and output"), (status = 404, description = "no such record in this workspace")))]
 async fn invocation(
     State(state): State<AppState>,
     caller: Caller,

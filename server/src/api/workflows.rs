@@ -81,7 +81,7 @@ pub(super) async fn catalog(
     Ok(registry.all().map(|t| t.spec.clone()).collect())
 }
 
-#[utoipa::path(post, path = "/workflows", tag = "workflows", responses((status = 201, body = WorkflowSaved, description = "created, with its diagnostics"), (status = 422, description = "invalid document, path named")))]
+#[utoipa::path(post, path = "/workflows", extensions(("x-required-role" = json!("editor"))), tag = "workflows", responses((status = 201, body = WorkflowSaved, description = "created, with its diagnostics"), (status = 422, description = "invalid document, path named")))]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -110,7 +110,7 @@ async fn create(
     ))
 }
 
-#[utoipa::path(get, path = "/workflows", tag = "workflows", responses((status = 200, body = WorkflowList, description = "workflows of the workspace")))]
+#[utoipa::path(get, path = "/workflows", extensions(("x-required-role" = json!("viewer"))), tag = "workflows", responses((status = 200, body = WorkflowList, description = "workflows of the workspace")))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -124,7 +124,7 @@ async fn list(
     }))
 }
 
-#[utoipa::path(get, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = WorkflowView, description = "the workflow"), (status = 404, description = "not found")))]
+#[utoipa::path(get, path = "/workflows/{id}", extensions(("x-required-role" = json!("viewer"))), tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = WorkflowView, description = "the workflow"), (status = 404, description = "not found")))]
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
@@ -142,7 +142,7 @@ struct UpdateBody {
     workflow: Value,
 }
 
-#[utoipa::path(put, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = WorkflowSaved, description = "a new revision, with its diagnostics"), (status = 409, description = "stale base revision")))]
+#[utoipa::path(put, path = "/workflows/{id}", extensions(("x-required-role" = json!("editor"))), tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = WorkflowSaved, description = "a new revision, with its diagnostics"), (status = 409, description = "stale base revision")))]
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -162,7 +162,7 @@ async fn update(
     Ok(Json(WorkflowSaved { view, diagnostics }))
 }
 
-#[utoipa::path(delete, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 204, description = "deleted")))]
+#[utoipa::path(delete, path = "/workflows/{id}", extensions(("x-required-role" = json!("editor"))), tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 204, description = "deleted")))]
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,
@@ -175,7 +175,7 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(get, path = "/workflows/{id}/revisions", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = RevisionList, description = "revisions, newest first")))]
+#[utoipa::path(get, path = "/workflows/{id}/revisions", extensions(("x-required-role" = json!("viewer"))), tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = RevisionList, description = "revisions, newest first")))]
 async fn revisions(
     State(state): State<AppState>,
     caller: Caller,
@@ -194,7 +194,7 @@ async fn revisions(
     Ok(Json(RevisionList { revisions }))
 }
 
-#[utoipa::path(post, path = "/workflows/{id}/validate", tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = Diagnostics, description = "diagnostics")))]
+#[utoipa::path(post, path = "/workflows/{id}/validate", extensions(("x-required-role" = json!("viewer"))), tag = "workflows", params(("id" = String, Path, description = "workflow id")), responses((status = 200, body = Diagnostics, description = "diagnostics")))]
 async fn validate_saved(
     State(state): State<AppState>,
     caller: Caller,
@@ -210,7 +210,7 @@ async fn validate_saved(
     }))
 }
 
-#[utoipa::path(post, path = "/workflows/validate", tag = "workflows", responses((status = 200, body = Diagnostics, description = "diagnostics")))]
+#[utoipa::path(post, path = "/workflows/validate", extensions(("x-required-role" = json!("viewer"))), tag = "workflows", responses((status = 200, body = Diagnostics, description = "diagnostics")))]
 async fn validate_unsaved(
     State(state): State<AppState>,
     caller: Caller,
@@ -226,7 +226,7 @@ async fn validate_unsaved(
 /// node's text): the input handles the editor draws. The browser app has no
 /// template parser of its own (it is most of the editor's code), so it asks
 /// here for the templates it has not seen.
-#[utoipa::path(post, path = "/workflows/template-variables", tag = "workflows", request_body = TemplateVariablesRequest, responses((status = 200, body = TemplateVariablesAnswer, description = "one entry per template, in order"), (status = 422, description = "too many templates")))]
+#[utoipa::path(post, path = "/workflows/template-variables", extensions(("x-required-role" = json!("viewer"))), tag = "workflows", request_body = TemplateVariablesRequest, responses((status = 200, body = TemplateVariablesAnswer, description = "one entry per template, in order"), (status = 422, description = "too many templates")))]
 async fn template_variables(
     _caller: Caller,
     ApiJson(body): ApiJson<TemplateVariablesRequest>,

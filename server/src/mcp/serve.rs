@@ -213,7 +213,7 @@ impl rmcp::ServerHandler for GlassboxMcp {
                 None,
             ));
         };
-        if caller.role == "viewer" {
+        if !caller.role.allows(node_runtime::wire::Role::Editor) {
             return Err(ErrorData::invalid_request(
                 "a viewer cannot start runs",
                 None,

@@ -1,0 +1,65 @@
+//! The audit log: one row per thing a member did that admins may ask
+//! about (who decided an approval, changed a connection or a secret,
+//! started a run, changed the members). Rows are only added.
+
+use super::*;
+
+/// One audit row, with the actor's display name as it is now.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct AuditRow {
+    pub id: String,
+    pub actor_id: String,
+    pub actor_name: Option<String>,
+    pub action: String,
+    pub target: String,
+    pub detail: String,
+    pub created_at: String,
+}
+
+impl Store {
+    /// Adds an entry to a workspace's audit log.
+    pub async fn insert_audit(
+        &self,
+        workspace_id: &str,
+        actor_id: &str,
+        action: &str,
+        target: &str,
+        detail: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO audit_events (id, workspace_id, actor_id, action, target, detail, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+            .bind(new_id())
+            .bind(workspace_id)
+            .bind(actor_id)
+            .bind(action)
+            .bind(target)
+            .bind(detail.to_string())
+            .bind(now())
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    /// A page of a workspace's audit log, newest first: `limit` entries
+    /// older than the entry `before` (the newest when `None`).
+    pub async fn list_audit(
+        &self,
+        workspace_id: &str,
+        before: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<AuditRow>, StoreError> {
+        // Two texts rather than `$2 IS NULL`, whose type Postgres cannot
+        // infer.
+        let sql = format!(
+            "SELECT a.id, a.actor_id, u.name AS actor_name, a.action, a.target, a.detail, a.created_at \
+             FROM audit_events a LEFT JOIN users u ON u.id = a.actor_id \
+             WHERE a.workspace_id = $1 {} ORDER BY a.id DESC LIMIT $2",
+            if before.is_some() { "AND a.id < $3" } else { "" }
+        );
+        let query = sqlx::query_as(&sql).bind(workspace_id).bind(limit);
+        let query = match before {
+            Some(id) => query.bind(id),
+            None => query,
+        };
+        Ok(query.fetch_all(self.pool()).await?)
+    }
+}
