@@ -35,6 +35,9 @@ pub enum ApiError {
     /// Signed in, but the role does not allow it.
     #[error("{message}")]
     Forbidden { message: String },
+    /// It was there and is no more: a used, expired or revoked link.
+    #[error("{message}")]
+    Gone { message: String },
     #[error("{message}")]
     PayloadTooLarge { message: String },
     /// The route exists, not with this method.
@@ -88,6 +91,12 @@ impl ApiError {
         }
     }
 
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::Gone {
+            message: message.into(),
+        }
+    }
+
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::Unauthorized {
             message: message.into(),
@@ -102,6 +111,7 @@ impl ApiError {
             Self::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
             Self::Unauthorized { .. } => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             Self::Forbidden { .. } => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            Self::Gone { .. } => (StatusCode::GONE, "GONE"),
             Self::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
             Self::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED"),
             Self::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT"),
@@ -140,6 +150,7 @@ impl IntoResponse for ApiError {
             Self::NotFound { message }
             | Self::Unauthorized { message }
             | Self::Forbidden { message }
+            | Self::Gone { message }
             | Self::PayloadTooLarge { message }
             | Self::MethodNotAllowed { message } => (message, Value::Null),
             Self::TooManyRequests {

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use glassbox_server::cli::{
-    connection_command, migrate, replay_run, run_file, secret_command, serve, suite_command,
-    tool_command, ConnectionCommand, DbArgs, Failure, ReplayArgs, RunArgs, SecretCommand,
-    ServeArgs, SuiteCommand, ToolCommand,
+    connection_command, member_command, migrate, replay_run, run_file, secret_command, serve,
+    suite_command, tool_command, workspace_command, ConnectionCommand, DbArgs, Failure,
+    MemberCommand, ReplayArgs, RunArgs, SecretCommand, ServeArgs, SuiteCommand, ToolCommand,
+    WorkspaceCommand,
 };
 use glassbox_server::VERSION;
 
@@ -45,6 +46,13 @@ enum Command {
     /// case fails, for CI), list them.
     #[command(subcommand)]
     Suite(SuiteCommand),
+    /// Workspaces the local admin belongs to: list, create, rename.
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+    /// Members of a workspace: list, invite (prints a one-time link),
+    /// change a role, remove.
+    #[command(subcommand)]
+    Member(MemberCommand),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +82,8 @@ fn main() -> ExitCode {
             Command::Secret(cmd) => secret_command(cmd).await,
             Command::Connection(cmd) => connection_command(cmd).await,
             Command::Suite(cmd) => suite_command(cmd).await,
+            Command::Workspace(cmd) => workspace_command(cmd).await,
+            Command::Member(cmd) => member_command(cmd).await,
         }
     });
     if let Some(otlp) = otlp {

@@ -773,6 +773,124 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
         )
         .await,
     );
+    // Teams: a second workspace, the current one renamed, an invitation
+    // taken by a new user whose role is changed before removal, and one
+    // revoked.
+    let made = request(
+        &state,
+        "POST",
+        &api("/workspaces"),
+        t,
+        Some(json!({"name": "Team"})),
+    )
+    .await;
+    c.check("post", "/workspaces", &made);
+    c.check(
+        "get",
+        "/workspaces",
+        &request(&state, "GET", &api("/workspaces"), t, None).await,
+    );
+    c.check(
+        "patch",
+        "/workspace",
+        &request(
+            &state,
+            "PATCH",
+            &api("/workspace"),
+            t,
+            Some(json!({"name": "Default workspace"})),
+        )
+        .await,
+    );
+    let invited = request(
+        &state,
+        "POST",
+        &api("/invitations"),
+        t,
+        Some(json!({"role": "viewer"})),
+    )
+    .await;
+    c.check("post", "/invitations", &invited);
+    let link = json_of(&invited)["token"]
+        .as_str()
+        .expect("link")
+        .to_string();
+    c.check(
+        "get",
+        "/invite/{token}",
+        &request(&state, "GET", &api(&format!("/invite/{link}")), "", None).await,
+    );
+    let joined = request(
+        &state,
+        "POST",
+        &api(&format!("/invite/{link}/accept")),
+        "",
+        Some(json!({"display_name": "Vi"})),
+    )
+    .await;
+    c.check("post", "/invite/{token}/accept", &joined);
+    let member = json_of(&joined)["user_id"]
+        .as_str()
+        .expect("user")
+        .to_string();
+    c.check(
+        "get",
+        "/members",
+        &request(&state, "GET", &api("/members"), t, None).await,
+    );
+    c.check(
+        "patch",
+        "/members/{user_id}",
+        &request(
+            &state,
+            "PATCH",
+            &api(&format!("/members/{member}")),
+            t,
+            Some(json!({"role": "editor"})),
+        )
+        .await,
+    );
+    c.check(
+        "delete",
+        "/members/{user_id}",
+        &request(
+            &state,
+            "DELETE",
+            &api(&format!("/members/{member}")),
+            t,
+            None,
+        )
+        .await,
+    );
+    let invited = request(
+        &state,
+        "POST",
+        &api("/invitations"),
+        t,
+        Some(json!({"role": "editor"})),
+    )
+    .await;
+    let invitation = json_of(&invited)["invitation"]["id"]
+        .as_str()
+        .expect("invitation")
+        .to_string();
+    c.check(
+        "get",
+        "/invitations",
+        &request(&state, "GET", &api("/invitations"), t, None).await,
+    );
+    c.check(
+        "delete",
+        "/invitations/{id}",
+        &request(
+            &state,
+            "DELETE",
+            &api(&format!("/invitations/{invitation}")),
+            t,
+            None,
+        )
+        .await,
+    );
     c.check(
         "delete",
         "/workflows/{id}",

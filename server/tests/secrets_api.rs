@@ -185,7 +185,7 @@ async fn secrets_are_encrypted_listed_by_name_and_isolated() {
     assert!(body.contains("\"ORG_KEY\""), "{body}");
     // Changing workspace or org secrets takes the admin role.
     db.ensure_user("carol", "Carol").await.expect("user");
-    db.add_membership("default", "carol", "member")
+    db.add_membership("default", "carol", "editor")
         .await
         .expect("member");
     db.insert_token(

@@ -108,7 +108,7 @@ pub struct WorkspaceList {
 }
 
 /// Body of `POST /api/v1/workspaces` (the caller becomes its admin) and of
-/// `PATCH /api/v1/workspaces/{id}` (a rename).
+/// `PATCH /api/v1/workspace` (a rename of the current one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]

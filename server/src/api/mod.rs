@@ -17,6 +17,8 @@ mod examples;
 mod forks;
 mod health;
 mod instances;
+pub(crate) mod invitations;
+pub(crate) mod members;
 mod providers;
 pub mod roles;
 mod runs;
@@ -26,6 +28,7 @@ mod tokens;
 mod tools;
 pub(crate) mod views;
 mod workflows;
+pub(crate) mod workspaces;
 
 use std::sync::OnceLock;
 
@@ -59,6 +62,9 @@ pub fn router_and_spec() -> (Router<AppState>, OpenApi) {
         .merge(connections::router())
         .merge(tokens::router())
         .merge(instances::router())
+        .merge(workspaces::router())
+        .merge(members::router())
+        .merge(invitations::router())
         .split_for_parts();
     spec.info.title = "Glassbox API".into();
     spec.info.version = crate::VERSION.into();

@@ -1,15 +1,17 @@
 //! The `glassbox` subcommands, as library code: `main.rs` only parses the
 //! command line and dispatches here. One module per subcommand group:
 //! `serve`, `run` (run, replay, migrate), `tool`, `secret`, `connection`,
-//! `suite` (regression suites); what they share
+//! `suite` (regression suites), `workspace` and `member` (teams); what they share
 //! (database flags, start-up failures, the secrets key) is here.
 
 mod connection;
+mod member;
 mod run;
 mod secret;
 mod serve;
 mod suite;
 mod tool;
+mod workspace;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -19,11 +21,13 @@ use clap::Args;
 use crate::{Config, Store};
 
 pub use connection::{connection_command, ConnectionCommand};
+pub use member::{member_command, MemberCommand};
 pub use run::{migrate, replay_run, run_file, ReplayArgs, RunArgs};
 pub use secret::{secret_command, SecretCommand};
 pub use serve::{serve, ServeArgs};
 pub use suite::{suite_command, SuiteCommand};
 pub use tool::{tool_command, ToolCommand};
+pub use workspace::{workspace_command, WorkspaceCommand};
 
 #[derive(Args)]
 pub struct DbArgs {

@@ -35,6 +35,7 @@ mod rows;
 mod runs;
 mod secrets;
 mod suites;
+mod teams;
 mod tenancy;
 mod values;
 mod workflows;
@@ -53,6 +54,9 @@ pub use instances::{now_plus, InstanceLock, InstanceRow, CANCELS_CHANNEL, EVENTS
 pub use payloads::{hash_of, Dehydrated, PayloadSet, MIN_PAYLOAD};
 pub use rows::*;
 pub use suites::{SuiteRow, SuiteRunRow};
+pub use teams::{
+    Acceptance, InvitationOffer, InvitationRow, Joiner, MemberRefusal, MemberRow, UserWorkspaceRow,
+};
 pub use tenancy::session_id;
 
 // What the table modules share (they `use super::*`).

@@ -77,14 +77,15 @@ impl Store {
         Ok(())
     }
 
-    /// (workspace id, role) for each membership of a user.
-    /// `(workspace, role, the workspace's org)` for each membership.
+    /// `(workspace, role, the workspace's org)` for each membership, the
+    /// first joined first (a user's first workspace is where a request
+    /// without `X-Glassbox-Workspace` acts).
     pub async fn memberships(
         &self,
         user_id: &str,
     ) -> Result<Vec<(String, String, Option<String>)>, StoreError> {
         Ok(sqlx::query_as(
-            "SELECT m.workspace_id, m.role, w.org_id FROM memberships m JOIN workspaces w ON w.id = m.workspace_id WHERE m.user_id = $1 ORDER BY m.workspace_id",
+            "SELECT m.workspace_id, m.role, w.org_id FROM memberships m JOIN workspaces w ON w.id = m.workspace_id WHERE m.user_id = $1 ORDER BY COALESCE(m.joined_at, ''), m.workspace_id",
         )
         .bind(user_id)
         .fetch_all(self.pool())
@@ -138,7 +139,9 @@ impl Store {
 
     /// The user of a valid session or API token with their memberships
     /// `(workspace_id, role, org_id)`, in one query: this runs before every
-    /// API request. A user with no membership comes with an empty list.
+    /// API request. A user with no membership comes with an empty list;
+    /// the first joined comes first (undated memberships, such as the
+    /// local admin's, before any other).
     pub async fn token_caller(
         &self,
         token_hash: &str,
@@ -149,7 +152,7 @@ impl Store {
              LEFT JOIN memberships m ON m.user_id = t.user_id \
              LEFT JOIN workspaces w ON w.id = m.workspace_id \
              WHERE t.token_hash = $1 AND t.kind IN ('session', 'api') \
-             AND (t.expires_at IS NULL OR t.expires_at > $2) ORDER BY m.workspace_id",
+             AND (t.expires_at IS NULL OR t.expires_at > $2) ORDER BY COALESCE(m.joined_at, ''), m.workspace_id",
         )
         .bind(token_hash)
         .bind(now())

@@ -1,0 +1,168 @@
+//! Workspaces (issue 34): `GET /workspaces` (the caller's, by name, and the
+//! one this request acts in), `POST /workspaces` (a new one in the current
+//! workspace's organization; the caller becomes its admin) and `PATCH
+//! /workspace` (rename the current one; admin).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use node_runtime::wire::{Role, WorkspaceList, WorkspaceName, WorkspaceView};
+use serde_json::json;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::Caller;
+use crate::error::ApiJson;
+use crate::storage::{new_id, Store, UserWorkspaceRow};
+use crate::{ApiError, AppState};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(rename))
+}
+
+/// 403 unless the caller has `needed` in the current workspace. The roles
+/// middleware checks each route's role first; this keeps these handlers
+/// safe on their own.
+pub(super) fn require(caller: &Caller, needed: Role, what: &str) -> Result<(), ApiError> {
+    if caller.role.allows(needed) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(format!(
+            "{what} takes the {needed} role in this workspace (yours: {})",
+            caller.role
+        )))
+    }
+}
+
+/// A stored role as the API shows it (one this server does not know, the
+/// least).
+pub(super) fn role_of(stored: &str) -> Role {
+    Role::parse(stored).unwrap_or(Role::Viewer)
+}
+
+/// `body`'s shape, or a 422 naming its field.
+pub(super) fn checked(shape: Result<(), (String, String)>) -> Result<(), ApiError> {
+    shape.map_err(|(field, message)| ApiError::invalid_at(&field, message))
+}
+
+fn view(row: UserWorkspaceRow) -> WorkspaceView {
+    WorkspaceView {
+        role: role_of(&row.role),
+        members: u32::try_from(row.members).unwrap_or(u32::MAX),
+        id: row.id,
+        name: row.name,
+        org_id: row.org_id,
+        created_at: row.created_at,
+    }
+}
+
+/// Workspace `id` as `user_id` sees it.
+pub(crate) async fn workspace_of(
+    store: &Store,
+    user_id: &str,
+    id: &str,
+) -> Result<WorkspaceView, ApiError> {
+    store
+        .user_workspaces(user_id)
+        .await?
+        .into_iter()
+        .find(|w| w.id == id)
+        .map(view)
+        .ok_or_else(|| ApiError::not_found(format!("workspace {id} not found")))
+}
+
+/// The workspaces `user_id` belongs to, by name.
+pub(crate) async fn workspaces_of(
+    store: &Store,
+    user_id: &str,
+) -> Result<Vec<WorkspaceView>, ApiError> {
+    Ok(store
+        .user_workspaces(user_id)
+        .await?
+        .into_iter()
+        .map(view)
+        .collect())
+}
+
+/// A new workspace named `name` in `org_id`'s organization, with `caller`'s
+/// user as its admin; recorded in its own audit log.
+pub(crate) async fn create_workspace(
+    store: &Store,
+    caller: &Caller,
+    name: &str,
+) -> Result<WorkspaceView, ApiError> {
+    let id = new_id();
+    store
+        .create_workspace(&id, name, caller.org_id.as_deref(), &caller.user_id)
+        .await?;
+    let admin = Caller {
+        workspace_id: id.clone(),
+        role: Role::Admin,
+        ..caller.clone()
+    };
+    crate::audit::record(
+        store,
+        &admin,
+        "workspace.created",
+        &id,
+        json!({ "name": name }),
+    )
+    .await?;
+    workspace_of(store, &caller.user_id, &id).await
+}
+
+/// Renames `caller`'s current workspace.
+pub(crate) async fn rename_workspace(
+    store: &Store,
+    caller: &Caller,
+    name: &str,
+) -> Result<WorkspaceView, ApiError> {
+    let before = workspace_of(store, &caller.user_id, &caller.workspace_id).await?;
+    store.rename_workspace(&caller.workspace_id, name).await?;
+    crate::audit::record(
+        store,
+        caller,
+        "workspace.renamed",
+        &caller.workspace_id,
+        json!({ "name": name, "from": before.name }),
+    )
+    .await?;
+    workspace_of(store, &caller.user_id, &caller.workspace_id).await
+}
+
+#[utoipa::path(get, path = "/workspaces", tag = "workspaces", extensions(("x-required-role" = json!("viewer"))), responses((status = 200, body = WorkspaceList, description = "the caller's workspaces by name, with their role in each; `current` is the one this request acts in (`X-Glassbox-Workspace`, else the first)")))]
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<WorkspaceList>, ApiError> {
+    Ok(Json(WorkspaceList {
+        workspaces: workspaces_of(state.db(), &caller.user_id).await?,
+        current: caller.workspace_id,
+    }))
+}
+
+#[utoipa::path(post, path = "/workspaces", tag = "workspaces", request_body = WorkspaceName, extensions(("x-required-role" = json!("viewer"))), responses((status = 201, body = WorkspaceView, description = "created in the current workspace's organization, the caller its admin"), (status = 422, description = "a bad name; `details.path` is `name`")))]
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<WorkspaceName>,
+) -> Result<(StatusCode, Json<WorkspaceView>), ApiError> {
+    checked(body.check())?;
+    let view = create_workspace(state.db(), &caller, body.name.trim()).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+#[utoipa::path(patch, path = "/workspace", tag = "workspaces", request_body = WorkspaceName, extensions(("x-required-role" = json!("admin"))), responses((status = 200, body = WorkspaceView, description = "the current workspace, renamed"), (status = 403, description = "not an admin of the workspace"), (status = 422, description = "a bad name; `details.path` is `name`")))]
+async fn rename(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<WorkspaceName>,
+) -> Result<Json<WorkspaceView>, ApiError> {
+    require(&caller, Role::Admin, "renaming a workspace")?;
+    checked(body.check())?;
+    Ok(Json(
+        rename_workspace(state.db(), &caller, body.name.trim()).await?,
+    ))
+}

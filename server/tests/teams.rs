@@ -1,0 +1,1043 @@
+//! Teams (issue 34), black box through the server's API (the router
+//! in-process) on SQLite and on Postgres, and the real `glassbox workspace`
+//! and `glassbox member` commands on the same database: workspaces,
+//! one-time invitation links, members' roles and removal, and what each
+//! role may do in its workspace and nowhere else.
+
+mod common;
+mod procs;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// A server state on a fresh database with the bootstrapped local admin
+/// signed in, and `other`, a workspace the admin is not in (user bob).
+struct Env {
+    state: glassbox_server::AppState,
+    db: glassbox_server::Store,
+    admin: User,
+    dir: tempfile::TempDir,
+}
+
+/// Someone calling the API: their token and the workspace they send
+/// (`X-Glassbox-Workspace`; None: their first).
+#[derive(Clone)]
+struct User {
+    token: String,
+    ws: Option<String>,
+}
+
+impl User {
+    fn new(token: &str) -> Self {
+        Self {
+            token: token.into(),
+            ws: None,
+        }
+    }
+
+    /// The same user sending `X-Glassbox-Workspace: ws`.
+    fn r#in(&self, ws: &str) -> Self {
+        Self {
+            token: self.token.clone(),
+            ws: Some(ws.into()),
+        }
+    }
+}
+
+impl Env {
+    /// On `database_url` (None: a SQLite file in a new data dir).
+    async fn open(database_url: Option<&str>) -> Env {
+        use glassbox_server::auth::{bootstrap, exchange, hash_token};
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = database_url.map_or_else(
+            || glassbox_server::Config::default_database_url(dir.path()),
+            str::to_string,
+        );
+        let db = glassbox_server::Store::open(&url).await.expect("open");
+        let signin = bootstrap(&db).await.expect("bootstrap");
+        let (token, _) = exchange(&db, &signin).await.expect("session");
+        db.ensure_workspace("other", "Other").await.expect("ws");
+        db.ensure_user("bob", "Bob").await.expect("user");
+        db.add_membership("other", "bob", "admin")
+            .await
+            .expect("member");
+        db.insert_token(&hash_token(common::BOB_TOKEN), "bob", "session", None)
+            .await
+            .expect("token");
+        let config = glassbox_server::Config {
+            database_url: url,
+            ..common::TwoWorkspaces::config(dir.path(), 1024 * 1024)
+        };
+        Env {
+            state: glassbox_server::AppState::new(db.clone(), config).expect("state"),
+            db,
+            admin: User::new(&token),
+            dir,
+        }
+    }
+
+    /// One request as `who` (no bearer when their token is empty):
+    /// (status, JSON body or null).
+    async fn call(
+        &self,
+        who: &User,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+        let mut req = axum::http::Request::builder()
+            .method(method)
+            .uri(format!("/api/v1{path}"))
+            .header("content-type", "application/json");
+        if !who.token.is_empty() {
+            req = req.header("authorization", format!("Bearer {}", who.token));
+        }
+        if let Some(ws) = &who.ws {
+            req = req.header("x-glassbox-workspace", ws);
+        }
+        let req = req
+            .body(body.map_or_else(axum::body::Body::empty, |b| {
+                axum::body::Body::from(b.to_string())
+            }))
+            .expect("request");
+        let res = glassbox_server::app(self.state.clone())
+            .oneshot(req)
+            .await
+            .expect("infallible");
+        let status = res.status().as_u16();
+        let bytes = res.into_body().collect().await.expect("body").to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// A call that must answer `status`; its body.
+    async fn ok(
+        &self,
+        who: &User,
+        status: u16,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Value {
+        let (s, answer) = self.call(who, method, path, body).await;
+        assert_eq!(s, status, "{method} {path}: {answer}");
+        answer
+    }
+
+    /// A call that must fail with `status` and `code` in the error shape;
+    /// its message.
+    async fn refused(
+        &self,
+        who: &User,
+        status: u16,
+        code: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (String, Value) {
+        let (s, answer) = self.call(who, method, path, body).await;
+        assert_eq!(s, status, "{method} {path}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{method} {path}: {answer}");
+        let message = answer["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{method} {path}: no message in {answer}"))
+            .to_string();
+        (message, answer["error"]["details"].clone())
+    }
+
+    /// A workspace made by `who`; its id.
+    async fn workspace(&self, who: &User, name: &str) -> String {
+        let made = self
+            .ok(who, 201, "POST", "/workspaces", Some(json!({"name": name})))
+            .await;
+        assert_eq!(made["name"], name);
+        assert_eq!(made["role"], "admin");
+        made["id"].as_str().expect("id").to_string()
+    }
+
+    /// An invitation into `who`'s workspace: its token.
+    async fn invite(&self, who: &User, role: &str) -> String {
+        let made = self
+            .ok(
+                who,
+                201,
+                "POST",
+                "/invitations",
+                Some(json!({"role": role})),
+            )
+            .await;
+        assert_eq!(made["invitation"]["status"], "pending", "{made}");
+        let token = made["token"].as_str().expect("token").to_string();
+        assert_eq!(made["path"], format!("/invite/{token}"));
+        token
+    }
+
+    /// A new user joining by invitation `token` as `name`: their session
+    /// (in no particular workspace) and user id.
+    async fn join(&self, token: &str, name: &str) -> (User, String) {
+        let session = self
+            .ok(
+                &User::new(""),
+                200,
+                "POST",
+                &format!("/invite/{token}/accept"),
+                Some(json!({"display_name": name})),
+            )
+            .await;
+        (
+            User::new(session["session_token"].as_str().expect("session")),
+            session["user_id"].as_str().expect("user").to_string(),
+        )
+    }
+
+    /// Polls `GET /approvals` as `who` until one write waits; its token.
+    async fn pending_approval(&self, who: &User) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let list = self.ok(who, 200, "GET", "/approvals", None).await;
+            if let Some(token) = list["pending"][0]["token"].as_str() {
+                return token.to_string();
+            }
+            assert!(Instant::now() < deadline, "no approval waited: {list}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Runs `test` on a fresh SQLite database.
+async fn on_sqlite<F, Fut>(test: F)
+where
+    F: FnOnce(Env) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    test(Env::open(None).await).await;
+}
+
+/// Runs `test` on a fresh Postgres database (dropped after, pass or fail);
+/// nothing when GLASSBOX_TEST_POSTGRES_URL is not set.
+async fn on_postgres<F, Fut>(test: F)
+where
+    F: FnOnce(Env) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let Some(pg) = common::TempPgDatabase::create("glassbox_teams").await else {
+        return;
+    };
+    let env = Env::open(Some(&pg.url)).await;
+    let db = env.db.clone();
+    let outcome = tokio::spawn(test(env)).await;
+    db.close().await;
+    pg.drop_now().await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+/// Issue 34's acceptance through the API: an admin makes a second
+/// workspace, invites B as viewer and C as editor; both accept as new
+/// users; B can neither start a run nor decide an approval (403 in the
+/// error shape), C can; neither sees anything of the first workspace;
+/// removing C stops C's token at once.
+async fn teammates_share_a_second_workspace_and_nothing_else(env: Env) {
+    let admin = env.admin.clone();
+    // The first workspace's workflow and run.
+    let first_run = common::start_run(&env.state, &admin.token, common::approval_workflow()).await;
+    let first_run_view = env
+        .ok(&admin, 200, "GET", &format!("/runs/{first_run}"), None)
+        .await;
+    let first_wf = first_run_view["workflow_id"]
+        .as_str()
+        .expect("wf")
+        .to_string();
+
+    let team = env.workspace(&admin, "Team space").await;
+    let listed = env.ok(&admin, 200, "GET", "/workspaces", None).await;
+    let names: Vec<&str> = listed["workspaces"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|w| w["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["Default workspace", "Team space"], "{listed}");
+    assert_eq!(listed["current"], "default");
+    let admin_team = admin.r#in(&team);
+    let here = env.ok(&admin_team, 200, "GET", "/workspaces", None).await;
+    assert_eq!(here["current"], team.as_str());
+    // Same organization as the workspace it was made from.
+    assert_eq!(
+        here["workspaces"][1]["org_id"],
+        here["workspaces"][0]["org_id"]
+    );
+    let created = env
+        .ok(
+            &admin_team,
+            201,
+            "POST",
+            "/workflows",
+            Some(common::approval_workflow()),
+        )
+        .await;
+    let team_wf = created["id"].as_str().expect("id").to_string();
+
+    let (b_link, c_link) = (
+        env.invite(&admin_team, "viewer").await,
+        env.invite(&admin_team, "editor").await,
+    );
+    let preview = env
+        .ok(
+            &User::new(""),
+            200,
+            "GET",
+            &format!("/invite/{b_link}"),
+            None,
+        )
+        .await;
+    assert_eq!(preview["workspace_name"], "Team space");
+    assert_eq!(preview["role"], "viewer");
+    assert_eq!(preview["invited_by"], "Local admin");
+    let session = env
+        .ok(
+            &User::new(""),
+            200,
+            "POST",
+            &format!("/invite/{b_link}/accept"),
+            Some(json!({"display_name": "Bea"})),
+        )
+        .await;
+    assert_eq!(
+        session["workspaces"],
+        json!([{"id": team, "role": "viewer", "org_id": here["workspaces"][1]["org_id"]}])
+    );
+    let b = User::new(session["session_token"].as_str().expect("session"));
+    let (c, c_id) = env.join(&c_link, "Cy").await;
+
+    let members = env.ok(&b, 200, "GET", "/members", None).await;
+    let roster: Vec<(String, String, bool)> = members["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| {
+            assert!(m["joined_at"].is_string(), "{m}");
+            (
+                m["name"].as_str().expect("name").into(),
+                m["role"].as_str().expect("role").into(),
+                m["you"].as_bool().expect("you"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        roster,
+        [
+            ("Bea".into(), "viewer".into(), true),
+            ("Cy".into(), "editor".into(), false),
+            ("Local admin".into(), "admin".into(), false)
+        ]
+    );
+
+    // B reads the shared workflow but starts no run and decides nothing.
+    env.ok(&b, 200, "GET", &format!("/workflows/{team_wf}"), None)
+        .await;
+    let start = json!({"workflow_id": team_wf});
+    let (why, _) = env
+        .refused(&b, 403, "FORBIDDEN", "POST", "/runs", Some(start.clone()))
+        .await;
+    assert!(why.contains("editor"), "{why}");
+    // C starts one; its write waits; B may not decide it, C may.
+    let started = env.ok(&c, 202, "POST", "/runs", Some(start)).await;
+    let run = started["run_id"].as_str().expect("run").to_string();
+    let approval = env.pending_approval(&b).await;
+    env.refused(
+        &b,
+        403,
+        "FORBIDDEN",
+        "POST",
+        &format!("/approvals/{approval}/approve"),
+        None,
+    )
+    .await;
+    let decided = env
+        .ok(
+            &c,
+            200,
+            "POST",
+            &format!("/approvals/{approval}/approve"),
+            None,
+        )
+        .await;
+    assert_eq!(decided["approval"]["status"], "approved", "{decided}");
+    env.ok(&b, 200, "GET", &format!("/runs/{run}"), None).await;
+
+    // Nothing of the first workspace, asked for by name or by id.
+    for who in [&b, &c] {
+        let there = who.r#in("default");
+        env.refused(&there, 404, "NOT_FOUND", "GET", "/workflows", None)
+            .await;
+        env.refused(
+            who,
+            404,
+            "NOT_FOUND",
+            "GET",
+            &format!("/workflows/{first_wf}"),
+            None,
+        )
+        .await;
+        env.refused(
+            who,
+            404,
+            "NOT_FOUND",
+            "GET",
+            &format!("/runs/{first_run}"),
+            None,
+        )
+        .await;
+        let listed = env.ok(who, 200, "GET", "/workflows", None).await;
+        assert_eq!(
+            listed["workflows"].as_array().map(Vec::len),
+            Some(1),
+            "{listed}"
+        );
+        let theirs = env.ok(who, 200, "GET", "/workspaces", None).await;
+        assert_eq!(
+            theirs["workspaces"].as_array().map(Vec::len),
+            Some(1),
+            "{theirs}"
+        );
+        assert_eq!(theirs["current"], team.as_str());
+    }
+
+    // Removing C: C's token stops at once (C is left in no workspace, so
+    // it is gone); B is untouched.
+    env.ok(
+        &admin_team,
+        204,
+        "DELETE",
+        &format!("/members/{c_id}"),
+        None,
+    )
+    .await;
+    env.refused(&c, 401, "UNAUTHORIZED", "GET", "/workflows", None)
+        .await;
+    env.ok(&b, 200, "GET", "/workflows", None).await;
+    let left = env.ok(&admin_team, 200, "GET", "/members", None).await;
+    assert_eq!(left["members"].as_array().map(Vec::len), Some(2), "{left}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn teammates_share_a_second_workspace_and_nothing_else_on_sqlite() {
+    on_sqlite(teammates_share_a_second_workspace_and_nothing_else).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn teammates_share_a_second_workspace_and_nothing_else_on_postgres() {
+    on_postgres(teammates_share_a_second_workspace_and_nothing_else).await;
+}
+
+/// A link works once: a second accept (also two at the same time), a
+/// revoked and an expired link are 410 saying which; an unknown one 404;
+/// a signed-in user joins with their own account (409 if a member
+/// already); another workspace's invitation is 404 to revoke.
+async fn links_work_once_then_are_gone(env: Env) {
+    let admin = env.admin.clone();
+    let anyone = User::new("");
+    let link = env.invite(&admin, "viewer").await;
+    let (viewer, viewer_id) = env.join(&link, "Vi").await;
+    let (why, _) = env
+        .refused(
+            &anyone,
+            410,
+            "GONE",
+            "POST",
+            &format!("/invite/{link}/accept"),
+            Some(json!({"display_name": "Again"})),
+        )
+        .await;
+    assert!(why.contains("already used"), "{why}");
+    let (why, _) = env
+        .refused(
+            &anyone,
+            410,
+            "GONE",
+            "GET",
+            &format!("/invite/{link}"),
+            None,
+        )
+        .await;
+    assert!(why.contains("already used"), "{why}");
+
+    // Two accepts at once: one joins, the other is told it is used.
+    let link = env.invite(&admin, "editor").await;
+    let path = format!("/invite/{link}/accept");
+    let (one, two) = tokio::join!(
+        env.call(&anyone, "POST", &path, Some(json!({"display_name": "One"}))),
+        env.call(&anyone, "POST", &path, Some(json!({"display_name": "Two"}))),
+    );
+    let mut statuses = [one.0, two.0];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 410], "{one:?} {two:?}");
+    let members = env.ok(&admin, 200, "GET", "/members", None).await;
+    assert_eq!(
+        members["members"].as_array().map(Vec::len),
+        Some(3),
+        "{members}"
+    );
+
+    // Revoked: its link is gone; revoking again changes nothing.
+    let link = env.invite(&admin, "editor").await;
+    let listed = env.ok(&admin, 200, "GET", "/invitations", None).await;
+    let id = listed["invitations"][0]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    assert_eq!(listed["invitations"][0]["status"], "pending");
+    env.ok(&admin, 204, "DELETE", &format!("/invitations/{id}"), None)
+        .await;
+    env.ok(&admin, 204, "DELETE", &format!("/invitations/{id}"), None)
+        .await;
+    let (why, _) = env
+        .refused(
+            &anyone,
+            410,
+            "GONE",
+            "POST",
+            &format!("/invite/{link}/accept"),
+            Some(json!({"display_name": "Late"})),
+        )
+        .await;
+    assert!(why.contains("revoked"), "{why}");
+    env.refused(
+        &anyone,
+        410,
+        "GONE",
+        "GET",
+        &format!("/invite/{link}"),
+        None,
+    )
+    .await;
+
+    // Expired.
+    let link = env.invite(&admin, "viewer").await;
+    sqlx::query("UPDATE invitations SET expires_at = $1 WHERE token_hash = $2")
+        .bind("2020-01-01T00:00:00.000000Z")
+        .bind(glassbox_server::auth::hash_token(&link))
+        .execute(env.db.writer())
+        .await
+        .expect("expire");
+    let (why, _) = env
+        .refused(
+            &anyone,
+            410,
+            "GONE",
+            "GET",
+            &format!("/invite/{link}"),
+            None,
+        )
+        .await;
+    assert!(why.contains("expired"), "{why}");
+    env.refused(
+        &anyone,
+        410,
+        "GONE",
+        "POST",
+        &format!("/invite/{link}/accept"),
+        Some(json!({"display_name": "Late"})),
+    )
+    .await;
+    env.refused(
+        &anyone,
+        404,
+        "NOT_FOUND",
+        "GET",
+        "/invite/gbx_unknown",
+        None,
+    )
+    .await;
+    env.refused(
+        &anyone,
+        404,
+        "NOT_FOUND",
+        "POST",
+        "/invite/gbx_unknown/accept",
+        Some(json!({"display_name": "X"})),
+    )
+    .await;
+
+    let statuses: Vec<String> = env.ok(&admin, 200, "GET", "/invitations", None).await
+        ["invitations"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|i| i["status"].as_str().expect("status").to_string())
+        .collect();
+    assert_eq!(statuses, ["expired", "revoked", "accepted", "accepted"]);
+    let accepted = env.ok(&admin, 200, "GET", "/invitations", None).await["invitations"][3].clone();
+    assert_eq!(accepted["accepted_by"], viewer_id.as_str());
+    let (why, _) = env
+        .refused(
+            &admin,
+            409,
+            "CONFLICT",
+            "DELETE",
+            &format!("/invitations/{}", accepted["id"].as_str().expect("id")),
+            None,
+        )
+        .await;
+    assert!(why.contains("already accepted"), "{why}");
+
+    // Signed in: the viewer joins a second workspace as themselves (no
+    // display name needed), and a member already is told so (the link
+    // stays usable).
+    let team = env.workspace(&admin, "Second").await;
+    let admin_team = admin.r#in(&team);
+    let link = env.invite(&admin_team, "editor").await;
+    env.refused(
+        &admin,
+        409,
+        "CONFLICT",
+        "POST",
+        &format!("/invite/{link}/accept"),
+        Some(json!({})),
+    )
+    .await;
+    let session = env
+        .ok(
+            &viewer,
+            200,
+            "POST",
+            &format!("/invite/{link}/accept"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(session["user_id"], viewer_id.as_str());
+    assert_eq!(session["workspaces"][0]["id"], team.as_str(), "{session}");
+    assert_eq!(session["workspaces"].as_array().map(Vec::len), Some(2));
+    let both = env.ok(&viewer, 200, "GET", "/workspaces", None).await;
+    assert_eq!(
+        both["workspaces"].as_array().map(Vec::len),
+        Some(2),
+        "{both}"
+    );
+    // Removed from one of two: the token no longer reaches that one, and
+    // still works in the other.
+    env.ok(
+        &admin_team,
+        204,
+        "DELETE",
+        &format!("/members/{viewer_id}"),
+        None,
+    )
+    .await;
+    env.refused(
+        &viewer.r#in(&team),
+        404,
+        "NOT_FOUND",
+        "GET",
+        "/workflows",
+        None,
+    )
+    .await;
+    env.ok(&viewer.r#in("default"), 200, "GET", "/workflows", None)
+        .await;
+
+    // Another workspace's invitation and member are not found.
+    let bob = User::new(common::BOB_TOKEN);
+    let theirs = env
+        .ok(
+            &bob,
+            201,
+            "POST",
+            "/invitations",
+            Some(json!({"role": "viewer"})),
+        )
+        .await;
+    let theirs = theirs["invitation"]["id"].as_str().expect("id");
+    env.refused(
+        &admin,
+        404,
+        "NOT_FOUND",
+        "DELETE",
+        &format!("/invitations/{theirs}"),
+        None,
+    )
+    .await;
+    env.refused(&admin, 404, "NOT_FOUND", "DELETE", "/members/bob", None)
+        .await;
+    env.refused(
+        &admin,
+        404,
+        "NOT_FOUND",
+        "PATCH",
+        "/members/bob",
+        Some(json!({"role": "viewer"})),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_work_once_then_are_gone_on_sqlite() {
+    on_sqlite(links_work_once_then_are_gone).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_work_once_then_are_gone_on_postgres() {
+    on_postgres(links_work_once_then_are_gone).await;
+}
+
+/// Roles change; the last admin can be neither demoted nor removed (409 in
+/// words); only admins manage members, invitations and the workspace's
+/// name; a rename shows in every member's list.
+async fn roles_change_and_the_last_admin_stays(env: Env) {
+    let admin = env.admin.clone();
+    let (why, details) = env
+        .refused(
+            &admin,
+            409,
+            "CONFLICT",
+            "PATCH",
+            "/members/admin",
+            Some(json!({"role": "editor"})),
+        )
+        .await;
+    assert!(why.contains("last admin"), "{why}");
+    assert_eq!(details["user_id"], "admin");
+    let (why, _) = env
+        .refused(&admin, 409, "CONFLICT", "DELETE", "/members/admin", None)
+        .await;
+    assert!(why.contains("last admin"), "{why}");
+
+    let link = env.invite(&admin, "viewer").await;
+    let (dee, dee_id) = env.join(&link, "Dee").await;
+    for (method, path, body) in [
+        (
+            "PATCH",
+            format!("/members/{dee_id}"),
+            Some(json!({"role": "admin"})),
+        ),
+        ("DELETE", "/members/admin".to_string(), None),
+        (
+            "POST",
+            "/invitations".to_string(),
+            Some(json!({"role": "admin"})),
+        ),
+        ("GET", "/invitations".to_string(), None),
+        (
+            "PATCH",
+            "/workspace".to_string(),
+            Some(json!({"name": "Mine"})),
+        ),
+    ] {
+        let (why, _) = env
+            .refused(&dee, 403, "FORBIDDEN", method, &path, body)
+            .await;
+        assert!(why.contains("admin"), "{why}");
+    }
+    let promoted = env
+        .ok(
+            &admin,
+            200,
+            "PATCH",
+            &format!("/members/{dee_id}"),
+            Some(json!({"role": "admin"})),
+        )
+        .await;
+    assert_eq!(promoted["role"], "admin");
+    assert_eq!(promoted["you"], false);
+    // Two admins: either may now step down, not both.
+    let stepped = env
+        .ok(
+            &dee,
+            200,
+            "PATCH",
+            "/members/admin",
+            Some(json!({"role": "editor"})),
+        )
+        .await;
+    assert_eq!(stepped["role"], "editor");
+    env.refused(
+        &dee,
+        409,
+        "CONFLICT",
+        "PATCH",
+        &format!("/members/{dee_id}"),
+        Some(json!({"role": "viewer"})),
+    )
+    .await;
+    env.ok(
+        &dee,
+        200,
+        "PATCH",
+        "/members/admin",
+        Some(json!({"role": "admin"})),
+    )
+    .await;
+    let renamed = env
+        .ok(
+            &dee,
+            200,
+            "PATCH",
+            "/workspace",
+            Some(json!({"name": "  Renamed  "})),
+        )
+        .await;
+    assert_eq!(renamed["name"], "Renamed");
+    let mine = env.ok(&admin, 200, "GET", "/workspaces", None).await;
+    assert_eq!(mine["workspaces"][0]["name"], "Renamed");
+    assert_eq!(mine["workspaces"][0]["members"], 2);
+    // An admin may leave while another admin stays.
+    env.ok(&admin, 204, "DELETE", &format!("/members/{dee_id}"), None)
+        .await;
+    env.refused(&dee, 401, "UNAUTHORIZED", "GET", "/members", None)
+        .await;
+    env.refused(
+        &admin,
+        404,
+        "NOT_FOUND",
+        "DELETE",
+        &format!("/members/{dee_id}"),
+        None,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_change_and_the_last_admin_stays_on_sqlite() {
+    on_sqlite(roles_change_and_the_last_admin_stays).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_change_and_the_last_admin_stays_on_postgres() {
+    on_postgres(roles_change_and_the_last_admin_stays).await;
+}
+
+/// Bad input is a 422 naming its field, and changes nothing.
+async fn bad_input_names_its_field(env: Env) {
+    let admin = env.admin.clone();
+    let anyone = User::new("");
+    let long = "x".repeat(101);
+    for (method, path, body, field) in [
+        ("POST", "/workspaces", json!({"name": ""}), "name"),
+        ("POST", "/workspaces", json!({"name": "   "}), "name"),
+        ("POST", "/workspaces", json!({"name": long}), "name"),
+        ("POST", "/workspaces", json!({"name": "a\u{7}b"}), "name"),
+        ("PATCH", "/workspace", json!({"name": ""}), "name"),
+        ("POST", "/invitations", json!({"role": "owner"}), "role"),
+        (
+            "POST",
+            "/invitations",
+            json!({"role": "viewer", "expires_in_hours": 0}),
+            "expires_in_hours",
+        ),
+        (
+            "POST",
+            "/invitations",
+            json!({"role": "viewer", "expires_in_hours": 721}),
+            "expires_in_hours",
+        ),
+        ("PATCH", "/members/admin", json!({"role": "member"}), "role"),
+    ] {
+        let (_, details) = env
+            .refused(&admin, 422, "INVALID", method, path, Some(body.clone()))
+            .await;
+        assert_eq!(details["path"], field, "{method} {path} {body}");
+    }
+    let link = env.invite(&admin, "viewer").await;
+    let accept = format!("/invite/{link}/accept");
+    for body in [
+        json!({}),
+        json!({"display_name": " "}),
+        json!({"display_name": long}),
+        json!({"display_name": "a\nb"}),
+    ] {
+        let (why, details) = env
+            .refused(&anyone, 422, "INVALID", "POST", &accept, Some(body))
+            .await;
+        assert_eq!(details["path"], "display_name", "{why}");
+    }
+    // A stale sign-in is no sign-in: a name is still needed.
+    env.refused(
+        &User::new("gbx_stale"),
+        422,
+        "INVALID",
+        "POST",
+        &accept,
+        Some(json!({})),
+    )
+    .await;
+    // Nothing was made: the link still works, the lists are as they were.
+    env.ok(&anyone, 200, "GET", &format!("/invite/{link}"), None)
+        .await;
+    let mine = env.ok(&admin, 200, "GET", "/workspaces", None).await;
+    assert_eq!(
+        mine["workspaces"].as_array().map(Vec::len),
+        Some(1),
+        "{mine}"
+    );
+    assert_eq!(mine["workspaces"][0]["name"], "Default workspace");
+    let members = env.ok(&admin, 200, "GET", "/members", None).await;
+    assert_eq!(
+        members["members"].as_array().map(Vec::len),
+        Some(1),
+        "{members}"
+    );
+    env.join(&link, "Finally").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_names_its_field_on_sqlite() {
+    on_sqlite(bad_input_names_its_field).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_names_its_field_on_postgres() {
+    on_postgres(bad_input_names_its_field).await;
+}
+
+/// `glassbox` run on `env`'s database: (exit code, stdout, stderr).
+fn cli(env: &Env, database_url: Option<&str>, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut cmd = procs::glassbox();
+    cmd.args(args).arg("--data-dir").arg(env.dir.path());
+    if let Some(url) = database_url {
+        cmd.arg("--database-url").arg(url);
+    }
+    let out = cmd.output().expect("glassbox runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The same from the command line, beside the server on its database:
+/// a workspace made and renamed, a member invited by a printed link that
+/// the API accepts, their role changed, then removed; a bad role or
+/// workspace exits 2 with a message.
+async fn the_cli_manages_workspaces_and_members(env: Env, database_url: Option<String>) {
+    let url = database_url.as_deref();
+    let run = |args: &'static [&'static str]| cli(&env, url, args);
+    let (code, out, err) = run(&["workspace", "create", "CLI team"]);
+    assert_eq!(code, Some(0), "{err}");
+    let team = out.trim().to_string();
+    let (code, out, err) = run(&["workspace", "list", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let list: Value = serde_json::from_str(&out).expect("JSON list");
+    assert_eq!(list["workspaces"][0]["name"], "CLI team", "{list}");
+    assert_eq!(list["workspaces"][0]["id"], team.as_str());
+    assert_eq!(list["workspaces"][0]["role"], "admin");
+
+    let (code, out, err) = cli(
+        &env,
+        url,
+        &[
+            "member",
+            "invite",
+            "--role",
+            "editor",
+            "--workspace",
+            "CLI team",
+            "--base-url",
+            "http://glassbox.test:9/",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let token = out
+        .trim()
+        .strip_prefix("http://glassbox.test:9/invite/")
+        .unwrap_or_else(|| panic!("not a link: {out}"))
+        .to_string();
+    let (eve, eve_id) = env.join(&token, "Eve").await;
+    let theirs = env.ok(&eve, 200, "GET", "/workspaces", None).await;
+    assert_eq!(theirs["current"], team.as_str());
+    assert_eq!(theirs["workspaces"][0]["role"], "editor");
+
+    let (code, out, err) = cli(
+        &env,
+        url,
+        &["member", "list", "--workspace", &team, "--json"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let members: Value = serde_json::from_str(&out).expect("JSON members");
+    assert_eq!(members["members"][0]["name"], "Eve", "{members}");
+    assert_eq!(members["members"][1]["user_id"], "admin");
+    let (code, _, err) = cli(
+        &env,
+        url,
+        &["member", "role", &eve_id, "viewer", "--workspace", &team],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let theirs = env.ok(&eve, 200, "GET", "/workspaces", None).await;
+    assert_eq!(theirs["workspaces"][0]["role"], "viewer");
+    let (code, out, err) = cli(&env, url, &["workspace", "rename", &team, "Renamed team"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Renamed team"), "{out}");
+
+    // Mistakes exit 2 with a message, changing nothing.
+    for (args, says) in [
+        (vec!["member", "invite", "--role", "owner"], "not a role"),
+        (
+            vec![
+                "member",
+                "invite",
+                "--role",
+                "viewer",
+                "--workspace",
+                "nowhere",
+            ],
+            "no such workspace",
+        ),
+        (
+            vec!["member", "role", &eve_id, "admin", "--workspace", "other"],
+            "no such workspace",
+        ),
+        (
+            vec!["member", "remove", "admin", "--workspace", &team],
+            "last admin",
+        ),
+        (
+            vec!["member", "remove", "nobody", "--workspace", &team],
+            "not found",
+        ),
+        (vec!["workspace", "create", " "], "workspace name"),
+    ] {
+        let (code, _, err) = cli(&env, url, &args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+
+    let (code, _, err) = cli(
+        &env,
+        url,
+        &["member", "remove", &eve_id, "--workspace", "Renamed team"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    env.refused(&eve, 401, "UNAUTHORIZED", "GET", "/workflows", None)
+        .await;
+    let (code, out, _) = cli(&env, url, &["member", "list", "--workspace", &team]);
+    assert_eq!(code, Some(0));
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_manages_workspaces_and_members_on_sqlite() {
+    on_sqlite(|env| the_cli_manages_workspaces_and_members(env, None)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_manages_workspaces_and_members_on_postgres() {
+    let Some(pg) = common::TempPgDatabase::create("glassbox_teams_cli").await else {
+        return;
+    };
+    let env = Env::open(Some(&pg.url)).await;
+    let db = env.db.clone();
+    let url = pg.url.clone();
+    let outcome = tokio::spawn(the_cli_manages_workspaces_and_members(env, Some(url))).await;
+    db.close().await;
+    pg.drop_now().await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
