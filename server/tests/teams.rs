@@ -210,6 +210,35 @@ impl Env {
     }
 }
 
+impl Env {
+    /// The team actions (`member.*`, `invitation.*`, `workspace.*`) of the
+    /// audit log of `who`'s workspace, newest first: (action, actor,
+    /// target, detail).
+    async fn team_log(&self, who: &User) -> Vec<(String, String, String, Value)> {
+        let log = self.ok(who, 200, "GET", "/audit?limit=200", None).await;
+        log["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| {
+                let action = e["action"].as_str().unwrap_or_default();
+                ["member.", "invitation.", "workspace."]
+                    .iter()
+                    .any(|p| action.starts_with(p))
+            })
+            .map(|e| {
+                let text = |k: &str| e[k].as_str().expect("text").to_string();
+                (
+                    text("action"),
+                    text("actor_id"),
+                    text("target"),
+                    e["detail"].clone(),
+                )
+            })
+            .collect()
+    }
+}
+
 /// Runs `test` on a fresh SQLite database.
 async fn on_sqlite<F, Fut>(test: F)
 where
@@ -315,6 +344,7 @@ async fn teammates_share_a_second_workspace_and_nothing_else(env: Env) {
         json!([{"id": team, "role": "viewer", "org_id": here["workspaces"][1]["org_id"]}])
     );
     let b = User::new(session["session_token"].as_str().expect("session"));
+    let b_id = session["user_id"].as_str().expect("user").to_string();
     let (c, c_id) = env.join(&c_link, "Cy").await;
 
     let members = env.ok(&b, 200, "GET", "/members", None).await;
@@ -426,6 +456,34 @@ async fn teammates_share_a_second_workspace_and_nothing_else(env: Env) {
     env.ok(&b, 200, "GET", "/workflows", None).await;
     let left = env.ok(&admin_team, 200, "GET", "/members", None).await;
     assert_eq!(left["members"].as_array().map(Vec::len), Some(2), "{left}");
+
+    // Each step is in the new workspace's audit log, by whom it was done.
+    let log: Vec<(String, String, String)> = env
+        .team_log(&admin_team)
+        .await
+        .into_iter()
+        .map(|(action, actor, target, _)| (action, actor, target))
+        .collect();
+    let invitations = env.ok(&admin_team, 200, "GET", "/invitations", None).await;
+    let invitation = |i: usize| {
+        invitations["invitations"][i]["id"]
+            .as_str()
+            .expect("id")
+            .to_string()
+    };
+    let entry =
+        |a: &str, actor: &str, target: &str| (a.to_string(), actor.to_string(), target.to_string());
+    assert_eq!(
+        log,
+        [
+            entry("member.removed", "admin", &c_id),
+            entry("member.joined", &c_id, &c_id),
+            entry("member.joined", &b_id, &b_id),
+            entry("member.invited", "admin", &invitation(0)),
+            entry("member.invited", "admin", &invitation(1)),
+            entry("workspace.created", "admin", &team),
+        ]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -519,6 +577,17 @@ async fn links_work_once_then_are_gone(env: Env) {
         None,
     )
     .await;
+    let revoked: Vec<_> = env
+        .team_log(&admin)
+        .await
+        .into_iter()
+        .filter(|(action, ..)| action == "invitation.revoked")
+        .collect();
+    assert_eq!(revoked.len(), 1, "revoked once, recorded once: {revoked:?}");
+    assert_eq!(
+        (revoked[0].1.as_str(), revoked[0].2.as_str()),
+        ("admin", id.as_str())
+    );
 
     // Expired.
     let link = env.invite(&admin, "viewer").await;
@@ -788,6 +857,32 @@ async fn roles_change_and_the_last_admin_stays(env: Env) {
     let mine = env.ok(&admin, 200, "GET", "/workspaces", None).await;
     assert_eq!(mine["workspaces"][0]["name"], "Renamed");
     assert_eq!(mine["workspaces"][0]["members"], 2);
+    let log = env.team_log(&admin).await;
+    assert_eq!(
+        log[0],
+        (
+            "workspace.renamed".to_string(),
+            dee_id.clone(),
+            "default".to_string(),
+            json!({"name": "Renamed", "from": "Default workspace"})
+        )
+    );
+    let changes: Vec<(String, Value)> = log
+        .iter()
+        .filter(|(action, ..)| action == "member.role_changed")
+        .map(|(_, actor, _, detail)| (actor.clone(), detail.clone()))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            (dee_id.clone(), json!({"role": "admin", "from": "editor"})),
+            (dee_id.clone(), json!({"role": "editor", "from": "admin"})),
+            (
+                "admin".to_string(),
+                json!({"role": "admin", "from": "viewer"})
+            ),
+        ]
+    );
     // An admin may leave while another admin stays.
     env.ok(&admin, 204, "DELETE", &format!("/members/{dee_id}"), None)
         .await;
