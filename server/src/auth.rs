@@ -20,7 +20,8 @@ pub const ADMIN_USER: &str = "admin";
 /// The organization the default workspace belongs to.
 pub const DEFAULT_ORG: &str = "default";
 const SIGNIN_TTL_HOURS: i64 = 24;
-const SESSION_TTL_DAYS: i64 = 30;
+/// How long a session lasts, from a sign-in link or an invitation.
+pub const SESSION_TTL_DAYS: i64 = 30;
 
 /// A fresh random token (two v4 UUIDs, 244 random bits), as hex.
 pub fn new_token() -> String {
@@ -48,9 +49,14 @@ pub async fn bootstrap(store: &Store) -> Result<String, crate::storage::StoreErr
         .await?;
     default_org(store).await?;
     store.ensure_user(ADMIN_USER, "Local admin").await?;
-    store
-        .add_membership(DEFAULT_WORKSPACE, ADMIN_USER, "admin")
-        .await?;
+    // Made admin of the default workspace on the first start, or again
+    // when they belong to no workspace (so the printed link always signs
+    // in); a role they were given since stays.
+    if store.memberships(ADMIN_USER).await?.is_empty() {
+        store
+            .add_membership(DEFAULT_WORKSPACE, ADMIN_USER, "admin")
+            .await?;
+    }
     let token = new_token();
     store
         .insert_token(
@@ -96,6 +102,12 @@ pub async fn exchange(store: &Store, signin_token: &str) -> Result<(String, Stri
         )
         .await?;
     Ok((session, user))
+}
+
+/// A stored role; one this server does not know (a newer server's) grants
+/// the least.
+pub fn role_of(stored: &str) -> Role {
+    Role::parse(stored).unwrap_or(Role::Viewer)
 }
 
 /// The caller: a user acting in one workspace.
@@ -165,9 +177,7 @@ impl FromRequestParts<AppState> for Caller {
                 .next()
                 .ok_or_else(|| ApiError::unauthorized("this user belongs to no workspace"))?,
         };
-        // A role this server does not know (a newer server's) grants
-        // the least.
-        let role = Role::parse(&role).unwrap_or(Role::Viewer);
+        let role = role_of(&role);
         Ok(Self {
             user_id: user,
             workspace_id,

@@ -71,6 +71,18 @@ const EXPECTED: &[(&str, &str)] = &[
     ("post", "/tokens"),
     ("delete", "/tokens/{id}"),
     ("get", "/instances"),
+    ("get", "/audit"),
+    ("get", "/workspaces"),
+    ("post", "/workspaces"),
+    ("patch", "/workspace"),
+    ("get", "/members"),
+    ("patch", "/members/{user_id}"),
+    ("delete", "/members/{user_id}"),
+    ("get", "/invitations"),
+    ("post", "/invitations"),
+    ("delete", "/invitations/{id}"),
+    ("get", "/invite/{token}"),
+    ("post", "/invite/{token}/accept"),
 ];
 
 #[tokio::test]

@@ -755,6 +755,8 @@ async fn every_answer_body_is_documented_and_matches_its_schema() {
     c.check("post", "/tokens", &made);
     let instances = request(&state, "GET", &api("/instances"), t, None).await;
     c.check("get", "/instances", &instances);
+    let audit = request(&state, "GET", &api("/audit"), t, None).await;
+    c.check("get", "/audit", &audit);
     c.check(
         "get",
         "/tokens",

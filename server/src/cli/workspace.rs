@@ -92,7 +92,7 @@ pub(super) async fn admin_in(store: &Store, workspace: Option<&str>) -> Result<C
     Ok(Caller {
         user_id: ADMIN_USER.into(),
         workspace_id: found.id.clone(),
-        role: Role::parse(&found.role).unwrap_or(Role::Viewer),
+        role: crate::auth::role_of(&found.role),
         org_id: found.org_id.clone(),
     })
 }
