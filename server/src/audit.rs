@@ -3,18 +3,21 @@
 //! `node_runtime::wire::AuditEvent::action`.
 
 use crate::auth::Caller;
-use crate::storage::{Store, StoreError};
+use crate::storage::Store;
 
 /// Adds "`caller` did `action` to `target`" to the caller's workspace's
-/// log.
+/// log. It is written after the action, which has happened by then: a
+/// failure to write it is logged, never the action's failure (a run
+/// started or an approval delivered is not undone, and a retry would do it
+/// twice).
 pub async fn record(
     store: &Store,
     caller: &Caller,
     action: &str,
     target: &str,
     detail: serde_json::Value,
-) -> Result<(), StoreError> {
-    store
+) {
+    let written = store
         .insert_audit(
             &caller.workspace_id,
             &caller.user_id,
@@ -22,5 +25,8 @@ pub async fn record(
             target,
             &detail,
         )
-        .await
+        .await;
+    if let Err(e) = written {
+        tracing::error!(error = %e, action, target, workspace = %caller.workspace_id, "the audit log missed an entry");
+    }
 }

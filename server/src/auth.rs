@@ -3,16 +3,19 @@
 //! API tokens are random, shown once, and stored only as their BLAKE3 hash.
 //! On start the server makes sure a local admin exists in the default
 //! workspace and prints a sign-in URL carrying a one-time token, which the
-//! app exchanges (`POST /api/v1/auth/exchange`) for a session token. Every
-//! other API call carries `Authorization: Bearer <token>`; the workspace is
-//! `X-Glassbox-Workspace` if the user belongs to it, else the user's first.
+//! app exchanges (`POST /api/v1/auth/exchange`) for a session token; an
+//! invitation link (`api/invitations.rs`) makes a user and a session too.
+//! Every API call but the public ones (`api/roles.rs`) carries
+//! `Authorization: Bearer <token>`; the workspace is `X-Glassbox-Workspace`
+//! if the user belongs to it (404 otherwise), else the one they joined
+//! first.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use node_runtime::wire::Role;
 
-use crate::storage::Store;
+use crate::storage::{now_plus, Store};
 use crate::{ApiError, AppState};
 
 pub const DEFAULT_WORKSPACE: &str = "default";
@@ -36,37 +39,38 @@ pub fn hash_token(token: &str) -> String {
     blake3::hash(token.as_bytes()).to_hex().to_string()
 }
 
-fn in_hours(hours: i64) -> String {
-    (chrono::Utc::now() + chrono::Duration::hours(hours))
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
 /// Ensures the default workspace and the local admin; returns a new
 /// one-time sign-in token.
 pub async fn bootstrap(store: &Store) -> Result<String, crate::storage::StoreError> {
-    store
-        .ensure_workspace(DEFAULT_WORKSPACE, "Default workspace")
-        .await?;
-    default_org(store).await?;
-    store.ensure_user(ADMIN_USER, "Local admin").await?;
-    // Made admin of the default workspace on the first start, or again
-    // when they belong to no workspace (so the printed link always signs
-    // in); a role they were given since stays.
-    if store.memberships(ADMIN_USER).await?.is_empty() {
-        store
-            .add_membership(DEFAULT_WORKSPACE, ADMIN_USER, "admin")
-            .await?;
-    }
+    ensure_local_admin(store).await?;
     let token = new_token();
     store
         .insert_token(
             &hash_token(&token),
             ADMIN_USER,
             "signin",
-            Some(&in_hours(SIGNIN_TTL_HOURS)),
+            Some(&now_plus(chrono::Duration::hours(SIGNIN_TTL_HOURS))),
         )
         .await?;
     Ok(token)
+}
+
+/// Ensures the default workspace (in the default organization) and the
+/// local admin. The local admin is made admin of the default workspace on
+/// the first start, or again when they belong to no workspace (so the
+/// printed link always signs in); a role they were given since stays.
+pub async fn ensure_local_admin(store: &Store) -> Result<(), crate::storage::StoreError> {
+    store
+        .ensure_workspace(DEFAULT_WORKSPACE, "Default workspace")
+        .await?;
+    default_org(store).await?;
+    store.ensure_user(ADMIN_USER, "Local admin").await?;
+    if store.memberships(ADMIN_USER).await?.is_empty() {
+        store
+            .add_membership(DEFAULT_WORKSPACE, ADMIN_USER, "admin")
+            .await?;
+    }
+    Ok(())
 }
 
 /// The default workspace's organization, created and linked on first use.
@@ -98,7 +102,7 @@ pub async fn exchange(store: &Store, signin_token: &str) -> Result<(String, Stri
             &hash_token(&session),
             &user,
             "session",
-            Some(&in_hours(SESSION_TTL_DAYS * 24)),
+            Some(&now_plus(chrono::Duration::days(SESSION_TTL_DAYS))),
         )
         .await?;
     Ok((session, user))

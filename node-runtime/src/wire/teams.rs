@@ -68,10 +68,11 @@ pub const INVITATION_DEFAULT_HOURS: u32 = 168;
 pub const INVITATION_MAX_HOURS: u32 = 720;
 
 /// A name of `what` (`a workspace's name`) at `field`: 1 to `max`
-/// characters, not blank, no control characters.
+/// characters once trimmed, no control characters.
 fn check_name(field: &str, what: &str, name: &str, max: usize) -> Result<(), ShapeError> {
-    let length = name.chars().count();
-    if name.trim().is_empty() || length > max {
+    // Measured as stored: trimmed.
+    let length = name.trim().chars().count();
+    if length == 0 || length > max {
         return Err((
             field.into(),
             format!("{what} is 1 to {max} characters, not blank ({length} given)"),

@@ -121,7 +121,7 @@ pub(crate) async fn invite(
         &row.id,
         json!({ "role": body.role, "expires_at": row.expires_at }),
     )
-    .await?;
+    .await;
     Ok(InvitationCreated {
         invitation: view(row, &now()),
         path: format!("/invite/{token}"),
@@ -187,7 +187,7 @@ pub(crate) async fn revoke_invitation(
             id,
             json!({ "role": after.role }),
         )
-        .await?;
+        .await;
     }
     Ok(())
 }
@@ -284,7 +284,7 @@ async fn accept(
         &user_id,
         json!({ "role": role, "invitation": invitation_id }),
     )
-    .await?;
+    .await;
     // The workspace joined comes first, so the app opens it.
     let mut workspaces: Vec<Membership> = store
         .memberships(&user_id)

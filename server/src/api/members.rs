@@ -80,7 +80,7 @@ pub(crate) async fn change_member_role(
             user_id,
             json!({ "role": role, "from": before }),
         )
-        .await?;
+        .await;
     }
     let member = store
         .get_member(&caller.workspace_id, user_id)
@@ -106,7 +106,7 @@ pub(crate) async fn remove_member(
         user_id,
         json!({ "role": role, "tokens_deleted": tokens_deleted }),
     )
-    .await?;
+    .await;
     Ok(())
 }
 

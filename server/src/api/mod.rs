@@ -1,6 +1,7 @@
 //! The JSON API under `/api/v1`. One module per route group, each with its
-//! own `router()`. Every route except `health` and `auth/exchange` needs a
-//! bearer token and sees only the caller's workspace.
+//! own `router()`. Every route but the public ones (`health`,
+//! `auth/exchange`, the two `invite/{token}` routes and `openapi.json`)
+//! needs a bearer token and sees only the caller's current workspace.
 //!
 //! Routes are registered through `utoipa_axum::OpenApiRouter`, so the
 //! OpenAPI document served at `/api/v1/openapi.json` is built from the very

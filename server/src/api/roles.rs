@@ -111,8 +111,10 @@ pub async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
+    // Every route the layer wraps has a matched path; without one, refuse.
     let Some(matched) = matched else {
-        return next.run(request).await;
+        return ApiError::forbidden("this request matched no route with a stated role")
+            .into_response();
     };
     let needed = match roles.access(request.method(), matched.as_str()) {
         Access::Public => return next.run(request).await,

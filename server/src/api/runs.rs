@@ -75,7 +75,7 @@ async fn start(
         .start(caller.secret_owner(), workflow, body.inputs, "api")
         .await?;
     let detail = json!({"kind": "run", "workflow_id": body.workflow_id});
-    crate::audit::record(state.db(), &caller, "run.started", &run_id, detail).await?;
+    crate::audit::record(state.db(), &caller, "run.started", &run_id, detail).await;
     Ok((
         StatusCode::ACCEPTED,
         Json(RunStarted {
@@ -285,7 +285,43 @@ async fn events(
         let _held = &slot;
         e
     });
+    let events = while_member(state.db().clone(), caller, events);
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+/// How often a long event stream checks that its caller is still a member.
+const MEMBERSHIP_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `events` until the caller is no longer a member of its workspace: a
+/// member removed while following a run receives none of its later events
+/// (checked before an event when the last check is older than
+/// [`MEMBERSHIP_RECHECK`]).
+fn while_member<S: Stream + Send + 'static>(
+    store: crate::storage::Store,
+    caller: Caller,
+    events: S,
+) -> impl Stream<Item = S::Item> {
+    let mut checked = std::time::Instant::now();
+    events.take_while(move |_| {
+        let due = checked.elapsed() >= MEMBERSHIP_RECHECK;
+        if due {
+            checked = std::time::Instant::now();
+        }
+        let (store, user, ws) = (
+            store.clone(),
+            caller.user_id.clone(),
+            caller.workspace_id.clone(),
+        );
+        async move {
+            if !due {
+                return true;
+            }
+            store
+                .memberships(&user)
+                .await
+                .is_ok_and(|m| m.iter().any(|(id, _, _)| *id == ws))
+        }
+    })
 }
 
 fn replay_error(e: crate::runs::ReplayError) -> ApiError {
@@ -354,7 +390,7 @@ async fn replay_run(
         .replay_record(&caller.workspace_id, &record, Some(&id))
         .await
         .map_err(replay_error)?;
-    audit_replay(&state, &caller, &outcome).await?;
+    audit_replay(&state, &caller, &outcome).await;
     Ok(Json(outcome))
 }
 
@@ -369,19 +405,14 @@ async fn replay_upload(
         .replay_record(&caller.workspace_id, &bundle, None)
         .await
         .map_err(replay_error)?;
-    audit_replay(&state, &caller, &outcome).await?;
+    audit_replay(&state, &caller, &outcome).await;
     Ok(Json(outcome))
 }
 
 /// "The caller started a replay" in the audit log.
-async fn audit_replay(
-    state: &AppState,
-    caller: &Caller,
-    outcome: &ReplayOutcome,
-) -> Result<(), ApiError> {
+async fn audit_replay(state: &AppState, caller: &Caller, outcome: &ReplayOutcome) {
     let detail = json!({"kind": "replay", "replay_of": outcome.replay_of});
-    crate::audit::record(state.db(), caller, "run.started", &outcome.run_id, detail).await?;
-    Ok(())
+    crate::audit::record(state.db(), caller, "run.started", &outcome.run_id, detail).await;
 }
 
 #[cfg(test)]

@@ -66,16 +66,23 @@ pub(crate) async fn workspaces_of(
         .collect())
 }
 
-/// A new workspace named `name` in `org_id`'s organization, with `caller`'s
-/// user as its admin; recorded in its own audit log.
+/// A new workspace named `name`, with `caller`'s user as its admin;
+/// recorded in its own audit log. It joins the organization of the
+/// current workspace only when the caller is that workspace's admin: an
+/// admin of a workspace may change its organization's secrets, which a
+/// viewer or editor must not gain by making a workspace.
 pub(crate) async fn create_workspace(
     store: &Store,
     caller: &Caller,
     name: &str,
 ) -> Result<WorkspaceView, ApiError> {
     let id = new_id();
+    let org = caller
+        .org_id
+        .as_deref()
+        .filter(|_| caller.role == Role::Admin);
     store
-        .create_workspace(&id, name, caller.org_id.as_deref(), &caller.user_id)
+        .create_workspace(&id, name, org, &caller.user_id)
         .await?;
     let admin = Caller {
         workspace_id: id.clone(),
@@ -89,7 +96,7 @@ pub(crate) async fn create_workspace(
         &id,
         json!({ "name": name }),
     )
-    .await?;
+    .await;
     workspace_of(store, &caller.user_id, &id).await
 }
 
@@ -108,7 +115,7 @@ pub(crate) async fn rename_workspace(
         &caller.workspace_id,
         json!({ "name": name, "from": before.name }),
     )
-    .await?;
+    .await;
     workspace_of(store, &caller.user_id, &caller.workspace_id).await
 }
 

@@ -52,16 +52,9 @@ pub(super) fn failure(e: ApiError) -> Failure {
 pub(super) async fn open(db: &DbArgs) -> Result<Store, Failure> {
     let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
     let store = open_database(&config).await?;
-    if store
-        .user_name(ADMIN_USER)
+    crate::auth::ensure_local_admin(&store)
         .await
-        .map_err(Failure::runtime)?
-        .is_none()
-    {
-        crate::auth::bootstrap(&store)
-            .await
-            .map_err(Failure::runtime)?;
-    }
+        .map_err(Failure::runtime)?;
     Ok(store)
 }
 

@@ -247,6 +247,9 @@ impl Store {
             tx.rollback().await?;
             return Ok(Err(MemberRefusal::LastAdmin));
         }
+        if role != "admin" {
+            revoke_links_of(&mut tx, workspace_id, user_id).await?;
+        }
         tx.commit().await?;
         Ok(Ok(before))
     }
@@ -285,17 +288,21 @@ impl Store {
             tx.rollback().await?;
             return Ok(Err(MemberRefusal::LastAdmin));
         }
+        revoke_links_of(&mut tx, workspace_id, user_id).await?;
+        tx.commit().await?;
+        // After the commit, so that of two removals from two workspaces at
+        // once (each transaction locks only its workspace), the later one
+        // sees the user in none.
         let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memberships WHERE user_id = $1")
             .bind(user_id)
-            .fetch_one(&mut *tx)
+            .fetch_one(self.writer())
             .await?;
         if left == 0 {
             sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
                 .bind(user_id)
-                .execute(&mut *tx)
+                .execute(self.writer())
                 .await?;
         }
-        tx.commit().await?;
         Ok(Ok((role, left == 0)))
     }
 
@@ -479,4 +486,24 @@ impl Store {
             role,
         })
     }
+}
+
+/// Revokes the pending invitations `user_id` made in a workspace: links an
+/// admin made stop working when they are removed or are an admin no more
+/// (they saw each link when they made it).
+async fn revoke_links_of(
+    tx: &mut AnyConnection,
+    workspace_id: &str,
+    user_id: &str,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE invitations SET revoked_at = $3 WHERE workspace_id = $1 AND created_by = $2 \
+         AND accepted_at IS NULL AND revoked_at IS NULL",
+    )
+    .bind(workspace_id)
+    .bind(user_id)
+    .bind(now())
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
 }
