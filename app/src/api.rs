@@ -6,7 +6,13 @@ pub use node_runtime::wire::{
     Approval, ExampleItem, Invocation, InvocationSummary, ReplayOutcome, ReplayTimeline,
     RunCancelled, RunDetail, RunItem, SecretName, Session, Trace, WorkflowItem, WorkflowView,
 };
-use node_runtime::wire::{ErrorBody, Health, API_PREFIX};
+pub use node_runtime::wire::{
+    AuditEvent, AuditList, InvitationCreated, InvitationPreview, InvitationStatus, InvitationView,
+    MemberView, Role, WorkspaceList, WorkspaceView,
+};
+use node_runtime::wire::{
+    ErrorBody, Health, InvitationAccept, NewInvitation, RoleChange, API_PREFIX,
+};
 use serde::de::DeserializeOwned;
 
 /// What can go wrong talking to the server.
@@ -35,8 +41,22 @@ pub const SIGNED_OUT: &str = "You are not signed in. Open the sign-in link the G
 printed when it started (in the terminal of `cargo xtask run` or `glassbox serve`; it is valid \
 for 24 hours, and a restart prints a new one).";
 
-/// A request to the API, with the session's token when signed in.
+/// The header naming the workspace a request acts in.
+pub const WORKSPACE_HEADER: &str = "X-Glassbox-Workspace";
+
+/// A request to the API, with the session's token when signed in and the
+/// current workspace when one was chosen.
 fn request(method: gloo_net::http::Method, path: &str) -> gloo_net::http::RequestBuilder {
+    let builder = signed(method, path);
+    match crate::session::workspace() {
+        Some(workspace) => builder.header(WORKSPACE_HEADER, &workspace),
+        None => builder,
+    }
+}
+
+/// A request with the session's token (when signed in) and no workspace:
+/// for the invitation routes, which name their own.
+fn signed(method: gloo_net::http::Method, path: &str) -> gloo_net::http::RequestBuilder {
     let url = format!("{API_PREFIX}{path}");
     let builder = gloo_net::http::RequestBuilder::new(&url).method(method);
     match crate::session::load() {
@@ -209,11 +229,9 @@ pub async fn duplicate_workflow(id: &str, name: &str) -> Result<WorkflowView, Ap
 }
 
 /// `GET /api/v1/secrets`: names and scopes the caller can see (values
-/// never come back).
-pub async fn list_secrets() -> Result<Vec<SecretName>, ApiError> {
-    get_json::<node_runtime::wire::SecretList>("/secrets")
-        .await
-        .map(|l| l.secrets)
+/// never come back), and how many there are: a viewer gets only the count.
+pub async fn list_secrets() -> Result<node_runtime::wire::SecretList, ApiError> {
+    get_json("/secrets").await
 }
 
 /// Answers with no body (204) on success; the error body otherwise.
@@ -636,6 +654,149 @@ pub async fn pending_approvals() -> Result<Vec<Approval>, ApiError> {
     get_json::<node_runtime::wire::PendingApprovals>("/approvals")
         .await
         .map(|p| p.pending)
+}
+
+/// `GET /api/v1/workspaces`: the caller's workspaces and the one this
+/// request acted in. A remembered workspace the caller no longer belongs
+/// to (404) is forgotten and the list asked again.
+pub async fn list_workspaces() -> Result<WorkspaceList, ApiError> {
+    match get_json("/workspaces").await {
+        Err(ApiError::Api { status: 404, .. }) if crate::session::workspace().is_some() => {
+            crate::session::forget_workspace();
+            get_json("/workspaces").await
+        }
+        other => other,
+    }
+}
+
+/// `POST /api/v1/workspaces`: a new workspace; the caller is its admin.
+pub async fn create_workspace(name: &str) -> Result<WorkspaceView, ApiError> {
+    post_json("/workspaces", &serde_json::json!({ "name": name })).await
+}
+
+/// `PATCH /api/v1/workspace`: renames the current workspace.
+pub async fn rename_workspace(name: &str) -> Result<WorkspaceView, ApiError> {
+    send_json(
+        gloo_net::http::Method::PATCH,
+        "/workspace",
+        &serde_json::json!({ "name": name }),
+    )
+    .await
+}
+
+/// `GET /api/v1/members`: the current workspace's members.
+pub async fn list_members() -> Result<Vec<MemberView>, ApiError> {
+    get_json::<node_runtime::wire::MemberList>("/members")
+        .await
+        .map(|l| l.members)
+}
+
+/// `PATCH /api/v1/members/{user_id}`: the member's new role.
+pub async fn change_role(user_id: &str, role: Role) -> Result<(), ApiError> {
+    let response = request(
+        gloo_net::http::Method::PATCH,
+        &format!("/members/{}", js_sys::encode_uri_component(user_id)),
+    )
+    .json(&RoleChange { role })
+    .map_err(|err| ApiError::Network(err.to_string()))?
+    .send()
+    .await
+    .map_err(|err| ApiError::Network(err.to_string()))?;
+    expect_empty(response).await
+}
+
+/// `DELETE /api/v1/members/{user_id}`: the member leaves the workspace
+/// (their sessions stop reaching it at once).
+pub async fn remove_member(user_id: &str) -> Result<(), ApiError> {
+    delete(&format!(
+        "/members/{}",
+        js_sys::encode_uri_component(user_id)
+    ))
+    .await
+}
+
+/// `GET /api/v1/invitations`: the workspace's invitations, newest first.
+pub async fn list_invitations() -> Result<Vec<InvitationView>, ApiError> {
+    get_json::<node_runtime::wire::InvitationList>("/invitations")
+        .await
+        .map(|l| l.invitations)
+}
+
+/// `POST /api/v1/invitations`: a one-time link for `role`, working
+/// `hours` hours; its token is in this answer only.
+pub async fn create_invitation(role: Role, hours: u32) -> Result<InvitationCreated, ApiError> {
+    post_json(
+        "/invitations",
+        &serde_json::to_value(NewInvitation {
+            role,
+            expires_in_hours: Some(hours),
+        })
+        .unwrap_or_default(),
+    )
+    .await
+}
+
+/// `DELETE /api/v1/invitations/{id}`: the link stops working.
+pub async fn revoke_invitation(id: &str) -> Result<(), ApiError> {
+    delete(&format!(
+        "/invitations/{}",
+        js_sys::encode_uri_component(id)
+    ))
+    .await
+}
+
+/// `GET /api/v1/invite/{token}` (no sign-in needed): what the link offers.
+pub async fn invitation_preview(token: &str) -> Result<InvitationPreview, ApiError> {
+    let path = format!("/invite/{}", js_sys::encode_uri_component(token));
+    let response = signed(gloo_net::http::Method::GET, &path)
+        .send()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    decode(status, &text)
+}
+
+/// `POST /api/v1/invite/{token}/accept`: joins the link's workspace, as a
+/// new user named `display_name` when not signed in; a new session.
+pub async fn accept_invitation(
+    token: &str,
+    display_name: Option<&str>,
+) -> Result<Session, ApiError> {
+    let path = format!("/invite/{}/accept", js_sys::encode_uri_component(token));
+    let body = InvitationAccept {
+        display_name: display_name.map(str::to_string),
+    };
+    let response = signed(gloo_net::http::Method::POST, &path)
+        .json(&body)
+        .map_err(|err| ApiError::Network(err.to_string()))?
+        .send()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .map_err(|err| ApiError::Network(err.to_string()))?;
+    decode(status, &text)
+}
+
+/// `GET /api/v1/audit`: the newest page of the audit log, or the page
+/// before the cursor `before`.
+pub async fn list_audit(before: Option<&str>) -> Result<AuditList, ApiError> {
+    match before {
+        Some(cursor) => {
+            get_json(&format!(
+                "/audit?before={}",
+                js_sys::encode_uri_component(cursor)
+            ))
+            .await
+        }
+        None => get_json("/audit").await,
+    }
 }
 
 /// `GET /api/v1/health`.

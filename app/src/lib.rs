@@ -18,6 +18,7 @@ pub mod templates;
 pub mod theme;
 pub mod trace_view;
 pub mod widgets;
+pub mod workspace;
 
 use leptos::prelude::*;
 use leptos_router::components::{Route, Router, Routes, A};
@@ -75,6 +76,7 @@ lazy_page!(SuiteRoute, suite_page in runs_pages, pages::SuitePage, "suite");
 // The workspace's tools and settings (one module).
 lazy_page!(ToolsRoute, tools_page in admin_pages, pages::Tools, "tools");
 lazy_page!(SettingsRoute, settings_page in admin_pages, pages::Settings, "settings");
+lazy_page!(InviteRoute, invite_page in admin_pages, pages::InvitePage, "invitation");
 lazy_page!(
     WorkflowsRoute,
     workflows_page in workflows_page,
@@ -87,6 +89,7 @@ lazy_page!(
 pub fn App() -> impl IntoView {
     let chosen = RwSignal::new(theme::load());
     theme::apply(&chosen.get_untracked());
+    workspace::provide();
     let toggle = move |_| {
         let next = theme::next(&chosen.get_untracked());
         theme::set(next);
@@ -96,6 +99,7 @@ pub fn App() -> impl IntoView {
         <Router>
             <header class="topbar">
                 <A href="/" attr:class="brand">"Glassbox"</A>
+                <workspace::Switcher />
                 <nav>
                     <A href="/">"Home"</A>
                     <A href="/workflows">"Workflows"</A>
@@ -122,6 +126,7 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=|| view! { <pages::NotFound /> }>
                     <Route path=path!("/") view=pages::Home />
                     <Route path=path!("/signin") view=pages::SignIn />
+                    <Route path=path!("/invite/:token") view={Lazy::<InviteRoute>::new()} />
                     <Route path=path!("/runs") view={Lazy::<RunsRoute>::new()} />
                     <Route path=path!("/runs/:id") view={Lazy::<RunRoute>::new()} />
                     <Route path=path!("/runs/:id/trace") view={Lazy::<TraceRoute>::new()} />

@@ -8,7 +8,7 @@
 //! without the run's last event asks the run itself, so a finished run is
 //! never watched as running. Run is refused, naming the error, while the
 //! workflow has errors; with unsaved changes it saves first; Cancel stops
-//! a running run.
+//! a running run. A viewer sees Run off, with why.
 
 use std::time::Duration;
 
@@ -206,7 +206,12 @@ pub fn RunPanel(
     let texts = StoredValue::new(std::collections::BTreeMap::<String, String>::new());
     let fields = Memo::new(move |_| editor.with(input_fields));
     let dirty = Memo::new(move |_| editor.with(Editor::is_dirty));
+    // A viewer reads runs but starts none (the server refuses it too).
+    let read_only = crate::workspace::read_only();
     let run = move |_| {
+        if read_only() {
+            return;
+        }
         if let Some(d) = diagnostics
             .with_untracked(|ds| ds.iter().find(|d| d.severity == Severity::Error).cloned())
         {
@@ -374,9 +379,13 @@ pub fn RunPanel(
                         </label>
                     }
                 }).collect_view()}
-                <button type="submit" class="primary" data-testid="run">
+                <button type="submit" class="primary" data-testid="run" prop:disabled=read_only
+                    title=move || read_only().then_some(crate::workspace::VIEWER_RUN_HINT)>
                     {move || if dirty.get() { "Save and run" } else { "Run" }}
                 </button>
+                {move || read_only().then(|| view! {
+                    <span class="muted" data-testid="viewer-hint">{crate::workspace::VIEWER_RUN_HINT}</span>
+                })}
             </form>
             {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="run-problem">{p}</p> })}
             {move || note.get().map(|n| view! { <p class="warn" role="status" data-testid="run-note">{n}</p> })}

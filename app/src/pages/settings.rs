@@ -1,6 +1,8 @@
-//! `/settings`: secrets by scope (user, workspace, org), the workspace's
-//! connections (`connections.rs`) and the user's signed-in sessions. Names and scopes only ever come back; a
-//! value goes in once and is never shown again.
+//! `/settings`: the workspace, its members and invitations (`teams.rs`),
+//! secrets by scope (user, workspace, org), the workspace's connections
+//! (`connections.rs`), the user's signed-in sessions and, for admins, the
+//! audit log. Names and scopes only ever come back (a viewer gets only
+//! their count); a value goes in once and is never shown again.
 
 use leptos::prelude::*;
 
@@ -15,6 +17,8 @@ const SCOPES: [(&str, &str); 3] = [
 #[component]
 pub fn Settings() -> impl IntoView {
     let secrets = LocalResource::new(api::list_secrets);
+    let workspaces = crate::workspace::context();
+    let admin = move || workspaces.and_then(|w| w.role()) == Some(api::Role::Admin);
     let scope = RwSignal::new("workspace".to_string());
     let name = RwSignal::new(String::new());
     let value = RwSignal::new(String::new());
@@ -41,6 +45,8 @@ pub fn Settings() -> impl IntoView {
     view! {
         <section class="card" data-testid="settings">
             <h1>"Settings"</h1>
+            <super::teams::WorkspaceSettings />
+            <super::teams::Members />
             <h2>"Secrets"</h2>
             <p class="muted">"Tools get the secrets they declare, looked up in your own, then the workspace's, then the organization's."</p>
             <form class="row" on:submit=set data-testid="secret-form">
@@ -57,9 +63,13 @@ pub fn Settings() -> impl IntoView {
                 <p class=if ok { "notice" } else { "error" } role="status" data-testid="secret-status">{m}</p>
             })}
             <Suspense fallback=|| view! { <p class="muted">"Loading secrets…"</p> }>
-                {move || secrets.get().map(|r| match r {
-                    Ok(list) if list.is_empty() => view! { <p class="muted">"No secrets yet."</p> }.into_any(),
-                    Ok(list) => view! {
+                {move || secrets.get().map(|r| match r.map(|s| (s.secrets, s.total)) {
+                    // A viewer is told how many there are, not their names.
+                    Ok((list, total)) if list.is_empty() && total > 0 => view! {
+                        <p class="muted" data-testid="secret-total">{format!("{total} secret{} here; their names are shown to editors and admins.", if total == 1 { "" } else { "s" })}</p>
+                    }.into_any(),
+                    Ok((list, _)) if list.is_empty() => view! { <p class="muted">"No secrets yet."</p> }.into_any(),
+                    Ok((list, _)) => view! {
                         <table class="secrets" data-testid="secret-list">
                             <thead><tr><th>"Name"</th><th>"Scope"</th><th>"Set at"</th><th></th></tr></thead>
                             <tbody>
@@ -88,6 +98,9 @@ pub fn Settings() -> impl IntoView {
             </Suspense>
             <super::connections::Connections />
             <Sessions />
+            <Show when=move || admin()>
+                <super::teams::Audit />
+            </Show>
         </section>
     }
 }

@@ -10,6 +10,7 @@ use crate::{api, session};
 #[component]
 pub fn SignIn() -> impl IntoView {
     let query = use_query_map();
+    let workspaces = crate::workspace::context();
     let result = LocalResource::new(move || {
         let token = query.with(|q| q.get("token")).unwrap_or_default();
         async move {
@@ -19,6 +20,12 @@ pub fn SignIn() -> impl IntoView {
             match api::exchange(&token).await {
                 Ok(s) => {
                     if session::save(&s.session_token) {
+                        // Whoever signed in acts in their own first
+                        // workspace, not one remembered from before.
+                        session::forget_workspace();
+                        if let Some(w) = workspaces {
+                            w.reload();
+                        }
                         Ok(s.user_id)
                     } else {
                         Err("Signed in, but this browser does not allow storing the session (localStorage is off).".to_string())
