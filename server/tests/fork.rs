@@ -6,156 +6,19 @@
 mod common;
 mod procs;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::api::{read, text, write, Api, User};
 use procs::Counter;
 use serde_json::{json, Value};
 
-/// The API of a server state (in-process), signed in as its admin.
-struct Api {
-    state: glassbox_server::AppState,
-    token: String,
-    _dir: Option<tempfile::TempDir>,
-}
-
-const MAX_OUTPUT_BYTES: usize = 2 * 1024 * 1024;
-
-impl Api {
-    /// A server on SQLite and a counting endpoint, reachable as the
-    /// connection `counter`.
-    async fn start() -> (Counter, Api) {
-        let counter = Counter::start(Duration::ZERO);
-        let w = common::TwoWorkspaces::new(MAX_OUTPUT_BYTES).await;
-        let api = Api {
-            state: w.state,
-            token: w.admin_token,
-            _dir: Some(w.dir),
-        };
-        api.add_counter(&counter).await;
-        (counter, api)
-    }
-
-    /// A server on `database_url` (its files in `dir`); `token`: a session
-    /// of an earlier server on it, else the first start's admin signs in.
-    async fn open(dir: &std::path::Path, database_url: &str, token: Option<String>) -> Api {
-        use glassbox_server::auth::{bootstrap, exchange};
-        let db = glassbox_server::Store::open(database_url)
-            .await
-            .expect("open");
-        let token = match token {
-            Some(t) => t,
-            None => {
-                let signin = bootstrap(&db).await.expect("bootstrap");
-                exchange(&db, &signin).await.expect("session").0
-            }
-        };
-        let config = glassbox_server::Config {
-            database_url: database_url.into(),
-            ..common::TwoWorkspaces::config(dir, MAX_OUTPUT_BYTES)
-        };
-        Api {
-            state: glassbox_server::AppState::new(db, config).expect("state"),
-            token,
-            _dir: None,
-        }
-    }
-
-    /// The connection `counter` to the counting endpoint.
-    async fn add_counter(&self, counter: &Counter) {
-        let (s, created) = self
-            .call(
-                "POST",
-                "/connections",
-                Some(json!({"name": "counter", "config": {"kind": "http", "base_url": format!("http://127.0.0.1:{}", counter.port)}})),
-            )
-            .await;
-        assert_eq!(s, 201, "{created}");
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let (status, _, bytes) = common::request(
-            &self.state,
-            method,
-            &format!("/api/v1{path}"),
-            &self.token,
-            body,
-        )
-        .await;
-        (
-            status.as_u16(),
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
-    }
-
-    /// Polls the run until `done` says so (60 s at most).
-    async fn wait_for(&self, run_id: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let (s, run) = self.call("GET", &format!("/runs/{run_id}"), None).await;
-            assert_eq!(s, 200, "{run}");
-            if done(&run) {
-                return run;
-            }
-            assert!(Instant::now() < deadline, "run {run_id} stuck: {run}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn finished(&self, run_id: &str) -> Value {
-        self.wait_for(run_id, |r| {
-            matches!(
-                r["status"].as_str(),
-                Some("succeeded" | "failed" | "cancelled")
-            )
-        })
-        .await
-    }
-
-    /// Saves the workflow, runs it to its end and returns the run's id.
-    async fn recorded_run(&self, workflow: Value) -> String {
-        let (s, created) = self.call("POST", "/workflows", Some(workflow)).await;
-        assert_eq!(s, 201, "{created}");
-        let (s, started) = self
-            .call("POST", "/runs", Some(json!({"workflow_id": created["id"]})))
-            .await;
-        assert_eq!(s, 202, "{started}");
-        let run_id = started["run_id"].as_str().expect("run id").to_string();
-        let run = self.finished(&run_id).await;
-        assert_eq!(run["status"], "succeeded", "{run}");
-        run_id
-    }
-
-    /// Forks `origin` with `body`; returns the fork's id.
-    async fn fork(&self, origin: &str, body: Value) -> String {
-        let (s, started) = self
-            .call("POST", &format!("/runs/{origin}/fork"), Some(body))
-            .await;
-        assert_eq!(s, 202, "{started}");
-        assert_eq!(started["fork_of"], origin);
-        started["run_id"].as_str().expect("fork id").to_string()
-    }
-
-    async fn diff(&self, run: &str, other: &str) -> Value {
-        let (s, diff) = self
-            .call("GET", &format!("/runs/{run}/diff/{other}"), None)
-            .await;
-        assert_eq!(s, 200, "{diff}");
-        diff
-    }
-}
-
-/// A turn reading `path` of the counting endpoint.
-fn read(path: &str) -> Value {
-    json!({"tool_calls": [{"name": "http_request", "arguments": {"connection": "counter", "url": path}}]})
-}
-
-/// A turn POSTing to `path` of the counting endpoint (a write).
-fn write(path: &str) -> Value {
-    json!({"tool_calls": [{"name": "http_request", "arguments": {"connection": "counter", "url": path, "method": "POST", "body": {"note": "hi"}}}]})
-}
-
-fn text(answer: &str) -> Value {
-    json!({"text": answer})
+/// A server on SQLite and a counting endpoint, reachable as the
+/// connection `counter`.
+async fn start() -> (Counter, Api) {
+    let counter = Counter::start(Duration::ZERO);
+    let api = Api::start().await;
+    api.add_counter(counter.port).await;
+    (counter, api)
 }
 
 /// A scripted agent with `http_request`, answering with `turns`.
@@ -199,14 +62,15 @@ fn changes(diff: &Value, node: &str) -> Vec<(String, bool)> {
 /// when it allows live reads; the diff shows call 1 same and call 2 changed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_that_changes_the_second_call_replays_the_first() {
-    let (counter, api) = Api::start().await;
-    let origin = api
-        .recorded_run(workflow(vec![
+    let (counter, api) = start().await;
+    let wf = api
+        .workflow(workflow(vec![
             read("/read/1"),
             read("/read/2"),
             text("done"),
         ]))
         .await;
+    let origin = api.recorded_run(&wf, json!({})).await;
     assert_eq!(
         (count(&counter, "/read/1"), count(&counter, "/read/2")),
         (1, 1)
@@ -331,10 +195,11 @@ async fn a_fork_that_changes_the_second_call_replays_the_first() {
 /// it did not exist.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_workspaces_run_is_not_found_to_fork_or_diff() {
-    let (_counter, api) = Api::start().await;
-    let origin = api
-        .recorded_run(workflow(vec![read("/read/1"), text("done")]))
+    let (_counter, api) = start().await;
+    let wf = api
+        .workflow(workflow(vec![read("/read/1"), text("done")]))
         .await;
+    let origin = api.recorded_run(&wf, json!({})).await;
     let fork = api
         .fork(
             &origin,
@@ -342,47 +207,38 @@ async fn another_workspaces_run_is_not_found_to_fork_or_diff() {
         )
         .await;
     api.finished(&fork).await;
-    let as_bob = |method: &'static str, path: String, body: Option<Value>| {
-        let state = &api.state;
-        async move {
-            let (status, _, bytes) = common::request(
-                state,
-                method,
-                &format!("/api/v1{path}"),
-                common::BOB_TOKEN,
-                body,
-            )
-            .await;
-            (
-                status.as_u16(),
-                String::from_utf8_lossy(&bytes).into_owned(),
-            )
-        }
-    };
+    let bob = User::new(common::BOB_TOKEN);
     for (method, path, body) in [
         ("POST", format!("/runs/{origin}/fork"), Some(json!({}))),
         ("GET", format!("/runs/{origin}/diff/{fork}"), None),
         ("GET", format!("/runs/{fork}/diff/{fork}"), None),
     ] {
-        let (s, e) = as_bob(method, path.clone(), body).await;
+        let (s, e) = api.call_as(&bob, method, &path, body).await;
         assert_eq!(s, 404, "{method} {path}: {e}");
     }
     // Bob's own run beside the admin's: still not found.
-    let (s, created) = as_bob(
-        "POST",
-        "/workflows".into(),
-        Some(workflow(vec![text("bob's")])),
-    )
-    .await;
+    let (s, created) = api
+        .call_as(
+            &bob,
+            "POST",
+            "/workflows",
+            Some(workflow(vec![text("bob's")])),
+        )
+        .await;
     assert_eq!(s, 201, "{created}");
-    let id = serde_json::from_str::<Value>(&created).expect("json")["id"].clone();
-    let (s, started) = as_bob("POST", "/runs".into(), Some(json!({"workflow_id": id}))).await;
+    let (s, started) = api
+        .call_as(
+            &bob,
+            "POST",
+            "/runs",
+            Some(json!({"workflow_id": created["id"]})),
+        )
+        .await;
     assert_eq!(s, 202, "{started}");
-    let bobs = serde_json::from_str::<Value>(&started).expect("json")["run_id"]
-        .as_str()
-        .expect("run id")
-        .to_string();
-    let (s, e) = as_bob("GET", format!("/runs/{bobs}/diff/{origin}"), None).await;
+    let bobs = started["run_id"].as_str().expect("run id").to_string();
+    let (s, e) = api
+        .call_as(&bob, "GET", &format!("/runs/{bobs}/diff/{origin}"), None)
+        .await;
     assert_eq!(s, 404, "{e}");
     let (s, e) = api
         .call("GET", &format!("/runs/{origin}/diff/{bobs}"), None)
@@ -394,9 +250,10 @@ async fn another_workspaces_run_is_not_found_to_fork_or_diff() {
 /// every call: all are replayed and the endpoint is not hit again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_that_changes_only_the_answer_reuses_every_call() {
-    let (counter, api) = Api::start().await;
+    let (counter, api) = start().await;
     let turns = |answer: &str| vec![read("/read/1"), read("/read/2"), text(answer)];
-    let origin = api.recorded_run(workflow(turns("done"))).await;
+    let wf = api.workflow(workflow(turns("done"))).await;
+    let origin = api.recorded_run(&wf, json!({})).await;
     let fork = api
         .fork(&origin, script_change(turns("done, said otherwise"), false))
         .await;
@@ -437,10 +294,11 @@ async fn a_fork_that_changes_only_the_answer_reuses_every_call() {
 /// call fails and the endpoint was never hit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_write_in_a_fork_waits_for_approval_and_a_denied_one_never_runs() {
-    let (counter, api) = Api::start().await;
-    let origin = api
-        .recorded_run(workflow(vec![read("/read/1"), text("done")]))
+    let (counter, api) = start().await;
+    let wf = api
+        .workflow(workflow(vec![read("/read/1"), text("done")]))
         .await;
+    let origin = api.recorded_run(&wf, json!({})).await;
     let fork = api
         .fork(
             &origin,
@@ -450,7 +308,7 @@ async fn a_new_write_in_a_fork_waits_for_approval_and_a_denied_one_never_runs() 
             ),
         )
         .await;
-    api.wait_for(&fork, |r| r["status"] == "waiting_for_approval")
+    api.wait_for_run(&fork, |r| r["status"] == "waiting_for_approval")
         .await;
     // Not finished: no diff yet (its calls would read as missing).
     let (s, e) = api
@@ -510,7 +368,7 @@ async fn a_new_write_in_a_fork_waits_for_approval_and_a_denied_one_never_runs() 
 /// again. A replay has no recording to fork.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_write_is_replayed_without_approval_or_effect() {
-    let (counter, api) = Api::start().await;
+    let (counter, api) = start().await;
     let (s, created) = api
         .call(
             "POST",
@@ -524,7 +382,7 @@ async fn a_recorded_write_is_replayed_without_approval_or_effect() {
         .await;
     assert_eq!(s, 202, "{started}");
     let origin = started["run_id"].as_str().expect("run id").to_string();
-    api.wait_for(&origin, |r| r["status"] == "waiting_for_approval")
+    api.wait_for_run(&origin, |r| r["status"] == "waiting_for_approval")
         .await;
     let (_, approvals) = api.call("GET", "/approvals", None).await;
     let token = approvals["pending"][0]["token"].as_str().expect("token");
@@ -585,10 +443,11 @@ async fn a_recorded_write_is_replayed_without_approval_or_effect() {
 /// without live reads) was refused: a refusal is not a recorded answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_of_a_fork_runs_the_read_its_origin_was_refused() {
-    let (counter, api) = Api::start().await;
-    let origin = api
-        .recorded_run(workflow(vec![read("/read/1"), text("done")]))
+    let (counter, api) = start().await;
+    let wf = api
+        .workflow(workflow(vec![read("/read/1"), text("done")]))
         .await;
+    let origin = api.recorded_run(&wf, json!({})).await;
     let offline = api
         .fork(
             &origin,
@@ -617,7 +476,7 @@ async fn a_fork_of_a_fork_runs_the_read_its_origin_was_refused() {
 /// read refuses the new read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_calls_count_toward_the_limit_within_a_batch() {
-    let (counter, api) = Api::start().await;
+    let (counter, api) = start().await;
     let batch = |paths: &[&str]| -> Value {
         let calls: Vec<Value> = paths
             .iter()
@@ -627,7 +486,8 @@ async fn recorded_calls_count_toward_the_limit_within_a_batch() {
     };
     let mut limited = workflow(vec![batch(&["/read/1", "/read/2"]), text("done")]);
     limited["nodes"][0]["config"]["policy"] = json!({"max_tool_calls": 2});
-    let origin = api.recorded_run(limited).await;
+    let wf = api.workflow(limited).await;
+    let origin = api.recorded_run(&wf, json!({})).await;
     assert_eq!(
         (count(&counter, "/read/1"), count(&counter, "/read/2")),
         (1, 1)
@@ -661,9 +521,10 @@ async fn recorded_calls_count_toward_the_limit_within_a_batch() {
 /// recording), many at a time, leave no checkpoint behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fast_forks_leave_no_checkpoint_behind() {
-    let (_counter, api) = Api::start().await;
+    let (_counter, api) = start().await;
     let turns = |answer: &str| vec![read("/read/1"), text(answer)];
-    let origin = api.recorded_run(workflow(turns("done"))).await;
+    let wf = api.workflow(workflow(turns("done"))).await;
+    let origin = api.recorded_run(&wf, json!({})).await;
     let forks = futures::future::join_all((0..30).map(|i| {
         let (api, origin) = (&api, &origin);
         async move {
@@ -695,14 +556,15 @@ async fn fast_forks_leave_no_checkpoint_behind() {
 /// the workflow's own runs resolved, never on an experiment's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_leaves_the_pin_history_of_its_workflow_alone() {
-    let (counter, api) = Api::start().await;
+    let (counter, api) = start().await;
     let mut pinned = workflow(vec![read("/read/1"), text("done")]);
     pinned["nodes"][0]["config"]["pins"] = json!([{
         "name": "report",
         "selector": {"tool": "http_request"},
         "on_missing": "stale_last_success"
     }]);
-    let origin = api.recorded_run(pinned).await;
+    let wf = api.workflow(pinned).await;
+    let origin = api.recorded_run(&wf, json!({})).await;
     let (_, run) = api.call("GET", &format!("/runs/{origin}"), None).await;
     let workflow_id = run["workflow_id"].as_str().expect("workflow id");
     let pin = || async {
@@ -757,10 +619,11 @@ fn interrupted_fork_resumes(dir: &std::path::Path, database_url: &str) {
     let first = runtime();
     let (token, origin, fork) = first.block_on(async {
         let api = Api::open(dir, database_url, None).await;
-        api.add_counter(&counter).await;
-        let origin = api
-            .recorded_run(workflow(vec![read("/read/1"), text("done")]))
+        api.add_counter(counter.port).await;
+        let wf = api
+            .workflow(workflow(vec![read("/read/1"), text("done")]))
             .await;
+        let origin = api.recorded_run(&wf, json!({})).await;
         let fork = api
             .fork(
                 &origin,
@@ -770,9 +633,9 @@ fn interrupted_fork_resumes(dir: &std::path::Path, database_url: &str) {
                 ),
             )
             .await;
-        api.wait_for(&fork, |r| r["status"] == "waiting_for_approval")
+        api.wait_for_run(&fork, |r| r["status"] == "waiting_for_approval")
             .await;
-        (api.token.clone(), origin, fork)
+        (api.admin.token.clone(), origin, fork)
     });
     // The stop: every task of the first server ends where it is.
     first.shutdown_timeout(Duration::from_secs(5));

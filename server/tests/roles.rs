@@ -8,31 +8,15 @@ mod common;
 
 use axum::http::StatusCode;
 use common::{request, TwoWorkspaces};
-use glassbox_server::auth::hash_token;
 use node_runtime::wire::Role;
 use serde_json::{json, Value};
-
-/// A member of `default` with `role` and a session token.
-async fn member(ws: &TwoWorkspaces, user: &str, role: &str) -> String {
-    let token = format!("{user}-token");
-    ws.db.ensure_user(user, user).await.expect("user");
-    ws.db
-        .add_membership("default", user, role)
-        .await
-        .expect("member");
-    ws.db
-        .insert_token(&hash_token(&token), user, "session", None)
-        .await
-        .expect("token");
-    token
-}
 
 #[tokio::test]
 async fn every_route_refuses_a_weaker_role_and_admits_its_own() {
     let ws = TwoWorkspaces::new(64 * 1024).await;
     let tokens = [
-        (Role::Viewer, member(&ws, "vera", "viewer").await),
-        (Role::Editor, member(&ws, "eddie", "editor").await),
+        (Role::Viewer, ws.member("vera", "viewer").await),
+        (Role::Editor, ws.member("eddie", "editor").await),
         (Role::Admin, ws.admin_token.clone()),
     ];
     let (status, _, body) = request(&ws.state, "GET", "/api/v1/openapi.json", "", None).await;
@@ -122,7 +106,7 @@ async fn every_route_refuses_a_weaker_role_and_admits_its_own() {
 #[tokio::test]
 async fn a_viewer_sees_how_many_secrets_not_their_names() {
     let ws = TwoWorkspaces::new(64 * 1024).await;
-    let viewer = member(&ws, "vera", "viewer").await;
+    let viewer = ws.member("vera", "viewer").await;
     let (status, _, _) = request(
         &ws.state,
         "PUT",
@@ -156,8 +140,8 @@ async fn a_viewer_sees_how_many_secrets_not_their_names() {
 #[tokio::test]
 async fn the_audit_log_names_who_started_and_who_decided() {
     let ws = TwoWorkspaces::new(64 * 1024).await;
-    let viewer = member(&ws, "vera", "viewer").await;
-    let editor = member(&ws, "eddie", "editor").await;
+    let viewer = ws.member("vera", "viewer").await;
+    let editor = ws.member("eddie", "editor").await;
     let run_id = common::start_run(&ws.state, &ws.admin_token, common::approval_workflow()).await;
     let mut token = None;
     for _ in 0..300 {

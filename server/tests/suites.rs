@@ -9,186 +9,18 @@ mod procs;
 
 use std::time::{Duration, Instant};
 
+use common::api::{read, text, write, Api, User};
 use node_runtime::wire::{SuiteRunStatus, SuiteRunView};
 use procs::Counter;
 use serde_json::{json, Value};
 
-/// The API of a server state (in-process), signed in as its admin.
-struct Api {
-    state: glassbox_server::AppState,
-    token: String,
-    dir: std::path::PathBuf,
-    _dir: Option<tempfile::TempDir>,
-}
-
-const MAX_OUTPUT_BYTES: usize = 2 * 1024 * 1024;
-
-impl Api {
-    /// A server on SQLite and a counting endpoint (answering after
-    /// `delay`), reachable as the connection `counter`.
-    async fn start(delay: Duration) -> (Counter, Api) {
-        let counter = Counter::start(delay);
-        let w = common::TwoWorkspaces::new(MAX_OUTPUT_BYTES).await;
-        let api = Api {
-            state: w.state,
-            token: w.admin_token,
-            dir: w.dir.path().to_path_buf(),
-            _dir: Some(w.dir),
-        };
-        api.add_counter(&counter).await;
-        (counter, api)
-    }
-
-    /// A server on `database_url` (its files in `dir`); `token`: a session
-    /// of an earlier server on it, else the first start's admin signs in.
-    async fn open(dir: &std::path::Path, database_url: &str, token: Option<String>) -> Api {
-        use glassbox_server::auth::{bootstrap, exchange};
-        let db = glassbox_server::Store::open(database_url)
-            .await
-            .expect("open");
-        let token = match token {
-            Some(t) => t,
-            None => {
-                let signin = bootstrap(&db).await.expect("bootstrap");
-                exchange(&db, &signin).await.expect("session").0
-            }
-        };
-        let config = glassbox_server::Config {
-            database_url: database_url.into(),
-            ..common::TwoWorkspaces::config(dir, MAX_OUTPUT_BYTES)
-        };
-        Api {
-            state: glassbox_server::AppState::new(db, config).expect("state"),
-            token,
-            dir: dir.to_path_buf(),
-            _dir: None,
-        }
-    }
-
-    async fn add_counter(&self, counter: &Counter) {
-        let (s, created) = self
-            .call(
-                "POST",
-                "/connections",
-                Some(json!({"name": "counter", "config": {"kind": "http", "base_url": format!("http://127.0.0.1:{}", counter.port)}})),
-            )
-            .await;
-        assert_eq!(s, 201, "{created}");
-    }
-
-    async fn call_as(
-        &self,
-        token: &str,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let (status, _, bytes) =
-            common::request(&self.state, method, &format!("/api/v1{path}"), token, body).await;
-        (
-            status.as_u16(),
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        self.call_as(&self.token, method, path, body).await
-    }
-
-    /// Polls `path` until `done` says so (60 s at most).
-    async fn wait_for(&self, path: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let (s, item) = self.call("GET", path, None).await;
-            assert_eq!(s, 200, "{item}");
-            if done(&item) {
-                return item;
-            }
-            assert!(Instant::now() < deadline, "{path} stuck: {item}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn finished(&self, run_id: &str) -> Value {
-        self.wait_for(&format!("/runs/{run_id}"), |r| {
-            matches!(
-                r["status"].as_str(),
-                Some("succeeded" | "failed" | "cancelled")
-            )
-        })
-        .await
-    }
-
-    /// Saves a workflow; returns its id.
-    async fn workflow(&self, workflow: Value) -> String {
-        let (s, created) = self.call("POST", "/workflows", Some(workflow)).await;
-        assert_eq!(s, 201, "{created}");
-        created["id"].as_str().expect("workflow id").to_string()
-    }
-
-    /// Saves `workflow` as the next revision of `id` (based on `base`).
-    async fn revise(&self, id: &str, base: i64, mut workflow: Value) {
-        workflow["id"] = json!(id);
-        let (s, saved) = self
-            .call(
-                "PUT",
-                &format!("/workflows/{id}"),
-                Some(json!({"base_revision": base, "workflow": workflow})),
-            )
-            .await;
-        assert_eq!(s, 200, "{saved}");
-    }
-
-    /// Runs a saved workflow with `inputs` to its end; returns the run id.
-    async fn recorded_run(&self, workflow_id: &str, inputs: Value) -> String {
-        let (s, started) = self
-            .call(
-                "POST",
-                "/runs",
-                Some(json!({"workflow_id": workflow_id, "inputs": inputs})),
-            )
-            .await;
-        assert_eq!(s, 202, "{started}");
-        let run_id = started["run_id"].as_str().expect("run id").to_string();
-        let run = self.finished(&run_id).await;
-        assert_eq!(run["status"], "succeeded", "{run}");
-        run_id
-    }
-
-    /// Creates a suite; returns its id.
-    async fn suite(&self, body: Value) -> String {
-        let (s, created) = self.call("POST", "/suites", Some(body)).await;
-        assert_eq!(s, 201, "{created}");
-        created["id"].as_str().expect("suite id").to_string()
-    }
-
-    /// Runs a suite through the API to its end; returns the suite run.
-    async fn run_suite(&self, suite_id: &str, body: Value) -> SuiteRunView {
-        let (s, started) = self
-            .call("POST", &format!("/suites/{suite_id}/runs"), Some(body))
-            .await;
-        assert_eq!(s, 202, "{started}");
-        assert_eq!(started["status"], "running", "{started}");
-        let id = started["id"].as_str().expect("suite run id").to_string();
-        let done = self
-            .wait_for(&format!("/suite-runs/{id}"), |r| r["status"] != "running")
-            .await;
-        serde_json::from_value(done).expect("a SuiteRunView")
-    }
-}
-
-/// A turn reading `path` of the counting endpoint.
-fn read(path: &str) -> Value {
-    json!({"tool_calls": [{"name": "http_request", "arguments": {"connection": "counter", "url": path}}]})
-}
-
-/// A turn POSTing to `path` of the counting endpoint (a write).
-fn write(path: &str) -> Value {
-    json!({"tool_calls": [{"name": "http_request", "arguments": {"connection": "counter", "url": path, "method": "POST", "body": {"note": "hi"}}}]})
-}
-
-fn text(answer: &str) -> Value {
-    json!({"text": answer})
+/// A server on SQLite and a counting endpoint (answering after `delay`),
+/// reachable as the connection `counter`.
+async fn start(delay: Duration) -> (Counter, Api) {
+    let counter = Counter::start(delay);
+    let api = Api::start().await;
+    api.add_counter(counter.port).await;
+    (counter, api)
 }
 
 /// An Input node (`item`) into a scripted agent with `tools`, answering
@@ -241,7 +73,7 @@ fn glassbox_suite(api: &Api, args: &[&str]) -> (i32, String, String) {
 /// the suite run, and the API's history lists every run of the suite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_passes_then_fails_after_an_edit_that_removes_a_tool() {
-    let (counter, api) = Api::start(Duration::ZERO).await;
+    let (counter, api) = start(Duration::ZERO).await;
     let turns = vec![read("/read/1"), text("found")];
     let wf = api.workflow(workflow(turns.clone(), http_tool())).await;
     let mut runs = Vec::new();
@@ -381,7 +213,7 @@ async fn a_suite_passes_then_fails_after_an_edit_that_removes_a_tool() {
 /// and the write's endpoint is never reached.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_never_sends_a_write() {
-    let (counter, api) = Api::start(Duration::ZERO).await;
+    let (counter, api) = start(Duration::ZERO).await;
     let wf = api
         .workflow(workflow(vec![read("/read/1"), text("found")], http_tool()))
         .await;
@@ -437,7 +269,7 @@ async fn a_suite_never_sends_a_write() {
 /// runs along.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suites_refuse_bad_input_by_field_and_hide_other_workspaces() {
-    let (_counter, api) = Api::start(Duration::ZERO).await;
+    let (_counter, api) = start(Duration::ZERO).await;
     let wf = api
         .workflow(workflow(vec![read("/read/1"), text("found")], http_tool()))
         .await;
@@ -448,7 +280,8 @@ async fn suites_refuse_bad_input_by_field_and_hide_other_workspaces() {
     assert_eq!(s, 200, "{replay}");
     let replay = replay["run_id"].as_str().expect("replay id").to_string();
     // A run waiting for an approval has not finished.
-    let waiting = common::start_run(&api.state, &api.token, common::approval_workflow()).await;
+    let waiting =
+        common::start_run(&api.state, &api.admin.token, common::approval_workflow()).await;
     let waiting_wf = api.finished_or_waiting(&waiting).await;
 
     let ok = json!([{"kind": "outputs_equal"}]);
@@ -668,6 +501,7 @@ async fn suites_refuse_bad_input_by_field_and_hide_other_workspaces() {
     assert_eq!(done.status, SuiteRunStatus::Passed, "{done:?}");
 
     // Another workspace sees none of it.
+    let bob = User::new(common::BOB_TOKEN);
     for (method, path, body) in [
         ("GET", format!("/suites/{id}"), None),
         (
@@ -684,15 +518,15 @@ async fn suites_refuse_bad_input_by_field_and_hide_other_workspaces() {
         ("GET", format!("/suites/{id}/runs"), None),
         ("GET", format!("/suite-runs/{}", done.id), None),
     ] {
-        let (s, e) = api.call_as(common::BOB_TOKEN, method, &path, body).await;
+        let (s, e) = api.call_as(&bob, method, &path, body).await;
         assert_eq!(s, 404, "{method} {path}: {e}");
     }
-    let (_, list) = api.call_as(common::BOB_TOKEN, "GET", "/suites", None).await;
+    let (_, list) = api.call_as(&bob, "GET", "/suites", None).await;
     assert_eq!(list["suites"], json!([]), "{list}");
     // Bob cannot make a suite of the admin's workflow or runs either.
     let (s, e) = api
         .call_as(
-            common::BOB_TOKEN,
+            &bob,
             "POST",
             "/suites",
             Some(suite(
@@ -724,9 +558,7 @@ impl Api {
     /// Waits until the run waits for an approval; returns its workflow id.
     async fn finished_or_waiting(&self, run_id: &str) -> String {
         let run = self
-            .wait_for(&format!("/runs/{run_id}"), |r| {
-                r["status"] == "waiting_for_approval"
-            })
+            .wait_for_run(run_id, |r| r["status"] == "waiting_for_approval")
             .await;
         run["workflow_id"]
             .as_str()
@@ -751,7 +583,7 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
     let first = runtime();
     let (token, suite, suite_run) = first.block_on(async {
         let api = Api::open(dir, database_url, None).await;
-        api.add_counter(&counter).await;
+        api.add_counter(counter.port).await;
         let wf = api
             .workflow(workflow(vec![text("found")], http_tool()))
             .await;
@@ -808,7 +640,7 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let id = started["id"].as_str().expect("id").to_string();
-        (api.token.clone(), suite, id)
+        (api.admin.token.clone(), suite, id)
     });
     first.shutdown_timeout(Duration::from_secs(5));
 
@@ -943,7 +775,7 @@ fn an_interrupted_suite_run_is_an_error_at_restart_on_postgres() {
 /// paths, 409 for a taken case name); `GET /suites?workflow_id=` filters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_refuses_a_tool_node_write_and_survives_a_gone_run() {
-    let (counter, api) = Api::start(Duration::ZERO).await;
+    let (counter, api) = start(Duration::ZERO).await;
     let wf = api
         .workflow(workflow(vec![text("found")], http_tool()))
         .await;
@@ -1039,9 +871,10 @@ async fn a_suite_refuses_a_tool_node_write_and_survives_a_gone_run() {
             "{body}: {e}"
         );
     }
+    let bob = User::new(common::BOB_TOKEN);
     let (s, e) = api
         .call_as(
-            common::BOB_TOKEN,
+            &bob,
             "POST",
             &format!("/suites/{suite}/cases"),
             Some(json!({"run_id": second, "assertions": [{"kind": "outputs_equal"}]})),
@@ -1053,19 +886,9 @@ async fn a_suite_refuses_a_tool_node_write_and_survives_a_gone_run() {
     for i in 0..6 {
         let body = json!({"name": format!("more {i}"), "run_id": second, "assertions": [{"kind": "outputs_equal"}]});
         let path = format!("/suites/{suite}/cases");
-        let state = api.state.clone();
-        let token = api.token.clone();
+        let api = api.clone();
         more.push(tokio::spawn(async move {
-            common::request(
-                &state,
-                "POST",
-                &format!("/api/v1{path}"),
-                &token,
-                Some(body),
-            )
-            .await
-            .0
-            .as_u16()
+            api.call("POST", &path, Some(body)).await.0
         }));
     }
     for task in more {
@@ -1113,7 +936,7 @@ async fn a_suite_refuses_a_tool_node_write_and_survives_a_gone_run() {
 /// fork, and it stays `error`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_run_counts_as_it_goes_and_a_clean_stop_ends_it() {
-    let (counter, api) = Api::start(Duration::from_secs(3)).await;
+    let (counter, api) = start(Duration::from_secs(3)).await;
     // `fast`: recorded with the read, answered from its recording;
     // `slow`: recorded without it, so its fork reads live (3 s).
     let wf = api
@@ -1129,8 +952,7 @@ async fn a_suite_run_counts_as_it_goes_and_a_clean_stop_ends_it() {
             .await;
         assert_eq!(s, 202, "{started}");
         let id = started["run_id"].as_str().expect("id").to_string();
-        api.wait_for(&format!("/runs/{id}"), |r| r["status"] == "succeeded")
-            .await;
+        api.wait_for_run(&id, |r| r["status"] == "succeeded").await;
         id
     };
     api.revise(&wf, 1, workflow(vec![text("found")], http_tool()))
@@ -1228,7 +1050,7 @@ async fn forks(api: &Api) -> usize {
 /// `error` by the next CLI's start; Ctrl-C ends it `error` and exits 130.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cli_suite_run_beside_the_server_is_kept_and_a_killed_one_ended() {
-    let (counter, api) = Api::start(Duration::from_secs(2)).await;
+    let (counter, api) = start(Duration::from_secs(2)).await;
     let wf = api
         .workflow(workflow(vec![text("found")], http_tool()))
         .await;

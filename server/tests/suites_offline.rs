@@ -6,103 +6,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
-use node_runtime::wire::{SuiteRunStatus, SuiteRunView};
-use serde_json::{json, Value};
-
-/// The API of a server state (in-process), signed in as its admin.
-struct Api {
-    state: glassbox_server::AppState,
-    token: String,
-    _w: common::TwoWorkspaces,
-}
-
-impl Api {
-    async fn start() -> Api {
-        let w = common::TwoWorkspaces::new(2 * 1024 * 1024).await;
-        Api {
-            state: w.state.clone(),
-            token: w.admin_token.clone(),
-            _w: w,
-        }
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let (status, _, bytes) = common::request(
-            &self.state,
-            method,
-            &format!("/api/v1{path}"),
-            &self.token,
-            body,
-        )
-        .await;
-        (
-            status.as_u16(),
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
-    }
-
-    /// Polls `path` until `done` says so (60 s at most).
-    async fn wait_for(&self, path: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let (s, item) = self.call("GET", path, None).await;
-            assert_eq!(s, 200, "{item}");
-            if done(&item) {
-                return item;
-            }
-            assert!(Instant::now() < deadline, "{path} stuck: {item}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn workflow(&self, workflow: Value) -> String {
-        let (s, created) = self.call("POST", "/workflows", Some(workflow)).await;
-        assert_eq!(s, 201, "{created}");
-        created["id"].as_str().expect("workflow id").to_string()
-    }
-
-    async fn recorded_run(&self, workflow_id: &str, inputs: Value) -> String {
-        let (s, started) = self
-            .call(
-                "POST",
-                "/runs",
-                Some(json!({"workflow_id": workflow_id, "inputs": inputs})),
-            )
-            .await;
-        assert_eq!(s, 202, "{started}");
-        let run_id = started["run_id"].as_str().expect("run id").to_string();
-        let run = self
-            .wait_for(&format!("/runs/{run_id}"), |r| {
-                matches!(
-                    r["status"].as_str(),
-                    Some("succeeded" | "failed" | "cancelled")
-                )
-            })
-            .await;
-        assert_eq!(run["status"], "succeeded", "{run}");
-        run_id
-    }
-
-    async fn suite(&self, body: Value) -> String {
-        let (s, created) = self.call("POST", "/suites", Some(body)).await;
-        assert_eq!(s, 201, "{created}");
-        created["id"].as_str().expect("suite id").to_string()
-    }
-
-    async fn run_suite(&self, suite_id: &str, body: Value) -> SuiteRunView {
-        let (s, started) = self
-            .call("POST", &format!("/suites/{suite_id}/runs"), Some(body))
-            .await;
-        assert_eq!(s, 202, "{started}");
-        let id = started["id"].as_str().expect("suite run id").to_string();
-        let done = self
-            .wait_for(&format!("/suite-runs/{id}"), |r| r["status"] != "running")
-            .await;
-        serde_json::from_value(done).expect("a SuiteRunView")
-    }
-}
+use common::api::Api;
+use node_runtime::wire::SuiteRunStatus;
+use serde_json::json;
 
 /// A loopback OpenAI-compatible server: the first request of each pair
 /// asks for the calculator, the second answers; counts its requests.
@@ -239,14 +145,7 @@ async fn a_suite_with_recorded_answers_runs_offline_for_a_real_provider() {
         .await;
     assert_eq!(s, 202, "{started}");
     let fork = started["run_id"].as_str().expect("fork id").to_string();
-    let detail = api
-        .wait_for(&format!("/runs/{fork}"), |r| {
-            matches!(
-                r["status"].as_str(),
-                Some("succeeded" | "failed" | "cancelled")
-            )
-        })
-        .await;
+    let detail = api.finished(&fork).await;
     assert_eq!(detail["status"], "succeeded", "{detail}");
     assert_eq!(detail["outputs"]["answer"], "42");
     let (s, diff) = api

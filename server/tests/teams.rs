@@ -10,112 +10,13 @@ mod procs;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use common::api::{Api, User};
 use serde_json::{json, Value};
 
-/// A server state on a fresh database with the bootstrapped local admin
-/// signed in, and `other`, a workspace the admin is not in (user bob).
-struct Env {
-    state: glassbox_server::AppState,
-    db: glassbox_server::Store,
-    admin: User,
-    dir: tempfile::TempDir,
-}
-
-/// Someone calling the API: their token and the workspace they send
-/// (`X-Glassbox-Workspace`; None: their first).
-#[derive(Clone)]
-struct User {
-    token: String,
-    ws: Option<String>,
-}
-
-impl User {
-    fn new(token: &str) -> Self {
-        Self {
-            token: token.into(),
-            ws: None,
-        }
-    }
-
-    /// The same user sending `X-Glassbox-Workspace: ws`.
-    fn r#in(&self, ws: &str) -> Self {
-        Self {
-            token: self.token.clone(),
-            ws: Some(ws.into()),
-        }
-    }
-}
-
-impl Env {
-    /// On `database_url` (None: a SQLite file in a new data dir).
-    async fn open(database_url: Option<&str>) -> Env {
-        use glassbox_server::auth::{bootstrap, exchange, hash_token};
-        let dir = tempfile::tempdir().expect("tmp");
-        let url = database_url.map_or_else(
-            || glassbox_server::Config::default_database_url(dir.path()),
-            str::to_string,
-        );
-        let db = glassbox_server::Store::open(&url).await.expect("open");
-        let signin = bootstrap(&db).await.expect("bootstrap");
-        let (token, _) = exchange(&db, &signin).await.expect("session");
-        db.ensure_workspace("other", "Other").await.expect("ws");
-        db.ensure_user("bob", "Bob").await.expect("user");
-        db.add_membership("other", "bob", "admin")
-            .await
-            .expect("member");
-        db.insert_token(&hash_token(common::BOB_TOKEN), "bob", "session", None)
-            .await
-            .expect("token");
-        let config = glassbox_server::Config {
-            database_url: url,
-            ..common::TwoWorkspaces::config(dir.path(), 1024 * 1024)
-        };
-        Env {
-            state: glassbox_server::AppState::new(db.clone(), config).expect("state"),
-            db,
-            admin: User::new(&token),
-            dir,
-        }
-    }
-
-    /// One request as `who` (no bearer when their token is empty):
-    /// (status, JSON body or null).
-    async fn call(
-        &self,
-        who: &User,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        use http_body_util::BodyExt;
-        use tower::ServiceExt;
-        let mut req = axum::http::Request::builder()
-            .method(method)
-            .uri(format!("/api/v1{path}"))
-            .header("content-type", "application/json");
-        if !who.token.is_empty() {
-            req = req.header("authorization", format!("Bearer {}", who.token));
-        }
-        if let Some(ws) = &who.ws {
-            req = req.header("x-glassbox-workspace", ws);
-        }
-        let req = req
-            .body(body.map_or_else(axum::body::Body::empty, |b| {
-                axum::body::Body::from(b.to_string())
-            }))
-            .expect("request");
-        let res = glassbox_server::app(self.state.clone())
-            .oneshot(req)
-            .await
-            .expect("infallible");
-        let status = res.status().as_u16();
-        let bytes = res.into_body().collect().await.expect("body").to_bytes();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
-    }
-
+/// The teams tests' steps, each as `who`, on the shared client (a server
+/// with the bootstrapped local admin signed in, and `other`, a workspace
+/// the admin is not in: user bob).
+impl Api {
     /// A call that must answer `status`; its body.
     async fn ok(
         &self,
@@ -125,7 +26,7 @@ impl Env {
         path: &str,
         body: Option<Value>,
     ) -> Value {
-        let (s, answer) = self.call(who, method, path, body).await;
+        let (s, answer) = self.call_as(who, method, path, body).await;
         assert_eq!(s, status, "{method} {path}: {answer}");
         answer
     }
@@ -141,7 +42,7 @@ impl Env {
         path: &str,
         body: Option<Value>,
     ) -> (String, Value) {
-        let (s, answer) = self.call(who, method, path, body).await;
+        let (s, answer) = self.call_as(who, method, path, body).await;
         assert_eq!(s, status, "{method} {path}: {answer}");
         assert_eq!(answer["error"]["code"], code, "{method} {path}: {answer}");
         let message = answer["error"]["message"]
@@ -210,7 +111,7 @@ impl Env {
     }
 }
 
-impl Env {
+impl Api {
     /// The team actions (`member.*`, `invitation.*`, `workspace.*`) of the
     /// audit log of `who`'s workspace, newest first: (action, actor,
     /// target, detail).
@@ -242,23 +143,23 @@ impl Env {
 /// Runs `test` on a fresh SQLite database.
 async fn on_sqlite<F, Fut>(test: F)
 where
-    F: FnOnce(Env) -> Fut,
+    F: FnOnce(Api) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    test(Env::open(None).await).await;
+    test(Api::start().await).await;
 }
 
 /// Runs `test` on a fresh Postgres database (dropped after, pass or fail);
 /// nothing when GLASSBOX_TEST_POSTGRES_URL is not set.
 async fn on_postgres<F, Fut>(test: F)
 where
-    F: FnOnce(Env) -> Fut,
+    F: FnOnce(Api) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let Some(pg) = common::TempPgDatabase::create("glassbox_teams").await else {
         return;
     };
-    let env = Env::open(Some(&pg.url)).await;
+    let env = Api::start_on(Some(&pg.url)).await;
     let db = env.db.clone();
     let outcome = tokio::spawn(test(env)).await;
     db.close().await;
@@ -273,7 +174,7 @@ where
 /// users; B can neither start a run nor decide an approval (403 in the
 /// error shape), C can; neither sees anything of the first workspace;
 /// removing C stops C's token at once.
-async fn teammates_share_a_second_workspace_and_nothing_else(env: Env) {
+async fn teammates_share_a_second_workspace_and_nothing_else(env: Api) {
     let admin = env.admin.clone();
     // The first workspace's workflow and run.
     let first_run = common::start_run(&env.state, &admin.token, common::approval_workflow()).await;
@@ -500,7 +401,7 @@ async fn teammates_share_a_second_workspace_and_nothing_else_on_postgres() {
 /// revoked and an expired link are 410 saying which; an unknown one 404;
 /// a signed-in user joins with their own account (409 if a member
 /// already); another workspace's invitation is 404 to revoke.
-async fn links_work_once_then_are_gone(env: Env) {
+async fn links_work_once_then_are_gone(env: Api) {
     let admin = env.admin.clone();
     let anyone = User::new("");
     let link = env.invite(&admin, "viewer").await;
@@ -532,8 +433,8 @@ async fn links_work_once_then_are_gone(env: Env) {
     let link = env.invite(&admin, "editor").await;
     let path = format!("/invite/{link}/accept");
     let (one, two) = tokio::join!(
-        env.call(&anyone, "POST", &path, Some(json!({"display_name": "One"}))),
-        env.call(&anyone, "POST", &path, Some(json!({"display_name": "Two"}))),
+        env.call_as(&anyone, "POST", &path, Some(json!({"display_name": "One"}))),
+        env.call_as(&anyone, "POST", &path, Some(json!({"display_name": "Two"}))),
     );
     let mut statuses = [one.0, two.0];
     statuses.sort_unstable();
@@ -760,7 +661,7 @@ async fn links_work_once_then_are_gone_on_postgres() {
 /// Roles change; the last admin can be neither demoted nor removed (409 in
 /// words); only admins manage members, invitations and the workspace's
 /// name; a rename shows in every member's list.
-async fn roles_change_and_the_last_admin_stays(env: Env) {
+async fn roles_change_and_the_last_admin_stays(env: Api) {
     let admin = env.admin.clone();
     let (why, details) = env
         .refused(
@@ -910,7 +811,7 @@ async fn roles_change_and_the_last_admin_stays_on_postgres() {
 }
 
 /// Bad input is a 422 naming its field, and changes nothing.
-async fn bad_input_names_its_field(env: Env) {
+async fn bad_input_names_its_field(env: Api) {
     let admin = env.admin.clone();
     let anyone = User::new("");
     let long = "x".repeat(101);
@@ -993,9 +894,9 @@ async fn bad_input_names_its_field_on_postgres() {
 }
 
 /// `glassbox` run on `env`'s database: (exit code, stdout, stderr).
-fn cli(env: &Env, database_url: Option<&str>, args: &[&str]) -> (Option<i32>, String, String) {
+fn cli(env: &Api, database_url: Option<&str>, args: &[&str]) -> (Option<i32>, String, String) {
     let mut cmd = procs::glassbox();
-    cmd.args(args).arg("--data-dir").arg(env.dir.path());
+    cmd.args(args).arg("--data-dir").arg(&env.dir);
     if let Some(url) = database_url {
         cmd.arg("--database-url").arg(url);
     }
@@ -1011,7 +912,7 @@ fn cli(env: &Env, database_url: Option<&str>, args: &[&str]) -> (Option<i32>, St
 /// a workspace made and renamed, a member invited by a printed link that
 /// the API accepts, their role changed, then removed; a bad role or
 /// workspace exits 2 with a message.
-async fn the_cli_manages_workspaces_and_members(env: Env, database_url: Option<String>) {
+async fn the_cli_manages_workspaces_and_members(env: Api, database_url: Option<String>) {
     let url = database_url.as_deref();
     let run = |args: &'static [&'static str]| cli(&env, url, args);
     let (code, out, err) = run(&["workspace", "create", "CLI team"]);
@@ -1126,7 +1027,7 @@ async fn the_cli_manages_workspaces_and_members_on_postgres() {
     let Some(pg) = common::TempPgDatabase::create("glassbox_teams_cli").await else {
         return;
     };
-    let env = Env::open(Some(&pg.url)).await;
+    let env = Api::start_on(Some(&pg.url)).await;
     let db = env.db.clone();
     let url = pg.url.clone();
     let outcome = tokio::spawn(the_cli_manages_workspaces_and_members(env, Some(url))).await;

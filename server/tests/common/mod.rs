@@ -4,6 +4,8 @@
 
 use sqlx::Connection;
 
+pub mod api;
+
 /// A fresh Postgres database on GLASSBOX_TEST_POSTGRES_URL's server, made
 /// for one test and dropped by [`TempPgDatabase::drop_now`].
 pub struct TempPgDatabase {
@@ -70,21 +72,27 @@ pub const BOB_TOKEN: &str = "bob-token";
 
 impl TwoWorkspaces {
     pub async fn new(max_output_bytes: usize) -> Self {
-        use glassbox_server::auth::{bootstrap, exchange, hash_token};
+        Self::on(None, max_output_bytes).await
+    }
+
+    /// The same on `database_url` (None: a SQLite file in the new data
+    /// dir).
+    pub async fn on(database_url: Option<&str>, max_output_bytes: usize) -> Self {
+        use glassbox_server::auth::{bootstrap, exchange};
         let dir = tempfile::tempdir().expect("tmp");
-        let url = glassbox_server::Config::default_database_url(dir.path());
+        let url = database_url.map_or_else(
+            || glassbox_server::Config::default_database_url(dir.path()),
+            str::to_string,
+        );
         let db = glassbox_server::Store::open(&url).await.expect("open");
         let signin = bootstrap(&db).await.expect("bootstrap");
         let (admin_token, admin_user) = exchange(&db, &signin).await.expect("session");
         db.ensure_workspace("other", "Other").await.expect("ws");
-        db.ensure_user("bob", "Bob").await.expect("user");
-        db.add_membership("other", "bob", "admin")
-            .await
-            .expect("member");
-        db.insert_token(&hash_token(BOB_TOKEN), "bob", "session", None)
-            .await
-            .expect("token");
-        let config = Self::config(dir.path(), max_output_bytes);
+        add_member(&db, "other", "bob", "Bob", "admin", BOB_TOKEN).await;
+        let config = glassbox_server::Config {
+            database_url: url,
+            ..Self::config(dir.path(), max_output_bytes)
+        };
         let state = glassbox_server::AppState::new(db.clone(), config).expect("state");
         Self {
             state,
@@ -93,6 +101,14 @@ impl TwoWorkspaces {
             admin_user,
             dir,
         }
+    }
+
+    /// `user` made a member of `default` with `role`, signed in: their
+    /// session token (`{user}-token`).
+    pub async fn member(&self, user: &str, role: &str) -> String {
+        let token = format!("{user}-token");
+        add_member(&self.db, "default", user, user, role, &token).await;
+        token
     }
 
     pub fn config(dir: &std::path::Path, max_output_bytes: usize) -> glassbox_server::Config {
@@ -107,6 +123,26 @@ impl TwoWorkspaces {
             traces_url: glassbox_server::config::DEFAULT_TRACES_URL.into(),
         }
     }
+}
+
+/// `user` (named `name`) made a member of `workspace` with `role`, signed
+/// in with the session `token`.
+pub async fn add_member(
+    db: &glassbox_server::Store,
+    workspace: &str,
+    user: &str,
+    name: &str,
+    role: &str,
+    token: &str,
+) {
+    use glassbox_server::auth::hash_token;
+    db.ensure_user(user, name).await.expect("user");
+    db.add_membership(workspace, user, role)
+        .await
+        .expect("member");
+    db.insert_token(&hash_token(token), user, "session", None)
+        .await
+        .expect("token");
 }
 
 /// The repository's `examples/`.
@@ -127,13 +163,33 @@ pub async fn request(
     token: &str,
     body: Option<serde_json::Value>,
 ) -> (axum::http::StatusCode, Option<String>, Vec<u8>) {
+    request_as(state, method, path, Some(token), None, body).await
+}
+
+/// [`request`] with a choice of headers: the bearer `token` (None: no
+/// `Authorization` header) and the `workspace` asked for
+/// (`X-Glassbox-Workspace`; None: the caller's first).
+pub async fn request_as(
+    state: &glassbox_server::AppState,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    workspace: Option<&str>,
+    body: Option<serde_json::Value>,
+) -> (axum::http::StatusCode, Option<String>, Vec<u8>) {
     use http_body_util::BodyExt;
     use tower::ServiceExt;
-    let req = axum::http::Request::builder()
+    let mut req = axum::http::Request::builder()
         .method(method)
         .uri(path)
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/json")
+        .header("content-type", "application/json");
+    if let Some(token) = token {
+        req = req.header("authorization", format!("Bearer {token}"));
+    }
+    if let Some(workspace) = workspace {
+        req = req.header("x-glassbox-workspace", workspace);
+    }
+    let req = req
         .body(body.map_or_else(axum::body::Body::empty, |b| {
             axum::body::Body::from(b.to_string())
         }))
