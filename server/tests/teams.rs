@@ -1037,3 +1037,117 @@ async fn the_cli_manages_workspaces_and_members_on_postgres() {
         std::panic::resume_unwind(e.into_panic());
     }
 }
+
+/// The review's holes, closed: a workspace a viewer makes joins no
+/// organization, so its maker, its admin, cannot reach the organization's
+/// secrets; an admin removed, or made an editor, cannot come back through
+/// the links they made (they are revoked with the change).
+async fn no_way_back_to_more_than_was_given(env: Api) {
+    let admin = env.admin.clone();
+    let team = env.workspace(&admin, "Review team").await;
+    let admin_team = admin.r#in(&team);
+    // The default workspace belongs to the default organization, with a
+    // secret of its own.
+    env.ok(
+        &admin,
+        204,
+        "PUT",
+        "/secrets/org/ORG_ONLY",
+        Some(json!({"value": "org-secret-value-long"})),
+    )
+    .await;
+    let viewer_link = env.invite(&admin, "viewer").await;
+    let (viewer, _) = env.join(&viewer_link, "Vic").await;
+    let own = env.workspace(&viewer.r#in("default"), "Vic's own").await;
+    let vic_own = viewer.r#in(&own);
+    let (_, details) = env
+        .refused(
+            &vic_own,
+            422,
+            "INVALID",
+            "PUT",
+            "/secrets/org/ORG_ONLY",
+            Some(json!({"value": "overwritten-by-vic"})),
+        )
+        .await;
+    assert_eq!(details["path"], "scope");
+    let listed = env.ok(&vic_own, 200, "GET", "/secrets", None).await;
+    assert_eq!(listed["total"], 0, "no org secret reaches it: {listed}");
+    let mine = env.ok(&vic_own, 200, "GET", "/workspaces", None).await;
+    let made = mine["workspaces"]
+        .as_array()
+        .expect("workspaces")
+        .iter()
+        .find(|w| w["id"] == own.as_str())
+        .expect("listed")
+        .clone();
+    assert_eq!(made["org_id"], Value::Null, "{made}");
+
+    // A second admin makes links, then is made an editor and removed.
+    let co_admin_link = env.invite(&admin_team, "admin").await;
+    let (co_admin, co_admin_id) = env.join(&co_admin_link, "Ada").await;
+    let co_admin = co_admin.r#in(&team);
+    let kept_link = env.invite(&co_admin, "admin").await;
+    let removed_link = env.invite(&co_admin, "editor").await;
+    env.ok(
+        &admin_team,
+        200,
+        "PATCH",
+        &format!("/members/{co_admin_id}"),
+        Some(json!({"role": "editor"})),
+    )
+    .await;
+    let (message, _) = env
+        .refused(
+            &User::new(""),
+            410,
+            "GONE",
+            "POST",
+            &format!("/invite/{kept_link}/accept"),
+            Some(json!({"display_name": "Ada again"})),
+        )
+        .await;
+    assert!(message.contains("revoked"), "{message}");
+    env.ok(
+        &admin_team,
+        200,
+        "PATCH",
+        &format!("/members/{co_admin_id}"),
+        Some(json!({"role": "admin"})),
+    )
+    .await;
+    let fresh_link = env.invite(&co_admin, "viewer").await;
+    env.ok(
+        &admin_team,
+        204,
+        "DELETE",
+        &format!("/members/{co_admin_id}"),
+        None,
+    )
+    .await;
+    for link in [&removed_link, &fresh_link] {
+        env.refused(
+            &User::new(""),
+            410,
+            "GONE",
+            "GET",
+            &format!("/invite/{link}"),
+            None,
+        )
+        .await;
+    }
+    // The links the remaining admin made still work.
+    let (_, _) = env
+        .join(&env.invite(&admin_team, "viewer").await, "Newcomer")
+        .await;
+}
+
+#[tokio::test]
+async fn no_way_back_to_more_than_was_given_on_sqlite() {
+    on_sqlite(no_way_back_to_more_than_was_given).await;
+}
+
+#[tokio::test]
+async fn no_way_back_to_more_than_was_given_on_postgres() {
+    on_postgres(no_way_back_to_more_than_was_given).await;
+}
