@@ -4,9 +4,10 @@
 //! in the UI and invites an editor from Settings -> Members; a second
 //! browser profile (a WebDriver session of its own, with its own
 //! localStorage) opens the link, chooses a display name, accepts and sees
-//! the shared workflow. Made a viewer, the invitee finds Run off with the
-//! hint; the admin, back in the default workspace, does not see the
-//! workflow there.
+//! the shared workflow; the link then fails in words. Settings -> Audit
+//! shows the invitation and the join. Made a viewer, the invitee finds Run
+//! off with the hint; the admin, back in the default workspace, does not
+//! see the workflow there.
 
 use std::time::Duration;
 
@@ -190,6 +191,20 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
         .await?;
         appear(&a, "[data-testid=member-list] [data-role=viewer]").await?;
         admin.screenshot("teams-members").await?;
+        // Settings -> Audit: the invitation and the join, newest first.
+        appear(&a, "[data-testid=audit-event][data-action='member.joined']").await?;
+        let audited: Vec<String> = a
+            .execute(
+                "return [...document.querySelectorAll('[data-testid=audit-event]')].map(e => e.dataset.action)",
+                vec![],
+            )
+            .await
+            .map_err(|e| e.to_string())?
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
 
         // A viewer's editor: Run is off, with why.
         invitee
@@ -211,7 +226,7 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
             (first, team, admin_row, link, pending),
             (offered_space, offered_role, inviter, nameless, seen, stored),
             (reused, members, accepted, hint, run_off),
-            in_first,
+            (audited, in_first),
         ))
     }
     .await;
@@ -221,7 +236,7 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
         (first, team, admin_row, link, pending),
         (offered_space, offered_role, inviter, nameless, seen, stored),
         (reused, members, accepted, hint, run_off),
-        in_first,
+        (audited, in_first),
     ) = outcome.expect("a workspace is made, shared by invitation and kept apart");
 
     assert_ne!(first, "Team space");
@@ -240,6 +255,11 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
     assert!(reused.contains("can no longer be used"), "{reused}");
     assert!(members.contains("Casey"), "{members}");
     assert_eq!(accepted, 1);
+    let at = |action: &str| audited.iter().position(|a| a == action);
+    assert!(
+        matches!((at("member.joined"), at("member.invited")), (Some(j), Some(i)) if j < i),
+        "{audited:?}"
+    );
     assert_eq!(hint, "viewers cannot start runs");
     assert_eq!(run_off, Some("true".to_string()));
     assert!(

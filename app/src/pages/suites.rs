@@ -293,6 +293,8 @@ pub fn SuitePage() -> impl IntoView {
     let revision = RwSignal::new(String::new());
     let run_problem = RwSignal::new(None::<String>);
     let starting = RwSignal::new(false);
+    // A viewer reads suites but runs none (the server refuses it too).
+    let read_only = crate::workspace::read_only();
     let run_suite = {
         let navigate = navigate.clone();
         move |_| {
@@ -525,8 +527,11 @@ pub fn SuitePage() -> impl IntoView {
                     <input type="text" inputmode="numeric" size="8" placeholder="current" data-testid="suite-revision"
                         prop:value=move || revision.get() on:input=move |ev| revision.set(event_target_value(&ev)) />
                 </label>
-                <button type="button" class="primary" data-testid="run-suite" prop:disabled=move || starting.get() || current().is_none()
+                <button type="button" class="primary" data-testid="run-suite" prop:disabled=move || starting.get() || current().is_none() || read_only()
                     on:click=run_suite>{move || if starting.get() { "Starting…" } else { "Run suite" }}</button>
+                {move || read_only().then(|| view! {
+                    <span class="muted" data-testid="viewer-hint">{crate::workspace::VIEWER_RUN_HINT}</span>
+                })}
             </div>
             {move || run_problem.get().map(|p| view! { <p class="error" role="alert" data-testid="run-suite-error">{p}</p> })}
             <Transition fallback=|| view! { <p class="muted">"Loading the suite run…"</p> }>

@@ -536,3 +536,28 @@ pub fn InvitePage() -> impl IntoView {
         </section>
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_link_is_told_in_words() {
+        let unknown = ApiError::Api {
+            status: 404,
+            code: "NOT_FOUND".into(),
+            message: "no invitation has this link".into(),
+        };
+        assert!(invitation_problem(&unknown).contains("not known"));
+        let used = ApiError::Api {
+            status: 410,
+            code: "GONE".into(),
+            message: "this invitation was already accepted".into(),
+        };
+        let told = invitation_problem(&used);
+        assert!(
+            told.contains("can no longer be used: this invitation was already accepted"),
+            "{told}"
+        );
+    }
+}
