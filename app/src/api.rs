@@ -44,6 +44,11 @@ for 24 hours, and a restart prints a new one).";
 /// The header naming the workspace a request acts in.
 pub const WORKSPACE_HEADER: &str = "X-Glassbox-Workspace";
 
+/// What a page says when the session it holds stopped working.
+pub const SESSION_ENDED: &str = "Your sign-in is no longer valid: it expired, was ended, or you \
+were removed from the workspace. Sign in again with a new link (an invitation from an admin of the \
+workspace, or the link the Glassbox server printed).";
+
 /// A request to the API, with the session's token when signed in and the
 /// current workspace when one was chosen.
 fn request(method: gloo_net::http::Method, path: &str) -> gloo_net::http::RequestBuilder {
@@ -94,6 +99,8 @@ pub fn decode<T: DeserializeOwned>(status: u16, body: &str) -> Result<T, ApiErro
             message: if status == 401 && err.error.message.contains("Bearer") {
                 // The API's words are for programs; a person reads these.
                 SIGNED_OUT.to_string()
+            } else if status == 401 && err.error.message.contains("invalid or expired") {
+                SESSION_ENDED.to_string()
             } else {
                 err.error.message
             },
@@ -845,6 +852,16 @@ mod tests {
                 message: "no such thing".into()
             }
         );
+    }
+
+    #[test]
+    fn a_session_that_stopped_working_is_told_in_words() {
+        let err = decode::<Health>(
+            401,
+            r#"{"error":{"code":"UNAUTHORIZED","message":"the token is invalid or expired","details":null}}"#,
+        )
+        .expect_err("401");
+        assert!(err.to_string().starts_with(SESSION_ENDED), "{err}");
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! localStorage) opens the link, chooses a display name, accepts and sees
 //! the shared workflow; the link then fails in words. Settings -> Audit
 //! shows the invitation and the join. Made a viewer, the invitee finds Run
-//! off with the hint; the admin, back in the default workspace, does not
+//! off with the hint; a second link is revoked; the invitee, removed, is
+//! signed out at once; the admin, back in the default workspace, does not
 //! see the workflow there.
 
 use std::time::Duration;
@@ -218,6 +219,32 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
             .map_err(|e| e.to_string())?;
         invitee.screenshot("teams-viewer-run-off").await?;
 
+        // A second link, revoked after the confirmation, is pending no more.
+        click(&a, "[data-testid=invite-create]").await?;
+        appear(&a, "[data-testid=invitation-list] [data-status=pending]").await?;
+        click(
+            &a,
+            "[data-testid=invitation-list] [data-status=pending] [data-testid=invite-revoke]",
+        )
+        .await?;
+        a.accept_alert().await.map_err(|e| e.to_string())?;
+        appear(&a, "[data-testid=invitation-list] [data-status=revoked]").await?;
+        let still_pending =
+            count(&a, "[data-testid=invitation-list] [data-status=pending]").await?;
+        // Casey removed after the confirmation: their session ends at once.
+        click(
+            &a,
+            "[data-testid=member-list] [data-role=viewer] [data-testid=member-remove]",
+        )
+        .await?;
+        a.accept_alert().await.map_err(|e| e.to_string())?;
+        wait_until("Casey's row to go", || async {
+            Ok(count(&a, "[data-testid=member-list] [data-role=viewer]").await? == 0)
+        })
+        .await?;
+        invitee.open(&format!("{}/workflows", server.url)).await?;
+        let removed = wait_for_text(&b, "main [role=alert]", Duration::from_secs(30)).await?;
+
         // Back in the first workspace, the shared workflow is not listed.
         switch_to(&admin, &first).await?;
         let in_first = listed_workflows(&a).await?;
@@ -226,7 +253,7 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
             (first, team, admin_row, link, pending),
             (offered_space, offered_role, inviter, nameless, seen, stored),
             (reused, members, accepted, hint, run_off),
-            (audited, in_first),
+            (audited, still_pending, removed, in_first),
         ))
     }
     .await;
@@ -236,7 +263,7 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
         (first, team, admin_row, link, pending),
         (offered_space, offered_role, inviter, nameless, seen, stored),
         (reused, members, accepted, hint, run_off),
-        (audited, in_first),
+        (audited, still_pending, removed, in_first),
     ) = outcome.expect("a workspace is made, shared by invitation and kept apart");
 
     assert_ne!(first, "Team space");
@@ -262,6 +289,8 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
     );
     assert_eq!(hint, "viewers cannot start runs");
     assert_eq!(run_off, Some("true".to_string()));
+    assert_eq!(still_pending, 0);
+    assert!(removed.contains("no longer valid"), "{removed}");
     assert!(
         !in_first.contains(&"Shared plan".to_string()),
         "{in_first:?}"
