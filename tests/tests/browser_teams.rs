@@ -15,7 +15,8 @@ use std::time::Duration;
 use fantoccini::Client;
 use glassbox_tests::harness::{app_and_browser_with, wait_for_text, Browser, Server};
 use glassbox_tests::ui::{
-    appear, click, count, create_workflow, find, text_or_empty, value_of, wait_until,
+    appear, click, count, create_workflow, find, layout_problems, text_or_empty, value_of,
+    wait_until,
 };
 
 /// The name of the workspace the navigation shows as current, polled
@@ -150,7 +151,14 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
         appear(&a, "[data-testid=invite-link]").await?;
         let link = value_of(&a, "[data-testid=invite-link]").await?;
         let pending = count(&a, "[data-testid=invitation-list] [data-status=pending]").await?;
+        a.execute(
+            "document.querySelector('[data-testid=invite-created]').scrollIntoView()",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         admin.screenshot("teams-invitation-link").await?;
+        let mut overlaps = layout_problems(&a).await?;
 
         // The second profile: the link's preview, a display name, Accept.
         invitee.open(&link).await?;
@@ -167,6 +175,7 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
             .await
             .map_err(|e| e.to_string())?;
         invitee.screenshot("teams-invitation-page").await?;
+        overlaps.extend(layout_problems(&b).await?);
         click(&b, "[data-testid=invite-accept]").await?;
         current_workspace_is(&b, "Team space").await?;
         let seen = listed_workflows(&b).await?;
@@ -218,6 +227,7 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
             .await
             .map_err(|e| e.to_string())?;
         invitee.screenshot("teams-viewer-run-off").await?;
+        overlaps.extend(layout_problems(&b).await?);
 
         // A second link, revoked after the confirmation, is pending no more.
         click(&a, "[data-testid=invite-create]").await?;
@@ -254,6 +264,7 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
             (offered_space, offered_role, inviter, nameless, seen, stored),
             (reused, members, accepted, hint, run_off),
             (audited, still_pending, removed, in_first),
+            overlaps,
         ))
     }
     .await;
@@ -264,8 +275,10 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
         (offered_space, offered_role, inviter, nameless, seen, stored),
         (reused, members, accepted, hint, run_off),
         (audited, still_pending, removed, in_first),
+        overlaps,
     ) = outcome.expect("a workspace is made, shared by invitation and kept apart");
 
+    assert!(overlaps.is_empty(), "controls overlap: {overlaps:?}");
     assert_ne!(first, "Team space");
     assert!(admin_row.contains("(you)"), "{admin_row}");
     assert!(
