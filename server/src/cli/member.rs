@@ -61,7 +61,7 @@ pub enum MemberCommand {
 }
 
 fn role(name: &str) -> Result<Role, Failure> {
-    Role::parse(name).map_err(|why| Failure::config(format!("the role: {why}")))
+    Role::parse(name).map_err(|why| Failure::config(format!("role: {why}")))
 }
 
 pub async fn member_command(cmd: MemberCommand) -> Result<(), Failure> {
