@@ -97,8 +97,8 @@ pub fn approval_form(approval: Approval, problem: RwSignal<Option<String>>) -> i
     let text = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
     // A viewer sees the write but decides nothing (the server refuses too).
-    let read_only = crate::workspace::read_only();
-    let off = move || busy.get() || read_only();
+    let gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_DECIDE_HINT);
+    let off = move || busy.get() || gate.off();
     let decide = move |decision: &'static str| {
         let token = approval.token.clone();
         move |ev: leptos::ev::MouseEvent| {
@@ -127,12 +127,10 @@ pub fn approval_form(approval: Approval, problem: RwSignal<Option<String>>) -> i
             <span class="muted">{approval.effect.clone()}</span>
             <input type="text" data-testid="approval-text" placeholder="Reason (deny) or note (revise)"
                 prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev)) />
-            <button type="button" class="primary" data-testid="approve" prop:disabled=off on:click=decide("approve")>"Approve"</button>
-            <button type="button" data-testid="deny" prop:disabled=off on:click=decide("deny")>"Deny"</button>
-            <button type="button" data-testid="revise" prop:disabled=off on:click=decide("revise")>"Request revision"</button>
-            {move || read_only().then(|| view! {
-                <span class="muted" data-testid="viewer-hint">{crate::workspace::VIEWER_DECIDE_HINT}</span>
-            })}
+            <button type="button" class="primary" data-testid="approve" prop:disabled=off title=move || gate.why() on:click=decide("approve")>"Approve"</button>
+            <button type="button" data-testid="deny" prop:disabled=off title=move || gate.why() on:click=decide("deny")>"Deny"</button>
+            <button type="button" data-testid="revise" prop:disabled=off title=move || gate.why() on:click=decide("revise")>"Request revision"</button>
+            {gate.hint()}
         </div>
     }
 }

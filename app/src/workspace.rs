@@ -1,7 +1,8 @@
 //! The workspace the app acts in: the caller's workspaces (asked once per
 //! page load, while signed in), the navigation's switcher, and the
 //! caller's role there, which pages read to turn off what the role may not
-//! do (the server refuses it anyway, 403). The current workspace is kept
+//! do (the server refuses it anyway, 403): a [`Gate`] per control, off
+//! with a short hint while the role is below the one it takes. The current workspace is kept
 //! in localStorage (`session::workspace`) and sent with every request.
 
 use leptos::prelude::*;
@@ -13,6 +14,16 @@ use crate::session;
 pub const VIEWER_RUN_HINT: &str = "viewers cannot start runs";
 /// What a viewer is told beside an approval they cannot decide.
 pub const VIEWER_DECIDE_HINT: &str = "viewers cannot decide approvals";
+/// What a viewer is told beside Save and what else changes a workflow.
+pub const VIEWER_EDIT_HINT: &str = "viewers cannot change workflows";
+/// What a viewer is told beside Cancel run.
+pub const VIEWER_CANCEL_HINT: &str = "viewers cannot cancel runs";
+/// What a viewer is told beside what changes a suite.
+pub const VIEWER_SUITE_HINT: &str = "viewers cannot change suites";
+/// What a viewer is told beside Save secret.
+pub const VIEWER_SECRET_HINT: &str = "viewers cannot change secrets";
+/// What an editor is told beside a workspace or organization secret.
+pub const ADMIN_SECRET_HINT: &str = "only admins change workspace and organization secrets";
 
 /// The caller's workspaces, `None` until known (or signed out).
 #[derive(Clone, Copy)]
@@ -64,12 +75,53 @@ impl Workspaces {
     }
 }
 
-/// Whether the caller only reads in the current workspace (a viewer):
-/// Run and approval decisions are off. Call it while a component is built;
-/// the answer is tracked.
-pub fn read_only() -> impl Fn() -> bool + Copy + 'static {
-    let list = context();
-    move || list.is_some_and(|l| l.role() == Some(Role::Viewer))
+/// A control the caller's role may not use: off, with a short hint why,
+/// while the caller's role in the current workspace is known to be below
+/// the one it takes (the server refuses it anyway, 403). Made while a
+/// component is built; what it answers is tracked.
+#[derive(Clone, Copy)]
+pub struct Gate {
+    list: Option<Workspaces>,
+    needs: Role,
+    hint: &'static str,
+}
+
+impl Gate {
+    /// A control that takes the editor role: a viewer finds it off.
+    pub fn editor(hint: &'static str) -> Self {
+        Self::needs(Role::Editor, hint)
+    }
+
+    /// A control that takes the role `needs`.
+    pub fn needs(needs: Role, hint: &'static str) -> Self {
+        Gate {
+            list: context(),
+            needs,
+            hint,
+        }
+    }
+
+    /// Whether the control is off.
+    pub fn off(self) -> bool {
+        self.list
+            .and_then(Workspaces::role)
+            .is_some_and(|role| !role.allows(self.needs))
+    }
+
+    /// Why it is off (for its `title`), while it is.
+    pub fn why(self) -> Option<&'static str> {
+        self.off().then_some(self.hint)
+    }
+
+    /// The hint shown beside the control while it is off.
+    pub fn hint(self) -> impl IntoView {
+        hint(move || self.why())
+    }
+}
+
+/// The hint beside a control, while `why` says why it is off.
+pub fn hint(why: impl Fn() -> Option<&'static str> + Send + Sync + 'static) -> impl IntoView {
+    move || why().map(|h| view! { <span class="muted" data-testid="viewer-hint">{h}</span> })
 }
 
 /// Makes `id` the current workspace and opens its workflows, every page's
@@ -105,5 +157,75 @@ pub fn Switcher() -> impl IntoView {
                 }).collect_view()}
             </select>
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::WorkspaceView;
+
+    /// The caller's workspaces with `role` in the current one (`None`:
+    /// not known yet).
+    fn as_role(role: Option<Role>) -> Workspaces {
+        let list = role.map(|role| WorkspaceList {
+            workspaces: vec![WorkspaceView {
+                id: "w1".into(),
+                name: "Team space".into(),
+                role,
+                org_id: None,
+                created_at: String::new(),
+                members: 2,
+            }],
+            current: "w1".into(),
+        });
+        Workspaces(RwSignal::new(list))
+    }
+
+    #[test]
+    fn a_viewer_finds_every_write_off_and_an_editor_only_the_admins() {
+        let owner = Owner::new();
+        owner.set();
+        // (role, an editor's control off, an admin's control off)
+        let cases = [
+            (None, false, false),
+            (Some(Role::Viewer), true, true),
+            (Some(Role::Editor), false, true),
+            (Some(Role::Admin), false, false),
+        ];
+        for (role, editor_off, admin_off) in cases {
+            provide_context(as_role(role));
+            let save = Gate::editor(VIEWER_EDIT_HINT);
+            let shared = Gate::needs(Role::Admin, ADMIN_SECRET_HINT);
+            assert_eq!(save.off(), editor_off, "{role:?}");
+            assert_eq!(
+                save.why(),
+                editor_off.then_some("viewers cannot change workflows"),
+                "{role:?}"
+            );
+            assert_eq!(shared.off(), admin_off, "{role:?}");
+            assert_eq!(
+                shared.why(),
+                admin_off.then_some(ADMIN_SECRET_HINT),
+                "{role:?}"
+            );
+        }
+        // Outside a page (no workspaces given) nothing is turned off.
+        let elsewhere = Owner::new_root(None);
+        elsewhere.set();
+        assert!(!Gate::editor(VIEWER_RUN_HINT).off());
+        owner.set();
+    }
+
+    #[test]
+    fn the_role_known_later_turns_the_control_off() {
+        let owner = Owner::new();
+        owner.set();
+        let list = as_role(None);
+        provide_context(list);
+        let fork = Gate::editor(VIEWER_RUN_HINT);
+        assert!(!fork.off());
+        list.0.set(as_role(Some(Role::Viewer)).0.get_untracked());
+        assert_eq!(fork.why(), Some("viewers cannot start runs"));
     }
 }

@@ -233,10 +233,13 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
         }
     };
 
+    // A viewer reads the workflow (selects, inspects, pans) but saves
+    // nothing (the server refuses it too).
+    let gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_EDIT_HINT);
     let save = {
         let workflow_id = workflow_id.clone();
         move || {
-            if saving.get_untracked() {
+            if saving.get_untracked() || gate.off() {
                 return;
             }
             saving.set(true);
@@ -1009,8 +1012,9 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                 <button type="button" data-testid="auto-layout" title="Lay the graph out in layers, left to right (one undo step)"
                     on:click=move |_| arrange()>"Auto-layout"</button>
                 <button type="button" data-testid="shortcuts" title="Keyboard shortcuts (?)" on:click=move |_| help.set(true)>"?"</button>
-                <button type="button" class="primary" data-testid="save" prop:disabled=move || saving.get()
-                    on:click=move |_| save_click()>{move || if saving.get() { "Saving…" } else { "Save" }}</button>
+                <button type="button" class="primary" data-testid="save" prop:disabled=move || saving.get() || gate.off()
+                    title=move || gate.why() on:click=move |_| save_click()>{move || if saving.get() { "Saving…" } else { "Save" }}</button>
+                {gate.hint()}
             </header>
             {move || status.get().map(|(ok, m)| view! {
                 <p class=if ok { "notice" } else { "error" } role="status" data-testid="editor-status">{m}</p>

@@ -207,9 +207,9 @@ pub fn RunPanel(
     let fields = Memo::new(move |_| editor.with(input_fields));
     let dirty = Memo::new(move |_| editor.with(Editor::is_dirty));
     // A viewer reads runs but starts none (the server refuses it too).
-    let read_only = crate::workspace::read_only();
+    let gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_RUN_HINT);
     let run = move |_| {
-        if read_only() {
+        if gate.off() {
             return;
         }
         if let Some(d) = diagnostics
@@ -379,13 +379,11 @@ pub fn RunPanel(
                         </label>
                     }
                 }).collect_view()}
-                <button type="submit" class="primary" data-testid="run" prop:disabled=read_only
-                    title=move || read_only().then_some(crate::workspace::VIEWER_RUN_HINT)>
+                <button type="submit" class="primary" data-testid="run" prop:disabled=move || gate.off()
+                    title=move || gate.why()>
                     {move || if dirty.get() { "Save and run" } else { "Run" }}
                 </button>
-                {move || read_only().then(|| view! {
-                    <span class="muted" data-testid="viewer-hint">{crate::workspace::VIEWER_RUN_HINT}</span>
-                })}
+                {gate.hint()}
             </form>
             {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="run-problem">{p}</p> })}
             {move || note.get().map(|n| view! { <p class="warn" role="status" data-testid="run-note">{n}</p> })}

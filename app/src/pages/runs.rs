@@ -115,6 +115,8 @@ fn ForkControls(run_id: String) -> impl IntoView {
     let recorded_answers = RwSignal::new(false);
     let problem = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
+    // A fork is a new run: a viewer starts none (the server refuses too).
+    let gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_RUN_HINT);
     let navigate = use_navigate();
     let fork = move |_| {
         let parsed: Result<ForkChanges, String> = serde_json::from_str(&changes.get_untracked())
@@ -158,9 +160,11 @@ fn ForkControls(run_id: String) -> impl IntoView {
                 prop:checked=move || recorded_answers.get()
                 on:change=move |ev| recorded_answers.set(event_target_checked(&ev)) />
                 " Answer the model from this run's recording (offline, whatever the provider)"</label>
-            <button type="button" data-testid="fork" prop:disabled=move || busy.get() on:click=fork>
+            <button type="button" data-testid="fork" prop:disabled=move || busy.get() || gate.off()
+                title=move || gate.why() on:click=fork>
                 {move || if busy.get() { "Forking…" } else { "Fork" }}
             </button>
+            {gate.hint()}
             {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="fork-error">{p}</p> })}
         </details>
     }
@@ -241,6 +245,8 @@ fn ForkDiff(origin: String, fork: String) -> impl IntoView {
 fn ReplayControls(run_id: String) -> impl IntoView {
     let outcome = RwSignal::new(None::<Result<api::ReplayOutcome, String>>);
     let busy = RwSignal::new(false);
+    // A replay is a new run: a viewer starts none (but downloads the bundle).
+    let gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_RUN_HINT);
     let (replay_id, download_id) = (run_id.clone(), run_id);
     let replay = move |_| {
         let id = replay_id.clone();
@@ -263,9 +269,11 @@ fn ReplayControls(run_id: String) -> impl IntoView {
         });
     };
     view! {
-        <button type="button" data-testid="replay" prop:disabled=move || busy.get() on:click=replay>
+        <button type="button" data-testid="replay" prop:disabled=move || busy.get() || gate.off()
+            title=move || gate.why() on:click=replay>
             {move || if busy.get() { "Replaying…" } else { "Replay" }}
         </button>
+        {gate.hint()}
         <button type="button" data-testid="download-bundle" on:click=download>"Download bundle"</button>
         {move || outcome.get().map(|o| match o {
             Ok(o) => replay_result(o).into_any(),
@@ -279,6 +287,7 @@ fn ReplayControls(run_id: String) -> impl IntoView {
 #[component]
 fn OpenBundle() -> impl IntoView {
     let outcome = RwSignal::new(None::<Result<api::ReplayOutcome, String>>);
+    let gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_RUN_HINT);
     let picked = move |ev: leptos::ev::Event| {
         let Some(input) = ev
             .target()
@@ -298,8 +307,10 @@ fn OpenBundle() -> impl IntoView {
     };
     view! {
         <label class="open-bundle">"Open bundle "
-            <input type="file" accept="application/json,.json" data-testid="open-bundle" on:change=picked />
+            <input type="file" accept="application/json,.json" data-testid="open-bundle" on:change=picked
+                prop:disabled=move || gate.off() title=move || gate.why() />
         </label>
+        {gate.hint()}
         {move || outcome.get().map(|o| match o {
             Ok(o) => replay_result(o).into_any(),
             Err(e) => view! { <p class="error" role="alert" data-testid="replay-error">{e}</p> }.into_any(),
@@ -435,6 +446,7 @@ pub fn RunPage() -> impl IntoView {
         move || run.refetch(),
     );
     let notice = RwSignal::new(None::<(bool, String)>);
+    let cancel_gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_CANCEL_HINT);
     let cancel = move |_| {
         let id = id();
         leptos::task::spawn_local(async move {
@@ -490,7 +502,9 @@ pub fn RunPage() -> impl IntoView {
                             <p class="row">
                                 <A href=format!("/runs/{}/trace", d.id)>"Trace"</A>
                                 {active.then(|| view! {
-                                    <button type="button" data-testid="run-cancel" on:click=cancel>"Cancel run"</button>
+                                    <button type="button" data-testid="run-cancel" prop:disabled=move || cancel_gate.off()
+                                        title=move || cancel_gate.why() on:click=cancel>"Cancel run"</button>
+                                    {cancel_gate.hint()}
                                 })}
                                 {(!active && d.kind == RunKind::Run).then(|| view! { <ReplayControls run_id=d.id.clone() /> })}
                             </p>

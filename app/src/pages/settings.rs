@@ -7,6 +7,7 @@
 use leptos::prelude::*;
 
 use crate::api;
+use crate::workspace::Gate;
 
 const SCOPES: [(&str, &str); 3] = [
     ("workspace", "Workspace"),
@@ -23,8 +24,20 @@ pub fn Settings() -> impl IntoView {
     let name = RwSignal::new(String::new());
     let value = RwSignal::new(String::new());
     let status = RwSignal::new(None::<(bool, String)>);
+    // A viewer changes no secret; an editor only their own (the server
+    // refuses the rest too): Save secret and Delete are off, with why.
+    let viewer = Gate::editor(crate::workspace::VIEWER_SECRET_HINT);
+    let shared = Gate::needs(api::Role::Admin, crate::workspace::ADMIN_SECRET_HINT);
+    let why = move |scope: &str| {
+        viewer
+            .why()
+            .or(if scope == "user" { None } else { shared.why() })
+    };
     let set = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
+        if scope.with_untracked(|s| why(s)).is_some() {
+            return;
+        }
         let (s, n, v) = (
             scope.get_untracked(),
             name.get_untracked().trim().to_string(),
@@ -57,7 +70,9 @@ pub fn Settings() -> impl IntoView {
                     on:input=move |ev| name.set(event_target_value(&ev)) />
                 <input type="password" placeholder="value" autocomplete="off" data-testid="secret-value" prop:value=move || value.get()
                     on:input=move |ev| value.set(event_target_value(&ev)) />
-                <button type="submit" data-testid="secret-save">"Save secret"</button>
+                <button type="submit" data-testid="secret-save" prop:disabled=move || scope.with(|s| why(s)).is_some()
+                    title=move || scope.with(|s| why(s))>"Save secret"</button>
+                {crate::workspace::hint(move || scope.with(|s| why(s)))}
             </form>
             {move || status.get().map(|(ok, m)| view! {
                 <p class=if ok { "notice" } else { "error" } role="status" data-testid="secret-status">{m}</p>
@@ -75,10 +90,12 @@ pub fn Settings() -> impl IntoView {
                             <tbody>
                                 {list.into_iter().map(|s| {
                                     let (n, sc) = (s.name.clone(), s.scope.clone());
+                                    let off = { let sc = sc.clone(); move || why(&sc) };
                                     view! {
                                         <tr data-secret=format!("{}/{}", s.scope, s.name)>
                                             <td><code>{s.name.clone()}</code></td><td>{s.scope.clone()}</td><td class="muted">{s.created_at.clone()}</td>
-                                            <td><button type="button" data-testid="secret-delete" on:click=move |_| {
+                                            <td><button type="button" data-testid="secret-delete" prop:disabled={ let off = off.clone(); move || off().is_some() }
+                                                title=off on:click=move |_| {
                                                 let (n, sc) = (n.clone(), sc.clone());
                                                 leptos::task::spawn_local(async move {
                                                     match api::delete_secret(&sc, &n).await {

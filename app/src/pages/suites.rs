@@ -294,7 +294,9 @@ pub fn SuitePage() -> impl IntoView {
     let run_problem = RwSignal::new(None::<String>);
     let starting = RwSignal::new(false);
     // A viewer reads suites but runs none (the server refuses it too).
-    let read_only = crate::workspace::read_only();
+    let run_gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_RUN_HINT);
+    // Nor changes them.
+    let gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_SUITE_HINT);
     let run_suite = {
         let navigate = navigate.clone();
         move |_| {
@@ -417,7 +419,7 @@ pub fn SuitePage() -> impl IntoView {
                             <p class="muted">"Kinds: " {KINDS} ". Paths are JSONPath over "
                                 <code>"{status, outputs, nodes}"</code> ", e.g. " <code>"$.outputs.answer"</code> "."</p>
                             <div class="row">
-                                <button type="button" class="primary" data-testid="case-save" prop:disabled=move || busy.get()
+                                <button type="button" class="primary" data-testid="case-save" prop:disabled=move || busy.get() || gate.off()
                                     on:click=save_case.clone()>"Save"</button>
                                 <button type="button" data-testid="case-cancel" on:click=move |_| {
                                     editing.set(None);
@@ -429,7 +431,8 @@ pub fn SuitePage() -> impl IntoView {
                     </Show>
                 </td>
                 <td class="actions">
-                    <button type="button" data-testid="case-edit" on:click={
+                    <button type="button" data-testid="case-edit" prop:disabled=move || gate.off()
+                        title=move || gate.why() on:click={
                         let text = text.clone();
                         move |_| {
                             case_problem.set(None);
@@ -437,8 +440,8 @@ pub fn SuitePage() -> impl IntoView {
                         }
                     }>"Edit assertions"</button>
                     <button type="button" data-testid="case-remove"
-                        prop:disabled=move || busy.get() || last_case()
-                        title=move || last_case().then_some(suites_view::LAST_CASE)
+                        prop:disabled=move || busy.get() || last_case() || gate.off()
+                        title=move || gate.why().or(last_case().then_some(suites_view::LAST_CASE))
                         on:click=remove>"Remove"</button>
                     <Show when=last_case>
                         <p class="muted hint" data-testid="case-remove-hint">{suites_view::LAST_CASE}</p>
@@ -527,11 +530,9 @@ pub fn SuitePage() -> impl IntoView {
                     <input type="text" inputmode="numeric" size="8" placeholder="current" data-testid="suite-revision"
                         prop:value=move || revision.get() on:input=move |ev| revision.set(event_target_value(&ev)) />
                 </label>
-                <button type="button" class="primary" data-testid="run-suite" prop:disabled=move || starting.get() || current().is_none() || read_only()
-                    on:click=run_suite>{move || if starting.get() { "Starting…" } else { "Run suite" }}</button>
-                {move || read_only().then(|| view! {
-                    <span class="muted" data-testid="viewer-hint">{crate::workspace::VIEWER_RUN_HINT}</span>
-                })}
+                <button type="button" class="primary" data-testid="run-suite" prop:disabled=move || starting.get() || current().is_none() || run_gate.off()
+                    title=move || run_gate.why() on:click=run_suite>{move || if starting.get() { "Starting…" } else { "Run suite" }}</button>
+                {run_gate.hint()}
             </div>
             {move || run_problem.get().map(|p| view! { <p class="error" role="alert" data-testid="run-suite-error">{p}</p> })}
             <Transition fallback=|| view! { <p class="muted">"Loading the suite run…"</p> }>
@@ -574,10 +575,11 @@ pub fn SuitePage() -> impl IntoView {
                 on:change=move |ev| live_reads.set(event_target_checked(&ev)) />
                 " Let read calls the recorded run did not make run live (writes never run)"</label>
             <div class="row">
-                <button type="button" data-testid="suite-options-save" prop:disabled=move || busy.get() || current().is_none()
-                    on:click=save_options>"Save options"</button>
-                <button type="button" class="danger" data-testid="suite-delete" prop:disabled=move || current().is_none()
-                    on:click=delete>"Delete suite"</button>
+                <button type="button" data-testid="suite-options-save" prop:disabled=move || busy.get() || current().is_none() || gate.off()
+                    title=move || gate.why() on:click=save_options>"Save options"</button>
+                <button type="button" class="danger" data-testid="suite-delete" prop:disabled=move || current().is_none() || gate.off()
+                    title=move || gate.why() on:click=delete>"Delete suite"</button>
+                {gate.hint()}
             </div>
         </section>
     }
@@ -618,6 +620,7 @@ pub fn AddToSuite(run: RunDetail) -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
     let added = RwSignal::new(None::<(String, String, usize)>);
     let busy = RwSignal::new(false);
+    let gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_SUITE_HINT);
     let listed = move || -> Vec<SuiteView> {
         suites.with(|r| {
             r.as_ref()
@@ -728,9 +731,11 @@ pub fn AddToSuite(run: RunDetail) -> impl IntoView {
                     on:input=move |ev| assertions.set(event_target_value(&ev))></textarea>
             </label>
             <p class="muted">"Kinds: " {KINDS} "."</p>
-            <button type="button" class="primary" data-testid="suite-add" prop:disabled=move || busy.get() on:click=add>
+            <button type="button" class="primary" data-testid="suite-add" prop:disabled=move || busy.get() || gate.off()
+                title=move || gate.why() on:click=add>
                 {move || if busy.get() { "Adding…" } else { "Add" }}
             </button>
+            {gate.hint()}
             {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="suite-add-error">{p}</p> })}
             {move || added.get().map(|(id, name, n)| view! {
                 <p class="notice" role="status" data-testid="suite-added">"Added to "

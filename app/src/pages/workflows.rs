@@ -24,6 +24,9 @@ pub fn Workflows() -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     // The workflow being renamed: its id, name and description as typed.
     let renaming = RwSignal::new(None::<(String, String, String)>);
+    // A viewer reads the workflows but changes none (the server refuses
+    // it too): every control below that writes is off, with why.
+    let gate = crate::workspace::Gate::editor(crate::workspace::VIEWER_EDIT_HINT);
     let navigate = use_navigate();
     let from_example = {
         let navigate = navigate.clone();
@@ -39,6 +42,9 @@ pub fn Workflows() -> impl IntoView {
     };
     let create = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
+        if gate.off() {
+            return;
+        }
         let n = name.get_untracked().trim().to_string();
         if n.is_empty() {
             error.set(Some("Give the workflow a name.".into()));
@@ -121,13 +127,15 @@ pub fn Workflows() -> impl IntoView {
                         </Show>
                         " " <span class="muted">"revision\u{a0}" {w.revision}</span>
                         <span class="actions">
-                            <button type="button" data-testid="rename"
-                                on:click=move |_| renaming.set(Some(editing_now.clone()))>"Rename"</button>
-                            <button type="button" data-testid="duplicate" on:click=move |_| {
+                            <button type="button" data-testid="rename" prop:disabled=move || gate.off()
+                                title=move || gate.why() on:click=move |_| renaming.set(Some(editing_now.clone()))>"Rename"</button>
+                            <button type="button" data-testid="duplicate" prop:disabled=move || gate.off()
+                                title=move || gate.why() on:click=move |_| {
                                 let (id, copy) = (dup_id.clone(), format!("Copy of {dup_name}"));
                                 act(Box::pin(async move { api::duplicate_workflow(&id, &copy).await.map(|_| ()) }));
                             }>"Duplicate"</button>
-                            <button type="button" data-testid="delete" on:click=move |_| {
+                            <button type="button" data-testid="delete" prop:disabled=move || gate.off()
+                                title=move || gate.why() on:click=move |_| {
                                 if confirm(&format!("Delete the workflow \u{201c}{del_name}\u{201d} and its revisions? Its runs stay.")) {
                                     let id = del_id.clone();
                                     act(Box::pin(async move { api::delete_workflow(&id).await }));
@@ -151,8 +159,8 @@ pub fn Workflows() -> impl IntoView {
                         <strong>{e.name}</strong>
                         <p class="muted" data-testid="example-description">{e.description}</p>
                         <div class="row">
-                            <button type="button" data-testid="new-from-example"
-                                on:click=move |_| make(id.clone())>"New from example"</button>
+                            <button type="button" data-testid="new-from-example" prop:disabled=move || gate.off()
+                                title=move || gate.why() on:click=move |_| make(id.clone())>"New from example"</button>
                         </div>
                     </article>
                 }
@@ -165,7 +173,9 @@ pub fn Workflows() -> impl IntoView {
             <form class="row" on:submit=create>
                 <input type="text" placeholder="New workflow name" data-testid="new-workflow-name"
                     prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) />
-                <button type="submit" data-testid="new-workflow">"New workflow"</button>
+                <button type="submit" data-testid="new-workflow" prop:disabled=move || gate.off()
+                    title=move || gate.why()>"New workflow"</button>
+                {gate.hint()}
             </form>
             {move || error.get().map(|e| view! { <p class="error" role="alert" data-testid="workflows-error">{e}</p> })}
             <Suspense fallback=|| view! { <p class="muted">"Loading workflows…"</p> }>
@@ -178,7 +188,7 @@ pub fn Workflows() -> impl IntoView {
         </section>
         <section data-testid="gallery-section">
             <h2>"New from example"</h2>
-            <p class="muted">"Each makes a new workflow of this workspace and opens it."</p>
+            <p class="muted">"Each makes a new workflow of this workspace and opens it." " " {gate.hint()}</p>
             <Suspense fallback=|| view! { <p class="muted">"Loading examples…"</p> }>
                 {move || examples.get().map(|r| match r {
                     Ok(items) if items.is_empty() => view! { <p class="muted">"This server offers no examples."</p> }.into_any(),
