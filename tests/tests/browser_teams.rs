@@ -6,7 +6,7 @@
 //! localStorage) opens the link, chooses a display name, accepts and sees
 //! the shared workflow; the link then fails in words. Settings -> Audit
 //! shows the invitation and the join. Made a viewer, the invitee finds Run
-//! off with the hint; a second link is revoked; the invitee, removed, is
+//! and Save off with the hint, and Fork and Replay on a run's page; a second link is revoked; the invitee, removed, is
 //! signed out at once; the admin, back in the default workspace, does not
 //! see the workflow there.
 
@@ -15,8 +15,8 @@ use std::time::Duration;
 use fantoccini::Client;
 use glassbox_tests::harness::{app_and_browser_with, wait_for_text, Browser, Server};
 use glassbox_tests::ui::{
-    appear, click, count, create_workflow, find, layout_problems, text_or_empty, value_of,
-    wait_until,
+    appear, attr_or_none, click, count, create_workflow, find, layout_problems, text_or_empty,
+    value_of, wait_until,
 };
 
 /// The name of the workspace the navigation shows as current, polled
@@ -216,18 +216,62 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
             .filter_map(|v| v.as_str().map(str::to_string))
             .collect();
 
-        // A viewer's editor: Run is off, with why.
+        // A run of the shared workflow, started by the admin (in Team
+        // space, through the app's own session and workspace).
+        let run: String = a
+            .execute(
+                "const [w] = arguments;
+                 return fetch('/api/v1/runs', { method: 'POST', headers: {
+                     'Authorization': 'Bearer ' + localStorage.getItem('glassbox.session'),
+                     'X-Glassbox-Workspace': localStorage.getItem('glassbox.workspace'),
+                     'Content-Type': 'application/json' },
+                   body: JSON.stringify({ workflow_id: w }) })
+                   .then(r => r.json()).then(j => j.run_id || JSON.stringify(j));",
+                vec![serde_json::json!(workflow)],
+            )
+            .await
+            .map_err(|e| e.to_string())?
+            .as_str()
+            .map(str::to_string)
+            .ok_or("no run id")?;
+
+        // A viewer's editor: Run and Save are off, with why; the
+        // workflow is still read (a node selected shows its panel).
         invitee
             .open(&format!("{}/workflows/{workflow}", server.url))
             .await?;
         let hint = wait_for_text(&b, "[data-testid=run-panel] [data-testid=viewer-hint]", Duration::from_secs(30)).await?;
-        let run_off = find(&b, "[data-testid=run]")
-            .await?
-            .prop("disabled")
-            .await
-            .map_err(|e| e.to_string())?;
+        let disabled = |css: &'static str| {
+            let b = b.clone();
+            async move {
+                find(&b, css)
+                    .await?
+                    .prop("disabled")
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        };
+        let run_off = disabled("[data-testid=run]").await?;
+        let save_off = disabled("[data-testid=save]").await?;
+        let save_title = attr_or_none(&b, "[data-testid=save]", "title").await?;
+        let save_hint = text_or_empty(&b, ".editor-bar [data-testid=viewer-hint]").await?;
         invitee.screenshot("teams-viewer-run-off").await?;
         overlaps.extend(layout_problems(&b).await?);
+
+        // The run's page: Fork and Replay are off, with why.
+        invitee.open(&format!("{}/runs/{run}", server.url)).await?;
+        appear(&b, "[data-testid=replay]").await?;
+        let fork_off = disabled("[data-testid=fork]").await?;
+        let replay_off = disabled("[data-testid=replay]").await?;
+        let fork_title = attr_or_none(&b, "[data-testid=fork]", "title").await?;
+        let run_hints = b
+            .execute(
+                "return [...document.querySelectorAll('[data-testid=run] [data-testid=viewer-hint]')].map(e => e.textContent)",
+                vec![],
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        invitee.screenshot("teams-viewer-run-page").await?;
 
         // A second link, revoked after the confirmation, is pending no more.
         click(&a, "[data-testid=invite-create]").await?;
@@ -264,6 +308,8 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
             (offered_space, offered_role, inviter, nameless, seen, stored),
             (reused, members, accepted, hint, run_off),
             (audited, still_pending, removed, in_first),
+            (save_off, save_title, save_hint),
+            (fork_off, replay_off, fork_title, run_hints),
             overlaps,
         ))
     }
@@ -275,6 +321,8 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
         (offered_space, offered_role, inviter, nameless, seen, stored),
         (reused, members, accepted, hint, run_off),
         (audited, still_pending, removed, in_first),
+        (save_off, save_title, save_hint),
+        (fork_off, replay_off, fork_title, run_hints),
         overlaps,
     ) = outcome.expect("a workspace is made, shared by invitation and kept apart");
 
@@ -302,6 +350,24 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
     );
     assert_eq!(hint, "viewers cannot start runs");
     assert_eq!(run_off, Some("true".to_string()));
+    assert_eq!(save_off, Some("true".to_string()));
+    assert_eq!(
+        save_title.as_deref(),
+        Some("viewers cannot change workflows")
+    );
+    assert_eq!(save_hint, "viewers cannot change workflows");
+    assert_eq!(fork_off, Some("true".to_string()));
+    assert_eq!(replay_off, Some("true".to_string()));
+    assert_eq!(fork_title.as_deref(), Some("viewers cannot start runs"));
+    assert_eq!(
+        run_hints,
+        serde_json::json!([
+            "viewers cannot start runs",
+            "viewers cannot start runs",
+            "viewers cannot change suites"
+        ]),
+        "the run page's hints: Replay's, Fork's, then Add to suite's"
+    );
     assert_eq!(still_pending, 0);
     assert!(removed.contains("no longer valid"), "{removed}");
     assert!(
