@@ -140,6 +140,32 @@ impl Api {
     }
 }
 
+/// For each `async fn(Api)` named, a module of two tests: `on_sqlite` and
+/// `on_postgres`.
+macro_rules! on_both_backends {
+    ($($test:ident),* $(,)?) => {$(
+        mod $test {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_sqlite() {
+                super::on_sqlite(super::$test).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_postgres() {
+                super::on_postgres(super::$test).await;
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    teammates_share_a_second_workspace_and_nothing_else,
+    links_work_once_then_are_gone,
+    roles_change_and_the_last_admin_stays,
+    bad_input_names_its_field,
+    no_way_back_to_more_than_was_given,
+);
+
 /// Runs `test` on a fresh SQLite database.
 async fn on_sqlite<F, Fut>(test: F)
 where
@@ -385,16 +411,6 @@ async fn teammates_share_a_second_workspace_and_nothing_else(env: Api) {
             entry("workspace.created", "admin", &team),
         ]
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn teammates_share_a_second_workspace_and_nothing_else_on_sqlite() {
-    on_sqlite(teammates_share_a_second_workspace_and_nothing_else).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn teammates_share_a_second_workspace_and_nothing_else_on_postgres() {
-    on_postgres(teammates_share_a_second_workspace_and_nothing_else).await;
 }
 
 /// A link works once: a second accept (also two at the same time), a
@@ -648,16 +664,6 @@ async fn links_work_once_then_are_gone(env: Api) {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn links_work_once_then_are_gone_on_sqlite() {
-    on_sqlite(links_work_once_then_are_gone).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn links_work_once_then_are_gone_on_postgres() {
-    on_postgres(links_work_once_then_are_gone).await;
-}
-
 /// Roles change; the last admin can be neither demoted nor removed (409 in
 /// words); only admins manage members, invitations and the workspace's
 /// name; a rename shows in every member's list.
@@ -800,16 +806,6 @@ async fn roles_change_and_the_last_admin_stays(env: Api) {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn roles_change_and_the_last_admin_stays_on_sqlite() {
-    on_sqlite(roles_change_and_the_last_admin_stays).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn roles_change_and_the_last_admin_stays_on_postgres() {
-    on_postgres(roles_change_and_the_last_admin_stays).await;
-}
-
 /// Bad input is a 422 naming its field, and changes nothing.
 async fn bad_input_names_its_field(env: Api) {
     let admin = env.admin.clone();
@@ -881,16 +877,6 @@ async fn bad_input_names_its_field(env: Api) {
         "{members}"
     );
     env.join(&link, "Finally").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_input_names_its_field_on_sqlite() {
-    on_sqlite(bad_input_names_its_field).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_input_names_its_field_on_postgres() {
-    on_postgres(bad_input_names_its_field).await;
 }
 
 /// `glassbox` run on `env`'s database: (exit code, stdout, stderr).
@@ -1140,14 +1126,4 @@ async fn no_way_back_to_more_than_was_given(env: Api) {
     let (_, _) = env
         .join(&env.invite(&admin_team, "viewer").await, "Newcomer")
         .await;
-}
-
-#[tokio::test]
-async fn no_way_back_to_more_than_was_given_on_sqlite() {
-    on_sqlite(no_way_back_to_more_than_was_given).await;
-}
-
-#[tokio::test]
-async fn no_way_back_to_more_than_was_given_on_postgres() {
-    on_postgres(no_way_back_to_more_than_was_given).await;
 }

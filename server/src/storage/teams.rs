@@ -116,6 +116,24 @@ impl Store {
         Ok(())
     }
 
+    /// A member's role, read in `tx` after locking their workspace (see
+    /// [`Store::lock_workspace`]); `None` for no such member.
+    async fn locked_role(
+        &self,
+        tx: &mut AnyConnection,
+        workspace_id: &str,
+        user_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.lock_workspace(tx, workspace_id).await?;
+        Ok(sqlx::query_scalar(
+            "SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2",
+        )
+        .bind(workspace_id)
+        .bind(user_id)
+        .fetch_optional(&mut *tx)
+        .await?)
+    }
+
     /// Makes a workspace (in `org_id`'s organization) with `admin` as its
     /// admin, in one transaction.
     pub async fn create_workspace(
@@ -221,15 +239,7 @@ impl Store {
         role: &str,
     ) -> Result<Result<String, MemberRefusal>, StoreError> {
         let mut tx = self.writer().begin().await?;
-        self.lock_workspace(&mut tx, workspace_id).await?;
-        let before: Option<String> = sqlx::query_scalar(
-            "SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2",
-        )
-        .bind(workspace_id)
-        .bind(user_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(before) = before else {
+        let Some(before) = self.locked_role(&mut tx, workspace_id, user_id).await? else {
             tx.rollback().await?;
             return Ok(Err(MemberRefusal::NotMember));
         };
@@ -264,15 +274,7 @@ impl Store {
         user_id: &str,
     ) -> Result<Result<(String, bool), MemberRefusal>, StoreError> {
         let mut tx = self.writer().begin().await?;
-        self.lock_workspace(&mut tx, workspace_id).await?;
-        let role: Option<String> = sqlx::query_scalar(
-            "SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2",
-        )
-        .bind(workspace_id)
-        .bind(user_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(role) = role else {
+        let Some(role) = self.locked_role(&mut tx, workspace_id, user_id).await? else {
             tx.rollback().await?;
             return Ok(Err(MemberRefusal::NotMember));
         };
