@@ -71,15 +71,24 @@ fn signed(method: gloo_net::http::Method, path: &str) -> gloo_net::http::Request
 }
 
 async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
-    let response = request(gloo_net::http::Method::GET, path)
-        .send()
-        .await
-        .map_err(|err| ApiError::Network(err.to_string()))?;
+    answer(request(gloo_net::http::Method::GET, path), None).await
+}
+
+/// Sends a request (with `body` as its JSON, if any) and decodes the
+/// answer ([`decode`]).
+async fn answer<T: DeserializeOwned>(
+    builder: gloo_net::http::RequestBuilder,
+    body: Option<&serde_json::Value>,
+) -> Result<T, ApiError> {
+    let network = |err: gloo_net::Error| ApiError::Network(err.to_string());
+    let request = match body {
+        Some(body) => builder.json(body),
+        None => builder.build(),
+    }
+    .map_err(network)?;
+    let response = request.send().await.map_err(network)?;
     let status = response.status();
-    let text = response
-        .text()
-        .await
-        .map_err(|err| ApiError::Network(err.to_string()))?;
+    let text = response.text().await.map_err(network)?;
     decode(status, &text)
 }
 
@@ -124,18 +133,7 @@ async fn send_json<T: DeserializeOwned>(
     path: &str,
     body: &serde_json::Value,
 ) -> Result<T, ApiError> {
-    let response = request(method, path)
-        .json(body)
-        .map_err(|err| ApiError::Network(err.to_string()))?
-        .send()
-        .await
-        .map_err(|err| ApiError::Network(err.to_string()))?;
-    let status = response.status();
-    let text = response
-        .text()
-        .await
-        .map_err(|err| ApiError::Network(err.to_string()))?;
-    decode(status, &text)
+    answer(request(method, path), Some(body)).await
 }
 
 /// `POST /api/v1/auth/exchange`: a one-time sign-in token for a session.
@@ -755,16 +753,7 @@ pub async fn revoke_invitation(id: &str) -> Result<(), ApiError> {
 /// `GET /api/v1/invite/{token}` (no sign-in needed): what the link offers.
 pub async fn invitation_preview(token: &str) -> Result<InvitationPreview, ApiError> {
     let path = format!("/invite/{}", js_sys::encode_uri_component(token));
-    let response = signed(gloo_net::http::Method::GET, &path)
-        .send()
-        .await
-        .map_err(|err| ApiError::Network(err.to_string()))?;
-    let status = response.status();
-    let text = response
-        .text()
-        .await
-        .map_err(|err| ApiError::Network(err.to_string()))?;
-    decode(status, &text)
+    answer(signed(gloo_net::http::Method::GET, &path), None).await
 }
 
 /// `POST /api/v1/invite/{token}/accept`: joins the link's workspace, as a
@@ -777,18 +766,8 @@ pub async fn accept_invitation(
     let body = InvitationAccept {
         display_name: display_name.map(str::to_string),
     };
-    let response = signed(gloo_net::http::Method::POST, &path)
-        .json(&body)
-        .map_err(|err| ApiError::Network(err.to_string()))?
-        .send()
-        .await
-        .map_err(|err| ApiError::Network(err.to_string()))?;
-    let status = response.status();
-    let text = response
-        .text()
-        .await
-        .map_err(|err| ApiError::Network(err.to_string()))?;
-    decode(status, &text)
+    let body = serde_json::to_value(&body).map_err(|e| ApiError::Invalid(e.to_string()))?;
+    answer(signed(gloo_net::http::Method::POST, &path), Some(&body)).await
 }
 
 /// `GET /api/v1/audit`: the newest page of the audit log, or the page
