@@ -164,6 +164,7 @@ on_both_backends!(
     roles_change_and_the_last_admin_stays,
     bad_input_names_its_field,
     no_way_back_to_more_than_was_given,
+    the_cli_manages_workspaces_and_members,
 );
 
 /// Runs `test` on a fresh SQLite database.
@@ -880,12 +881,13 @@ async fn bad_input_names_its_field(env: Api) {
 }
 
 /// `glassbox` run on `env`'s database: (exit code, stdout, stderr).
-fn cli(env: &Api, database_url: Option<&str>, args: &[&str]) -> (Option<i32>, String, String) {
+fn cli(env: &Api, args: &[&str]) -> (Option<i32>, String, String) {
     let mut cmd = procs::glassbox();
-    cmd.args(args).arg("--data-dir").arg(&env.dir);
-    if let Some(url) = database_url {
-        cmd.arg("--database-url").arg(url);
-    }
+    cmd.args(args)
+        .arg("--data-dir")
+        .arg(&env.dir)
+        .arg("--database-url")
+        .arg(&env.state.config().database_url);
     let out = cmd.output().expect("glassbox runs");
     (
         out.status.code(),
@@ -898,9 +900,8 @@ fn cli(env: &Api, database_url: Option<&str>, args: &[&str]) -> (Option<i32>, St
 /// a workspace made and renamed, a member invited by a printed link that
 /// the API accepts, their role changed, then removed; a bad role or
 /// workspace exits 2 with a message.
-async fn the_cli_manages_workspaces_and_members(env: Api, database_url: Option<String>) {
-    let url = database_url.as_deref();
-    let run = |args: &'static [&'static str]| cli(&env, url, args);
+async fn the_cli_manages_workspaces_and_members(env: Api) {
+    let run = |args: &'static [&'static str]| cli(&env, args);
     let (code, out, err) = run(&["workspace", "create", "CLI team"]);
     assert_eq!(code, Some(0), "{err}");
     let team = out.trim().to_string();
@@ -913,7 +914,6 @@ async fn the_cli_manages_workspaces_and_members(env: Api, database_url: Option<S
 
     let (code, out, err) = cli(
         &env,
-        url,
         &[
             "member",
             "invite",
@@ -936,24 +936,19 @@ async fn the_cli_manages_workspaces_and_members(env: Api, database_url: Option<S
     assert_eq!(theirs["current"], team.as_str());
     assert_eq!(theirs["workspaces"][0]["role"], "editor");
 
-    let (code, out, err) = cli(
-        &env,
-        url,
-        &["member", "list", "--workspace", &team, "--json"],
-    );
+    let (code, out, err) = cli(&env, &["member", "list", "--workspace", &team, "--json"]);
     assert_eq!(code, Some(0), "{err}");
     let members: Value = serde_json::from_str(&out).expect("JSON members");
     assert_eq!(members["members"][0]["name"], "Eve", "{members}");
     assert_eq!(members["members"][1]["user_id"], "admin");
     let (code, _, err) = cli(
         &env,
-        url,
         &["member", "role", &eve_id, "viewer", "--workspace", &team],
     );
     assert_eq!(code, Some(0), "{err}");
     let theirs = env.ok(&eve, 200, "GET", "/workspaces", None).await;
     assert_eq!(theirs["workspaces"][0]["role"], "viewer");
-    let (code, out, err) = cli(&env, url, &["workspace", "rename", &team, "Renamed team"]);
+    let (code, out, err) = cli(&env, &["workspace", "rename", &team, "Renamed team"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("Renamed team"), "{out}");
 
@@ -985,43 +980,21 @@ async fn the_cli_manages_workspaces_and_members(env: Api, database_url: Option<S
         ),
         (vec!["workspace", "create", " "], "workspace name"),
     ] {
-        let (code, _, err) = cli(&env, url, &args);
+        let (code, _, err) = cli(&env, &args);
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
 
     let (code, _, err) = cli(
         &env,
-        url,
         &["member", "remove", &eve_id, "--workspace", "Renamed team"],
     );
     assert_eq!(code, Some(0), "{err}");
     env.refused(&eve, 401, "UNAUTHORIZED", "GET", "/workflows", None)
         .await;
-    let (code, out, _) = cli(&env, url, &["member", "list", "--workspace", &team]);
+    let (code, out, _) = cli(&env, &["member", "list", "--workspace", &team]);
     assert_eq!(code, Some(0));
     assert_eq!(out.lines().count(), 1, "{out}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_cli_manages_workspaces_and_members_on_sqlite() {
-    on_sqlite(|env| the_cli_manages_workspaces_and_members(env, None)).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_cli_manages_workspaces_and_members_on_postgres() {
-    let Some(pg) = common::TempPgDatabase::create("glassbox_teams_cli").await else {
-        return;
-    };
-    let env = Api::start_on(Some(&pg.url)).await;
-    let db = env.db.clone();
-    let url = pg.url.clone();
-    let outcome = tokio::spawn(the_cli_manages_workspaces_and_members(env, Some(url))).await;
-    db.close().await;
-    pg.drop_now().await;
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
 }
 
 /// The review's holes, closed: a workspace a viewer makes joins no
