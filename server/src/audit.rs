@@ -17,16 +17,31 @@ pub async fn record(
     target: &str,
     detail: serde_json::Value,
 ) {
+    record_in(
+        store,
+        &caller.workspace_id,
+        &caller.user_id,
+        action,
+        target,
+        detail,
+    )
+    .await;
+}
+
+/// [`record`] for an actor who is not the request's caller in that
+/// workspace (a workspace just made, a member just joined).
+pub async fn record_in(
+    store: &Store,
+    workspace_id: &str,
+    actor_id: &str,
+    action: &str,
+    target: &str,
+    detail: serde_json::Value,
+) {
     let written = store
-        .insert_audit(
-            &caller.workspace_id,
-            &caller.user_id,
-            action,
-            target,
-            &detail,
-        )
+        .insert_audit(workspace_id, actor_id, action, target, &detail)
         .await;
     if let Err(e) = written {
-        tracing::error!(error = %e, action, target, workspace = %caller.workspace_id, "the audit log missed an entry");
+        tracing::error!(error = %e, action, target, workspace = %workspace_id, "the audit log missed an entry");
     }
 }

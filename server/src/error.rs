@@ -81,6 +81,12 @@ impl ApiError {
 
     /// A 422 for the request body's field at `path` (`details.path`), its
     /// message prefixed with the path.
+    /// A wire type's shape error (`(field, why)`, from its `check`) as
+    /// a 422 naming the field.
+    pub fn from_shape(shape: Result<(), (String, String)>) -> Result<(), Self> {
+        shape.map_err(|(field, message)| Self::invalid_at(&field, message))
+    }
+
     pub fn invalid_at(path: &str, message: impl std::fmt::Display) -> Self {
         Self::unprocessable(format!("{path}: {message}"), json!({ "path": path }))
     }

@@ -94,7 +94,7 @@ pub async fn check_suite(
         }
         Err(e) => return Err(e.into()),
     }
-    for (i, case) in suite.cases.iter_mut().enumerate() {
+    for (i, case) in suite.cases.iter().enumerate() {
         check_case(
             store,
             workspace_id,
@@ -107,19 +107,16 @@ pub async fn check_suite(
     Ok(suite)
 }
 
-/// Checks one case (at `at`: `cases[1]`, `case`) and fills in its
-/// default name (its run's id): its shape (`SuiteCase::check`), its run,
-/// its assertions.
+/// Checks one case (at `at`: `cases[1]`, `case`) whose shape was checked
+/// (`SuiteCase::check`) and default name filled in: its run, its
+/// assertions.
 async fn check_case(
     store: &Store,
     workspace_id: &str,
     workflow_id: &str,
-    case: &mut SuiteCase,
+    case: &SuiteCase,
     at: &str,
 ) -> Result<(), SuiteError> {
-    case.check(at)
-        .map_err(|(path, message)| invalid(path, message))?;
-    case.fill_default_name();
     check_case_run(store, workspace_id, workflow_id, case)
         .await
         .map_err(|e| match e {
@@ -148,8 +145,11 @@ pub async fn add_case(
     suite_id: &str,
     mut case: SuiteCase,
 ) -> Result<SuiteRow, SuiteError> {
+    case.check("case")
+        .map_err(|(path, message)| invalid(path, message))?;
+    case.fill_default_name();
     let row = store.get_suite(workspace_id, suite_id).await?;
-    check_case(store, workspace_id, &row.workflow_id, &mut case, "case").await?;
+    check_case(store, workspace_id, &row.workflow_id, &case, "case").await?;
     let mut row = row;
     for _ in 0..20 {
         let (mut cases, _) = suite_parts(&row)?;
@@ -174,7 +174,7 @@ pub async fn add_case(
         // Changed meanwhile: read again (its workflow may have changed
         // too: the case is checked against it again).
         row = store.get_suite(workspace_id, suite_id).await?;
-        check_case(store, workspace_id, &row.workflow_id, &mut case, "case").await?;
+        check_case(store, workspace_id, &row.workflow_id, &case, "case").await?;
     }
     Err(StoreError::Unavailable(format!(
         "suite {suite_id} changes too often to add a case; try again"

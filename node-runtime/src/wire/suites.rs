@@ -177,13 +177,20 @@ impl SuiteCase {
         }
     }
 
+    /// The case's name, or its run's id when it has none (its default).
+    pub fn effective_name(&self) -> &str {
+        if self.name.trim().is_empty() {
+            &self.run_id
+        } else {
+            &self.name
+        }
+    }
+
     /// The case's shape (at `at`: `cases[1]`, `case`), its default name
     /// filled in first: its name's length, one to
     /// [`CASE_ASSERTIONS_MAX`] assertions.
     pub fn check(&self, at: &str) -> Result<(), ShapeError> {
-        let mut named = self.clone();
-        named.fill_default_name();
-        if named.name.chars().count() > CASE_NAME_MAX {
+        if self.effective_name().chars().count() > CASE_NAME_MAX {
             return Err((
                 format!("{at}.name"),
                 format!("at most {CASE_NAME_MAX} characters"),
@@ -251,15 +258,11 @@ impl NewSuite {
         let mut names = std::collections::HashSet::new();
         for (i, case) in self.cases.iter().enumerate() {
             let at = format!("cases[{i}]");
-            let mut named = case.clone();
-            named.fill_default_name();
-            if !names.insert(named.name.clone()) {
+            let name = case.effective_name();
+            if !names.insert(name) {
                 return Err((
                     format!("{at}.name"),
-                    format!(
-                        "another case is named `{}`: case names are unique in a suite",
-                        named.name
-                    ),
+                    format!("another case is named `{name}`: case names are unique in a suite"),
                 ));
             }
             case.check(&at)?;

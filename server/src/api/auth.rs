@@ -35,18 +35,26 @@ async fn exchange(
     ApiJson(body): ApiJson<ExchangeBody>,
 ) -> Result<Json<Session>, ApiError> {
     let (session, user) = crate::auth::exchange(state.db(), &body.token).await?;
-    let workspaces = state
-        .db()
-        .memberships(&user)
+    Ok(Json(session_for(state.db(), session, user).await?))
+}
+
+/// A sign-in's answer: its session token and the user's workspaces.
+pub(super) async fn session_for(
+    store: &crate::storage::Store,
+    session_token: String,
+    user_id: String,
+) -> Result<Session, ApiError> {
+    let workspaces = store
+        .memberships(&user_id)
         .await?
         .into_iter()
         .map(|(id, role, org_id)| Membership { id, role, org_id })
         .collect();
-    Ok(Json(Session {
-        session_token: session,
-        user_id: user,
+    Ok(Session {
+        session_token,
+        user_id,
         workspaces,
-    }))
+    })
 }
 
 #[utoipa::path(post, path = "/auth/logout", extensions(("x-required-role" = json!("viewer"))), tag = "auth", responses((status = 204, description = "the session's token no longer works"), (status = 401, description = "no valid token")))]

@@ -13,13 +13,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use node_runtime::wire::{
     InvitationAccept, InvitationCreated, InvitationList, InvitationPreview, InvitationStatus,
-    InvitationView, Membership, NewInvitation, Session,
+    InvitationView, NewInvitation, Session,
 };
 use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::workspaces::checked;
 use crate::auth::{bearer, hash_token, new_token, role_of, Caller};
 use crate::error::{ApiJson, ApiPath};
 use crate::storage::{new_id, now, now_plus, Acceptance, InvitationRow, Joiner, Store};
@@ -100,7 +99,7 @@ pub(crate) async fn invite(
     caller: &Caller,
     body: &NewInvitation,
 ) -> Result<InvitationCreated, ApiError> {
-    checked(body.check())?;
+    ApiError::from_shape(body.check())?;
     let token = new_token();
     let row = InvitationRow {
         id: new_id(),
@@ -165,11 +164,7 @@ pub(crate) async fn revoke_invitation(
     caller: &Caller,
     id: &str,
 ) -> Result<(), ApiError> {
-    let before = store
-        .get_invitation(&caller.workspace_id, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("invitation {id} not found")))?;
-    let after = store
+    let (after, revoked) = store
         .revoke_invitation(&caller.workspace_id, id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("invitation {id} not found")))?;
@@ -179,7 +174,7 @@ pub(crate) async fn revoke_invitation(
             details: json!({ "accepted_by": after.accepted_by }),
         });
     }
-    if before.revoked_at.is_none() {
+    if revoked {
         crate::audit::record(
             store,
             caller,
@@ -224,7 +219,7 @@ async fn accept(
     ApiJson(body): ApiJson<InvitationAccept>,
 ) -> Result<Json<Session>, ApiError> {
     let store = state.db();
-    checked(body.check())?;
+    ApiError::from_shape(body.check())?;
     // A valid sign-in joins its user; none (or a stale one) makes a user.
     let signed_in = match bearer(&headers) {
         Some(t) => store
@@ -271,31 +266,17 @@ async fn accept(
                 details: serde_json::Value::Null,
             }),
         };
-    let joined = Caller {
-        user_id: user_id.clone(),
-        workspace_id: workspace_id.clone(),
-        role: role_of(&role),
-        org_id: store.workspace_org(&workspace_id).await?,
-    };
-    crate::audit::record(
+    crate::audit::record_in(
         store,
-        &joined,
+        &workspace_id,
+        &user_id,
         "member.joined",
         &user_id,
         json!({ "role": role, "invitation": invitation_id }),
     )
     .await;
+    let mut answer = super::auth::session_for(store, session, user_id).await?;
     // The workspace joined comes first, so the app opens it.
-    let mut workspaces: Vec<Membership> = store
-        .memberships(&user_id)
-        .await?
-        .into_iter()
-        .map(|(id, role, org_id)| Membership { id, role, org_id })
-        .collect();
-    workspaces.sort_by_key(|m| m.id != workspace_id);
-    Ok(Json(Session {
-        session_token: session,
-        user_id,
-        workspaces,
-    }))
+    answer.workspaces.sort_by_key(|m| m.id != workspace_id);
+    Ok(Json(answer))
 }

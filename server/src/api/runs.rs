@@ -91,9 +91,8 @@ async fn get_one(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    let run = state.db().get_run(&caller.workspace_id, &id).await?;
-    let record = state.db().run_record(&run).await?.unwrap_or(Value::Null);
-    Ok(Json(views::run_detail(&run, &record)?))
+    let detail = crate::run_details::run_detail_of(state.db(), &caller.workspace_id, &id).await?;
+    Ok(Json(detail))
 }
 
 #[derive(Deserialize)]

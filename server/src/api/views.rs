@@ -11,7 +11,6 @@ use crate::storage::{
 };
 use crate::ApiError;
 
-pub use crate::run_details::run_detail;
 use crate::run_details::{duration_ms, json_text};
 
 /// One row of the runs list.

@@ -22,11 +22,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(rename))
 }
 
-/// `body`'s shape, or a 422 naming its field.
-pub(super) fn checked(shape: Result<(), (String, String)>) -> Result<(), ApiError> {
-    shape.map_err(|(field, message)| ApiError::invalid_at(&field, message))
-}
-
 fn view(row: UserWorkspaceRow) -> WorkspaceView {
     WorkspaceView {
         role: role_of(&row.role),
@@ -84,14 +79,10 @@ pub(crate) async fn create_workspace(
     store
         .create_workspace(&id, name, org, &caller.user_id)
         .await?;
-    let admin = Caller {
-        workspace_id: id.clone(),
-        role: Role::Admin,
-        ..caller.clone()
-    };
-    crate::audit::record(
+    crate::audit::record_in(
         store,
-        &admin,
+        &id,
+        &caller.user_id,
         "workspace.created",
         &id,
         json!({ "name": name }),
@@ -116,7 +107,10 @@ pub(crate) async fn rename_workspace(
         json!({ "name": name, "from": before.name }),
     )
     .await;
-    workspace_of(store, &caller.user_id, &caller.workspace_id).await
+    Ok(WorkspaceView {
+        name: name.to_string(),
+        ..before
+    })
 }
 
 #[utoipa::path(get, path = "/workspaces", tag = "workspaces", extensions(("x-required-role" = json!("viewer"))), responses((status = 200, body = WorkspaceList, description = "the caller's workspaces by name, with their role in each; `current` is the one this request acts in (`X-Glassbox-Workspace`, else the first)")))]
@@ -136,7 +130,7 @@ async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<WorkspaceName>,
 ) -> Result<(StatusCode, Json<WorkspaceView>), ApiError> {
-    checked(body.check())?;
+    ApiError::from_shape(body.check())?;
     let view = create_workspace(state.db(), &caller, body.name.trim()).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
@@ -147,7 +141,7 @@ async fn rename(
     caller: Caller,
     ApiJson(body): ApiJson<WorkspaceName>,
 ) -> Result<Json<WorkspaceView>, ApiError> {
-    checked(body.check())?;
+    ApiError::from_shape(body.check())?;
     Ok(Json(
         rename_workspace(state.db(), &caller, body.name.trim()).await?,
     ))

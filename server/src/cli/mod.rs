@@ -100,16 +100,23 @@ pub async fn open_database(config: &Config) -> Result<Store, Failure> {
         .map_err(Failure::runtime)
 }
 
+/// The database opened and migrated, with the local admin made on a first
+/// use (no sign-in link: a command prints none).
+async fn open_with_admin(config: &Config) -> Result<Store, Failure> {
+    let store = open_database(config).await?;
+    crate::auth::ensure_local_admin(&store)
+        .await
+        .map_err(Failure::runtime)?;
+    Ok(store)
+}
+
 /// What a command that executes runs in this process needs (`glassbox
 /// run`, `glassbox suite run`): the database opened and bootstrapped, and
 /// the run manager with the configured limits, secrets key and approval
 /// key.
 pub async fn open_runs(db: &DbArgs) -> Result<(Store, std::sync::Arc<crate::runs::Runs>), Failure> {
     let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
-    let store = open_database(&config).await?;
-    crate::auth::bootstrap(&store)
-        .await
-        .map_err(Failure::runtime)?;
+    let store = open_with_admin(&config).await?;
     let runs = crate::runs::Runs::new(
         store.clone(),
         crate::config::RunsConfig::from_config(&config),

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use clap::Subcommand;
 use node_runtime::wire::{Role, WorkspaceList, WorkspaceName};
 
-use super::{open_database, DbArgs, Failure};
+use super::{DbArgs, Failure};
 use crate::api::workspaces;
 use crate::auth::{Caller, ADMIN_USER, DEFAULT_WORKSPACE};
 use crate::{ApiError, Store};
@@ -50,12 +50,7 @@ pub(super) fn failure(e: ApiError) -> Failure {
 
 /// The database, with the local admin made on a first use.
 pub(super) async fn open(db: &DbArgs) -> Result<Store, Failure> {
-    let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
-    let store = open_database(&config).await?;
-    crate::auth::ensure_local_admin(&store)
-        .await
-        .map_err(Failure::runtime)?;
-    Ok(store)
+    super::open_with_admin(&db.config(IpAddr::from([127, 0, 0, 1]), 0, None)).await
 }
 
 /// The local admin acting in `workspace` (an id, or the name of exactly

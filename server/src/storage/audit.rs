@@ -47,19 +47,15 @@ impl Store {
         before: Option<&str>,
         limit: i64,
     ) -> Result<Vec<AuditRow>, StoreError> {
-        // Two texts rather than `$2 IS NULL`, whose type Postgres cannot
-        // infer.
-        let sql = format!(
+        Ok(sqlx::query_as(
             "SELECT a.id, a.actor_id, u.name AS actor_name, a.action, a.target, a.detail, a.created_at \
              FROM audit_events a LEFT JOIN users u ON u.id = a.actor_id \
-             WHERE a.workspace_id = $1 {} ORDER BY a.id DESC LIMIT $2",
-            if before.is_some() { "AND a.id < $3" } else { "" }
-        );
-        let query = sqlx::query_as(&sql).bind(workspace_id).bind(limit);
-        let query = match before {
-            Some(id) => query.bind(id),
-            None => query,
-        };
-        Ok(query.fetch_all(self.pool()).await?)
+             WHERE a.workspace_id = $1 AND ($3 IS NULL OR a.id < $3) ORDER BY a.id DESC LIMIT $2",
+        )
+        .bind(workspace_id)
+        .bind(limit)
+        .bind(before)
+        .fetch_all(self.pool())
+        .await?)
     }
 }

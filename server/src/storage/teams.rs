@@ -195,14 +195,6 @@ impl Store {
         .await?)
     }
 
-    /// A user's display name, if the user exists.
-    pub async fn user_name(&self, user_id: &str) -> Result<Option<String>, StoreError> {
-        Ok(sqlx::query_scalar("SELECT name FROM users WHERE id = $1")
-            .bind(user_id)
-            .fetch_optional(self.pool())
-            .await?)
-    }
-
     /// A workspace's members by display name.
     pub async fn list_members(&self, workspace_id: &str) -> Result<Vec<MemberRow>, StoreError> {
         Ok(sqlx::query_as(
@@ -342,35 +334,23 @@ impl Store {
         .await?)
     }
 
-    /// One invitation of a workspace.
-    pub async fn get_invitation(
-        &self,
-        workspace_id: &str,
-        id: &str,
-    ) -> Result<Option<InvitationRow>, StoreError> {
-        Ok(sqlx::query_as(&format!(
-            "SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND id = $2"
-        ))
-        .bind(workspace_id)
-        .bind(id)
-        .fetch_optional(self.pool())
-        .await?)
-    }
-
     /// Revokes a pending invitation of a workspace; answers it as it is
     /// after (an accepted one is left as it was, a revoked one keeps its
-    /// first revocation), or None if the workspace has no such invitation.
+    /// first revocation) and whether this call revoked it, or None if the
+    /// workspace has no such invitation.
     pub async fn revoke_invitation(
         &self,
         workspace_id: &str,
         id: &str,
-    ) -> Result<Option<InvitationRow>, StoreError> {
-        sqlx::query("UPDATE invitations SET revoked_at = $1 WHERE workspace_id = $2 AND id = $3 AND accepted_at IS NULL AND revoked_at IS NULL")
+    ) -> Result<Option<(InvitationRow, bool)>, StoreError> {
+        let revoked = sqlx::query("UPDATE invitations SET revoked_at = $1 WHERE workspace_id = $2 AND id = $3 AND accepted_at IS NULL AND revoked_at IS NULL")
             .bind(now())
             .bind(workspace_id)
             .bind(id)
             .execute(self.writer())
-            .await?;
+            .await?
+            .rows_affected()
+            == 1;
         let row: Option<InvitationRow> = sqlx::query_as(&format!(
             "SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND id = $2"
         ))
@@ -378,7 +358,7 @@ impl Store {
         .bind(id)
         .fetch_optional(self.writer())
         .await?;
-        Ok(row)
+        Ok(row.map(|row| (row, revoked)))
     }
 
     /// The invitation whose token has this hash, with what it offers.
