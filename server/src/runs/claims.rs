@@ -135,6 +135,15 @@ impl Runs {
         self.store.instance_stopped(&self.instance.name).await
     }
 
+    /// Which of `names` (other instances) are gone: their locks are free.
+    /// Without this instance's own lock, none can be told gone.
+    pub(super) async fn dead_instances(&self, names: &[String]) -> Result<Vec<String>, StoreError> {
+        match self.instance_lock.lock().await.as_mut() {
+            Some(lock) if !names.is_empty() => lock.dead(names).await,
+            _ => Ok(Vec::new()),
+        }
+    }
+
     /// Claims `run` here when no live instance holds it (its holder died
     /// and no instance took it over yet): whether it is now this one's.
     pub(super) async fn claim_if_free(&self, run: &RunRow) -> Result<bool, StoreError> {
@@ -142,10 +151,8 @@ impl Runs {
         if finished {
             return Ok(false);
         }
-        let dead = match (holder, self.instance_lock.lock().await.as_mut()) {
-            (Some(h), Some(lock)) if h != self.instance.name => {
-                lock.dead(std::slice::from_ref(&h)).await?.pop()
-            }
+        let dead = match holder {
+            Some(h) if h != self.instance.name => self.dead_instances(&[h]).await?.pop(),
             _ => None,
         };
         self.store

@@ -176,11 +176,7 @@ impl Runs {
         let Some(holder) = holder.filter(|h| !finished && *h != self.instance.name) else {
             return Ok(None);
         };
-        let dead = match self.instance_lock.lock().await.as_mut() {
-            Some(lock) => lock.dead(std::slice::from_ref(&holder)).await?,
-            // Without this instance's lock, no other's can be told gone.
-            None => Vec::new(),
-        };
+        let dead = self.dead_instances(std::slice::from_ref(&holder)).await?;
         Ok((!dead.contains(&holder)).then_some(holder))
     }
 
@@ -315,15 +311,14 @@ impl Runs {
         if running.is_empty() {
             return Ok(0);
         }
-        let gone: Option<HashSet<String>> = if self.store.is_sqlite() {
+        let gone: HashSet<String> = if self.store.is_sqlite() {
             // Gone: its owner lock is free (see the module's doc).
-            Some(
-                running
-                    .iter()
-                    .map(|(_, _, owner)| owner.clone())
-                    .filter(|owner| !self.sqlite_owner_lives(owner))
-                    .collect(),
-            )
+            let owners: HashSet<&String> = running.iter().map(|(_, _, owner)| owner).collect();
+            owners
+                .into_iter()
+                .filter(|owner| !self.sqlite_owner_lives(owner))
+                .cloned()
+                .collect()
         } else {
             let others: Vec<String> = running
                 .iter()
@@ -332,21 +327,18 @@ impl Runs {
                 .collect::<HashSet<_>>()
                 .into_iter()
                 .collect();
-            let mut gone: HashSet<String> = match self.instance_lock.lock().await.as_mut() {
-                Some(lock) if !others.is_empty() => lock.dead(&others).await?.into_iter().collect(),
-                // Without this instance's lock, no other's can be told gone.
-                _ => HashSet::new(),
-            };
+            let mut gone: HashSet<String> =
+                self.dead_instances(&others).await?.into_iter().collect();
             // This name's earlier process: it held the name's lock, which
             // this one holds now.
             if at_start {
                 gone.insert(self.instance.name.clone());
             }
-            Some(gone)
+            gone
         };
         let mut ended = 0;
         for (id, workspace_id, instance) in running {
-            if gone.as_ref().is_some_and(|g| !g.contains(&instance)) {
+            if !gone.contains(&instance) {
                 continue;
             }
             if self
