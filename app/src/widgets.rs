@@ -1,7 +1,8 @@
 //! Pieces of view shared by several pages: a tool's badges, the tool
 //! filters (search, category, "show deprecated"), the approval buttons of a
 //! pending write, refreshing while something may still change, and the
-//! navigation's count of pending approvals.
+//! navigation's count of pending approvals, and the browser's confirmation
+//! dialog.
 
 use std::time::Duration;
 
@@ -10,6 +11,13 @@ use leptos::prelude::*;
 use crate::api;
 use crate::editor::tools::{self, ToolInfo, CATEGORIES};
 use crate::live::Approval;
+
+/// Asks the browser's confirmation dialog; false when there is no window.
+pub fn confirm(message: &str) -> bool {
+    web_sys::window()
+        .and_then(|w| w.confirm_with_message(message).ok())
+        .unwrap_or(false)
+}
 
 /// A tool's badges: MCP and its server, category, side effects (with why),
 /// auth status, deprecation.

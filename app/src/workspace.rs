@@ -7,7 +7,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::{self, Role, WorkspaceList};
+use crate::api::{self, Role, WorkspaceList, WorkspaceView};
 use crate::session;
 
 /// What a viewer is told beside a Run control they cannot use.
@@ -62,17 +62,27 @@ impl Workspaces {
         });
     }
 
+    /// The current workspace, once known (tracked).
+    pub fn current(self) -> Option<WorkspaceView> {
+        self.0.with(|l| l.as_ref().and_then(current_in).cloned())
+    }
+
     /// The caller's role in the current workspace, once known (tracked).
     pub fn role(self) -> Option<Role> {
-        self.0.with(|l| {
-            l.as_ref().and_then(|l| {
-                l.workspaces
-                    .iter()
-                    .find(|w| w.id == l.current)
-                    .map(|w| w.role)
-            })
-        })
+        self.0
+            .with(|l| l.as_ref().and_then(current_in).map(|w| w.role))
     }
+
+    /// Whether the caller is known to be an admin of the current workspace
+    /// (tracked).
+    pub fn is_admin(self) -> bool {
+        self.role() == Some(Role::Admin)
+    }
+}
+
+/// The current workspace among the caller's.
+fn current_in(list: &WorkspaceList) -> Option<&WorkspaceView> {
+    list.workspaces.iter().find(|w| w.id == list.current)
 }
 
 /// A control the caller's role may not use: off, with a short hint why,
@@ -140,13 +150,10 @@ pub fn Switcher() -> impl IntoView {
     let list = context().map(|w| w.0);
     move || {
         let found = list.and_then(|l| l.get())?;
-        let current = found.current.clone();
-        let name = found
-            .workspaces
-            .iter()
-            .find(|w| w.id == current)
+        let name = current_in(&found)
             .map(|w| w.name.clone())
             .unwrap_or_default();
+        let current = found.current.clone();
         Some(view! {
             <select class="workspace" data-testid="workspace-switcher" aria-label="Workspace"
                 title="The workspace you work in; switch to another of yours" data-current-name=name
@@ -163,7 +170,6 @@ pub fn Switcher() -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::WorkspaceView;
 
     /// The caller's workspaces with `role` in the current one (`None`:
     /// not known yet).

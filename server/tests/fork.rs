@@ -12,15 +12,6 @@ use common::api::{read, text, write, Api, User};
 use procs::Counter;
 use serde_json::{json, Value};
 
-/// A server on SQLite and a counting endpoint, reachable as the
-/// connection `counter`.
-async fn start() -> (Counter, Api) {
-    let counter = Counter::start(Duration::ZERO);
-    let api = Api::start().await;
-    api.add_counter(counter.port).await;
-    (counter, api)
-}
-
 /// A scripted agent with `http_request`, answering with `turns`.
 fn workflow(turns: Vec<Value>) -> Value {
     json!({
@@ -34,10 +25,6 @@ fn workflow(turns: Vec<Value>) -> Value {
 /// The change of a fork that gives the agent `turns` as its script.
 fn script_change(turns: Vec<Value>, live_reads: bool) -> Value {
     json!({"changes": {"nodes": {"agent": {"provider": {"script": {"turns": turns}}}}}, "live_reads": live_reads})
-}
-
-fn count(counter: &Counter, path: &str) -> usize {
-    counter.counts().get(path).copied().unwrap_or(0)
 }
 
 /// The changes of a node's calls in a diff, with whether the other run's
@@ -62,7 +49,7 @@ fn changes(diff: &Value, node: &str) -> Vec<(String, bool)> {
 /// when it allows live reads; the diff shows call 1 same and call 2 changed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_that_changes_the_second_call_replays_the_first() {
-    let (counter, api) = start().await;
+    let (counter, api) = Counter::with_api(Duration::ZERO).await;
     let wf = api
         .workflow(workflow(vec![
             read("/read/1"),
@@ -71,10 +58,7 @@ async fn a_fork_that_changes_the_second_call_replays_the_first() {
         ]))
         .await;
     let origin = api.recorded_run(&wf, json!({})).await;
-    assert_eq!(
-        (count(&counter, "/read/1"), count(&counter, "/read/2")),
-        (1, 1)
-    );
+    assert_eq!((counter.count("/read/1"), counter.count("/read/2")), (1, 1));
 
     let changed = vec![read("/read/1"), read("/read/3"), text("done")];
     // Without live reads the new read fails, typed, and never runs.
@@ -88,7 +72,7 @@ async fn a_fork_that_changes_the_second_call_replays_the_first() {
     assert_eq!(second["error"]["code"], "POLICY_DENIED", "{second}");
     assert_eq!(second["error"]["details"]["reason"], "LIVE_READS_OFF");
     assert_eq!(
-        count(&counter, "/read/3"),
+        counter.count("/read/3"),
         0,
         "a new read ran without live reads"
     );
@@ -103,9 +87,9 @@ async fn a_fork_that_changes_the_second_call_replays_the_first() {
     assert_eq!(run["replay_of"], Value::Null);
     assert_eq!(
         (
-            count(&counter, "/read/1"),
-            count(&counter, "/read/2"),
-            count(&counter, "/read/3")
+            counter.count("/read/1"),
+            counter.count("/read/2"),
+            counter.count("/read/3")
         ),
         (1, 1, 1),
         "call 1 was replayed, not run again; the new call 2 ran once"
@@ -195,7 +179,7 @@ async fn a_fork_that_changes_the_second_call_replays_the_first() {
 /// it did not exist.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_workspaces_run_is_not_found_to_fork_or_diff() {
-    let (_counter, api) = start().await;
+    let (_counter, api) = Counter::with_api(Duration::ZERO).await;
     let wf = api
         .workflow(workflow(vec![read("/read/1"), text("done")]))
         .await;
@@ -250,7 +234,7 @@ async fn another_workspaces_run_is_not_found_to_fork_or_diff() {
 /// every call: all are replayed and the endpoint is not hit again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_that_changes_only_the_answer_reuses_every_call() {
-    let (counter, api) = start().await;
+    let (counter, api) = Counter::with_api(Duration::ZERO).await;
     let turns = |answer: &str| vec![read("/read/1"), read("/read/2"), text(answer)];
     let wf = api.workflow(workflow(turns("done"))).await;
     let origin = api.recorded_run(&wf, json!({})).await;
@@ -264,7 +248,7 @@ async fn a_fork_that_changes_only_the_answer_reuses_every_call() {
         "done, said otherwise"
     );
     assert_eq!(
-        (count(&counter, "/read/1"), count(&counter, "/read/2")),
+        (counter.count("/read/1"), counter.count("/read/2")),
         (1, 1),
         "no call ran again"
     );
@@ -294,7 +278,7 @@ async fn a_fork_that_changes_only_the_answer_reuses_every_call() {
 /// call fails and the endpoint was never hit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_write_in_a_fork_waits_for_approval_and_a_denied_one_never_runs() {
-    let (counter, api) = start().await;
+    let (counter, api) = Counter::with_api(Duration::ZERO).await;
     let wf = api
         .workflow(workflow(vec![read("/read/1"), text("done")]))
         .await;
@@ -329,7 +313,7 @@ async fn a_new_write_in_a_fork_waits_for_approval_and_a_denied_one_never_runs() 
         .collect();
     assert_eq!(pending.len(), 1, "only the new write asks: {approvals}");
     assert_eq!(
-        count(&counter, "/write/1"),
+        counter.count("/write/1"),
         0,
         "the write ran before approval"
     );
@@ -345,11 +329,11 @@ async fn a_new_write_in_a_fork_waits_for_approval_and_a_denied_one_never_runs() 
     let run = api.finished(&fork).await;
     assert_eq!(run["status"], "succeeded", "{run}");
     assert_eq!(
-        count(&counter, "/write/1"),
+        counter.count("/write/1"),
         0,
         "a denied write reached its endpoint"
     );
-    assert_eq!(count(&counter, "/read/1"), 1, "the recorded read ran again");
+    assert_eq!(counter.count("/read/1"), 1, "the recorded read ran again");
     let diff = api.diff(&origin, &fork).await;
     assert_eq!(
         changes(&diff, "agent"),
@@ -368,7 +352,7 @@ async fn a_new_write_in_a_fork_waits_for_approval_and_a_denied_one_never_runs() 
 /// again. A replay has no recording to fork.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_write_is_replayed_without_approval_or_effect() {
-    let (counter, api) = start().await;
+    let (counter, api) = Counter::with_api(Duration::ZERO).await;
     let (s, created) = api
         .call(
             "POST",
@@ -392,7 +376,7 @@ async fn a_recorded_write_is_replayed_without_approval_or_effect() {
     assert_eq!(s, 200, "{e}");
     let run = api.finished(&origin).await;
     assert_eq!(run["status"], "succeeded", "{run}");
-    assert_eq!(count(&counter, "/write/1"), 1);
+    assert_eq!(counter.count("/write/1"), 1);
 
     let fork = api
         .fork(
@@ -402,11 +386,7 @@ async fn a_recorded_write_is_replayed_without_approval_or_effect() {
         .await;
     let run = api.finished(&fork).await;
     assert_eq!(run["status"], "succeeded", "{run}");
-    assert_eq!(
-        count(&counter, "/write/1"),
-        1,
-        "the recorded write ran again"
-    );
+    assert_eq!(counter.count("/write/1"), 1, "the recorded write ran again");
     let (_, approvals) = api.call("GET", "/approvals", None).await;
     assert_eq!(approvals["count"], 0, "a replayed write asked for approval");
     let diff = api.diff(&origin, &fork).await;
@@ -422,7 +402,7 @@ async fn a_recorded_write_is_replayed_without_approval_or_effect() {
         .await;
     assert_eq!(s, 200, "{replayed}");
     assert_eq!(replayed["match"], true, "{replayed}");
-    assert_eq!(count(&counter, "/write/1"), 1);
+    assert_eq!(counter.count("/write/1"), 1);
 
     let (s, replay) = api
         .call("POST", &format!("/runs/{origin}/replay"), None)
@@ -443,7 +423,7 @@ async fn a_recorded_write_is_replayed_without_approval_or_effect() {
 /// without live reads) was refused: a refusal is not a recorded answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_of_a_fork_runs_the_read_its_origin_was_refused() {
-    let (counter, api) = start().await;
+    let (counter, api) = Counter::with_api(Duration::ZERO).await;
     let wf = api
         .workflow(workflow(vec![read("/read/1"), text("done")]))
         .await;
@@ -456,7 +436,7 @@ async fn a_fork_of_a_fork_runs_the_read_its_origin_was_refused() {
         .await;
     let run = api.finished(&offline).await;
     assert_eq!(run["status"], "succeeded", "{run}");
-    assert_eq!(count(&counter, "/read/3"), 0);
+    assert_eq!(counter.count("/read/3"), 0);
 
     let live = api.fork(&offline, json!({"live_reads": true})).await;
     let run = api.finished(&live).await;
@@ -465,7 +445,7 @@ async fn a_fork_of_a_fork_runs_the_read_its_origin_was_refused() {
     let second = &calls["tools_by_id"][calls["tool_order"][1].as_str().expect("id")];
     assert_eq!(second["error"], Value::Null, "{second}");
     assert_eq!(
-        (count(&counter, "/read/1"), count(&counter, "/read/3")),
+        (counter.count("/read/1"), counter.count("/read/3")),
         (1, 1),
         "the refused read ran once, the recorded one not again"
     );
@@ -476,7 +456,7 @@ async fn a_fork_of_a_fork_runs_the_read_its_origin_was_refused() {
 /// read refuses the new read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_calls_count_toward_the_limit_within_a_batch() {
-    let (counter, api) = start().await;
+    let (counter, api) = Counter::with_api(Duration::ZERO).await;
     let batch = |paths: &[&str]| -> Value {
         let calls: Vec<Value> = paths
             .iter()
@@ -488,10 +468,7 @@ async fn recorded_calls_count_toward_the_limit_within_a_batch() {
     limited["nodes"][0]["config"]["policy"] = json!({"max_tool_calls": 2});
     let wf = api.workflow(limited).await;
     let origin = api.recorded_run(&wf, json!({})).await;
-    assert_eq!(
-        (count(&counter, "/read/1"), count(&counter, "/read/2")),
-        (1, 1)
-    );
+    assert_eq!((counter.count("/read/1"), counter.count("/read/2")), (1, 1));
     let fork = api
         .fork(
             &origin,
@@ -510,7 +487,7 @@ async fn recorded_calls_count_toward_the_limit_within_a_batch() {
         "{third}"
     );
     assert_eq!(
-        count(&counter, "/read/3"),
+        counter.count("/read/3"),
         0,
         "a call past max_tool_calls ran"
     );
@@ -521,7 +498,7 @@ async fn recorded_calls_count_toward_the_limit_within_a_batch() {
 /// recording), many at a time, leave no checkpoint behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fast_forks_leave_no_checkpoint_behind() {
-    let (_counter, api) = start().await;
+    let (_counter, api) = Counter::with_api(Duration::ZERO).await;
     let turns = |answer: &str| vec![read("/read/1"), text(answer)];
     let wf = api.workflow(workflow(turns("done"))).await;
     let origin = api.recorded_run(&wf, json!({})).await;
@@ -556,7 +533,7 @@ async fn fast_forks_leave_no_checkpoint_behind() {
 /// the workflow's own runs resolved, never on an experiment's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_leaves_the_pin_history_of_its_workflow_alone() {
-    let (counter, api) = start().await;
+    let (counter, api) = Counter::with_api(Duration::ZERO).await;
     let mut pinned = workflow(vec![read("/read/1"), text("done")]);
     pinned["nodes"][0]["config"]["pins"] = json!([{
         "name": "report",
@@ -587,7 +564,7 @@ async fn a_fork_leaves_the_pin_history_of_its_workflow_alone() {
         .await;
     let run = api.finished(&fork).await;
     assert_eq!(run["status"], "succeeded", "{run}");
-    assert_eq!(count(&counter, "/read/2"), 1);
+    assert_eq!(counter.count("/read/2"), 1);
     assert!(
         run["agent_outputs"]["agent"]["tools_by_id"]
             .to_string()
@@ -639,7 +616,7 @@ fn interrupted_fork_resumes(dir: &std::path::Path, database_url: &str) {
     });
     // The stop: every task of the first server ends where it is.
     first.shutdown_timeout(Duration::from_secs(5));
-    assert_eq!(count(&counter, "/read/1"), 1);
+    assert_eq!(counter.count("/read/1"), 1);
 
     let second = runtime();
     second.block_on(async {
@@ -668,13 +645,9 @@ fn interrupted_fork_resumes(dir: &std::path::Path, database_url: &str) {
         assert_eq!(run["status"], "succeeded", "{run}");
         assert_eq!(run["kind"], "fork");
         assert_eq!(run["fork_of"], origin.as_str());
+        assert_eq!(counter.count("/write/1"), 1, "the approved write ran once");
         assert_eq!(
-            count(&counter, "/write/1"),
-            1,
-            "the approved write ran once"
-        );
-        assert_eq!(
-            count(&counter, "/read/1"),
+            counter.count("/read/1"),
             1,
             "the recorded read ran again after the resume"
         );

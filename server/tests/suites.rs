@@ -14,15 +14,6 @@ use node_runtime::wire::{SuiteRunStatus, SuiteRunView};
 use procs::Counter;
 use serde_json::{json, Value};
 
-/// A server on SQLite and a counting endpoint (answering after `delay`),
-/// reachable as the connection `counter`.
-async fn start(delay: Duration) -> (Counter, Api) {
-    let counter = Counter::start(delay);
-    let api = Api::start().await;
-    api.add_counter(counter.port).await;
-    (counter, api)
-}
-
 /// An Input node (`item`) into a scripted agent with `tools`, answering
 /// with `turns`, whose answer is the Output `answer`.
 fn workflow(turns: Vec<Value>, tools: Value) -> Value {
@@ -44,10 +35,6 @@ fn workflow(turns: Vec<Value>, tools: Value) -> Value {
 
 fn http_tool() -> Value {
     json!([{"tool": "http_request@1.0.0"}])
-}
-
-fn count(counter: &Counter, path: &str) -> usize {
-    counter.counts().get(path).copied().unwrap_or(0)
 }
 
 /// `glassbox suite ...` on the API's data dir: (exit code, stdout, stderr).
@@ -73,14 +60,14 @@ fn glassbox_suite(api: &Api, args: &[&str]) -> (i32, String, String) {
 /// the suite run, and the API's history lists every run of the suite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_passes_then_fails_after_an_edit_that_removes_a_tool() {
-    let (counter, api) = start(Duration::ZERO).await;
+    let (counter, api) = Counter::with_api(Duration::ZERO).await;
     let turns = vec![read("/read/1"), text("found")];
     let wf = api.workflow(workflow(turns.clone(), http_tool())).await;
     let mut runs = Vec::new();
     for item in ["a", "b", "c"] {
         runs.push(api.recorded_run(&wf, json!({ "item": item })).await);
     }
-    assert_eq!(count(&counter, "/read/1"), 3);
+    assert_eq!(counter.count("/read/1"), 3);
     let assertions = json!([
         {"kind": "outputs_equal"},
         {"kind": "tool_called", "tool": "http_request", "node": "agent"},
@@ -112,7 +99,7 @@ async fn a_suite_passes_then_fails_after_an_edit_that_removes_a_tool() {
         assert_eq!(run["fork_of"], case.run_id.as_str());
     }
     assert_eq!(
-        count(&counter, "/read/1"),
+        counter.count("/read/1"),
         3,
         "a suite's recorded read ran again"
     );
@@ -137,7 +124,7 @@ async fn a_suite_passes_then_fails_after_an_edit_that_removes_a_tool() {
         format!("suite lookups: 0 passed, 3 failed (workflow {wf} revision 2)"),
         "{stdout}"
     );
-    assert_eq!(count(&counter, "/read/1"), 3);
+    assert_eq!(counter.count("/read/1"), 3);
 
     let (code, stdout, stderr) = glassbox_suite(&api, &["run", &suite, "--json"]);
     assert_eq!(code, 1, "stderr: {stderr}");
@@ -213,7 +200,7 @@ async fn a_suite_passes_then_fails_after_an_edit_that_removes_a_tool() {
 /// and the write's endpoint is never reached.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_never_sends_a_write() {
-    let (counter, api) = start(Duration::ZERO).await;
+    let (counter, api) = Counter::with_api(Duration::ZERO).await;
     let wf = api
         .workflow(workflow(vec![read("/read/1"), text("found")], http_tool()))
         .await;
@@ -245,8 +232,8 @@ async fn a_suite_never_sends_a_write() {
         vec![true, false],
         "{case:?}"
     );
-    assert_eq!(count(&counter, "/write/1"), 0, "a suite sent a write");
-    assert_eq!(count(&counter, "/read/1"), 1, "the recorded read ran again");
+    assert_eq!(counter.count("/write/1"), 0, "a suite sent a write");
+    assert_eq!(counter.count("/read/1"), 1, "the recorded read ran again");
     let fork = case.fork_id.as_deref().expect("fork");
     let (_, detail) = api.call("GET", &format!("/runs/{fork}"), None).await;
     assert_eq!(detail["status"], "succeeded", "{detail}");
@@ -269,7 +256,7 @@ async fn a_suite_never_sends_a_write() {
 /// runs along.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suites_refuse_bad_input_by_field_and_hide_other_workspaces() {
-    let (_counter, api) = start(Duration::ZERO).await;
+    let (_counter, api) = Counter::with_api(Duration::ZERO).await;
     let wf = api
         .workflow(workflow(vec![read("/read/1"), text("found")], http_tool()))
         .await;
@@ -282,7 +269,12 @@ async fn suites_refuse_bad_input_by_field_and_hide_other_workspaces() {
     // A run waiting for an approval has not finished.
     let waiting =
         common::start_run(&api.state, &api.admin.token, common::approval_workflow()).await;
-    let waiting_wf = api.finished_or_waiting(&waiting).await;
+    let waiting_wf = api
+        .wait_for_run(&waiting, |r| r["status"] == "waiting_for_approval")
+        .await["workflow_id"]
+        .as_str()
+        .expect("workflow id")
+        .to_string();
 
     let ok = json!([{"kind": "outputs_equal"}]);
     let suite = |name: &str, workflow_id: &str, cases: Value| json!({"name": name, "workflow_id": workflow_id, "cases": cases});
@@ -554,19 +546,6 @@ async fn suites_refuse_bad_input_by_field_and_hide_other_workspaces() {
     assert_eq!(s, 404);
 }
 
-impl Api {
-    /// Waits until the run waits for an approval; returns its workflow id.
-    async fn finished_or_waiting(&self, run_id: &str) -> String {
-        let run = self
-            .wait_for_run(run_id, |r| r["status"] == "waiting_for_approval")
-            .await;
-        run["workflow_id"]
-            .as_str()
-            .expect("workflow id")
-            .to_string()
-    }
-}
-
 /// A suite run whose server stops before it ends is `error` after the next
 /// start, saying so; its suite runs again. On SQLite and on Postgres.
 fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str) {
@@ -581,7 +560,7 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
             .expect("runtime")
     };
     let first = runtime();
-    let (token, suite, suite_run) = first.block_on(async {
+    let (token, suite, suite_run, fork) = first.block_on(async {
         let api = Api::open(dir, database_url, None).await;
         api.add_counter(counter.port).await;
         let wf = api
@@ -610,7 +589,7 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
             .await;
         assert_eq!(s, 202, "{started}");
         let deadline = Instant::now() + Duration::from_secs(30);
-        while count(&counter, "/slow") == 0 {
+        while counter.count("/slow") == 0 {
             assert!(Instant::now() < deadline, "the fork never read");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -640,7 +619,7 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let id = started["id"].as_str().expect("id").to_string();
-        (api.admin.token.clone(), suite, id)
+        (api.admin.token.clone(), suite, id, fork)
     });
     first.shutdown_timeout(Duration::from_secs(5));
 
@@ -674,15 +653,6 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
         );
         assert!(after["finished_at"].is_string(), "{after}");
         // The resumed fork still refuses the new write, asking no approval.
-        let (_, list) = api.call("GET", "/runs", None).await;
-        let fork = list["runs"]
-            .as_array()
-            .expect("runs")
-            .iter()
-            .find(|r| r["kind"] == "fork")
-            .and_then(|r| r["id"].as_str())
-            .expect("the fork")
-            .to_string();
         let run = api.finished(&fork).await;
         assert_eq!(run["status"], "succeeded", "{run}");
         let calls = &run["agent_outputs"]["agent"];
@@ -706,7 +676,7 @@ fn interrupted_suite_run_ends_in_error(dir: &std::path::Path, database_url: &str
             .wait_for(&format!("/suite-runs/{id}"), |r| r["status"] != "running")
             .await;
         assert_eq!(done["status"], "passed", "{done}");
-        assert_eq!(count(&counter, "/write/1"), 0, "a suite sent a write");
+        assert_eq!(counter.count("/write/1"), 0, "a suite sent a write");
         // The history and the suite's routes on this backend.
         let (_, history) = api
             .call("GET", &format!("/suites/{suite}/runs"), None)
@@ -775,7 +745,7 @@ fn an_interrupted_suite_run_is_an_error_at_restart_on_postgres() {
 /// paths, 409 for a taken case name); `GET /suites?workflow_id=` filters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_refuses_a_tool_node_write_and_survives_a_gone_run() {
-    let (counter, api) = start(Duration::ZERO).await;
+    let (counter, api) = Counter::with_api(Duration::ZERO).await;
     let wf = api
         .workflow(workflow(vec![text("found")], http_tool()))
         .await;
@@ -798,7 +768,7 @@ async fn a_suite_refuses_a_tool_node_write_and_survives_a_gone_run() {
     let run = api.run_suite(&suite, json!({})).await;
     let case = &run.cases[0];
     assert_eq!(case.error, None, "{case:?}");
-    assert_eq!(count(&counter, "/write/tool"), 0, "a suite sent a write");
+    assert_eq!(counter.count("/write/tool"), 0, "a suite sent a write");
     let fork = case.fork_id.as_deref().expect("fork");
     let (_, detail) = api.call("GET", &format!("/runs/{fork}"), None).await;
     assert_eq!(detail["trigger"], "suite", "{detail}");
@@ -936,7 +906,7 @@ async fn a_suite_refuses_a_tool_node_write_and_survives_a_gone_run() {
 /// fork, and it stays `error`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_run_counts_as_it_goes_and_a_clean_stop_ends_it() {
-    let (counter, api) = start(Duration::from_secs(3)).await;
+    let (counter, api) = Counter::with_api(Duration::from_secs(3)).await;
     // `fast`: recorded with the read, answered from its recording;
     // `slow`: recorded without it, so its fork reads live (3 s).
     let wf = api
@@ -958,7 +928,7 @@ async fn a_suite_run_counts_as_it_goes_and_a_clean_stop_ends_it() {
     api.revise(&wf, 1, workflow(vec![text("found")], http_tool()))
         .await;
     let slow = api.recorded_run(&wf, json!({"item": "b"})).await;
-    let reads = count(&counter, "/slow");
+    let reads = counter.count("/slow");
     let case = |name: &str, run: &str| json!({"name": name, "run_id": run, "assertions": [{"kind": "status", "equals": "succeeded"}]});
     let counted = api
         .suite(
@@ -989,7 +959,7 @@ async fn a_suite_run_counts_as_it_goes_and_a_clean_stop_ends_it() {
         .wait_for(&format!("/suite-runs/{id}"), |r| r["status"] != "running")
         .await;
     assert_eq!(done["status"], "passed", "{done}");
-    assert_eq!(count(&counter, "/slow"), reads + 1, "{done}");
+    assert_eq!(counter.count("/slow"), reads + 1, "{done}");
 
     // The slow case first: the stop comes while its fork reads.
     let stopped = api
@@ -1009,7 +979,7 @@ async fn a_suite_run_counts_as_it_goes_and_a_clean_stop_ends_it() {
     assert_eq!(s, 202, "{started}");
     let id = started["id"].as_str().expect("id").to_string();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while count(&counter, "/slow") < reads + 2 {
+    while counter.count("/slow") < reads + 2 {
         assert!(Instant::now() < deadline, "the fork never read");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -1050,7 +1020,7 @@ async fn forks(api: &Api) -> usize {
 /// `error` by the next CLI's start; Ctrl-C ends it `error` and exits 130.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cli_suite_run_beside_the_server_is_kept_and_a_killed_one_ended() {
-    let (counter, api) = start(Duration::from_secs(2)).await;
+    let (counter, api) = Counter::with_api(Duration::from_secs(2)).await;
     let wf = api
         .workflow(workflow(vec![text("found")], http_tool()))
         .await;
@@ -1081,7 +1051,7 @@ async fn a_cli_suite_run_beside_the_server_is_kept_and_a_killed_one_ended() {
         let counter = &counter;
         async move {
             let deadline = Instant::now() + Duration::from_secs(60);
-            while count(counter, "/slow") < reads {
+            while counter.count("/slow") < reads {
                 assert!(Instant::now() < deadline, "the CLI's fork never read");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }

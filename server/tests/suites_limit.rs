@@ -9,143 +9,93 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-async fn call(
-    state: &glassbox_server::AppState,
-    token: &str,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let (status, _, bytes) =
-        common::request(state, method, &format!("/api/v1{path}"), token, body).await;
-    (
-        status.as_u16(),
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-/// Polls `path` until `done` says so (60 s at most).
-async fn wait_for(
-    state: &glassbox_server::AppState,
-    token: &str,
-    path: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (s, item) = call(state, token, "GET", path, None).await;
-        assert_eq!(s, 200, "{item}");
-        if done(&item) {
-            return item;
-        }
-        assert!(Instant::now() < deadline, "{path} stuck: {item}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_waits_for_a_free_run_slot_instead_of_failing() {
     // The only test of this binary: no other reads the environment.
     std::env::set_var("GLASSBOX_MAX_RUNS_PER_WORKSPACE", "1");
-    let w = common::TwoWorkspaces::new(2 * 1024 * 1024).await;
-    let (state, t) = (&w.state, w.admin_token.as_str());
-    let (s, created) = call(
-        state,
-        t,
-        "POST",
-        "/workflows",
-        Some(json!({
-            "format_version": 1, "id": "limit", "name": "limit", "revision": 0,
-            "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "go",
-                "provider": {"kind": "scripted", "script": {"turns": [{"text": "done"}]}}}}],
-            "edges": []
-        })),
-    )
-    .await;
+    let api = common::api::Api::start().await;
+    let (state, t) = (&api.state, api.admin.token.as_str());
+    let (s, created) = api
+        .call(
+            "POST",
+            "/workflows",
+            Some(json!({
+                "format_version": 1, "id": "limit", "name": "limit", "revision": 0,
+                "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "go",
+                    "provider": {"kind": "scripted", "script": {"turns": [{"text": "done"}]}}}}],
+                "edges": []
+            })),
+        )
+        .await;
     assert_eq!(s, 201, "{created}");
     let wf = created["id"].as_str().expect("id");
-    let (s, started) = call(state, t, "POST", "/runs", Some(json!({"workflow_id": wf}))).await;
+    let (s, started) = api
+        .call("POST", "/runs", Some(json!({"workflow_id": wf})))
+        .await;
     assert_eq!(s, 202, "{started}");
     let origin = started["run_id"].as_str().expect("run id").to_string();
-    wait_for(state, t, &format!("/runs/{origin}"), |r| {
-        r["status"] == "succeeded"
-    })
-    .await;
-    let (s, suite) = call(
-        state,
-        t,
-        "POST",
-        "/suites",
-        Some(json!({"name": "limited", "workflow_id": wf,
+    api.wait_for(&format!("/runs/{origin}"), |r| r["status"] == "succeeded")
+        .await;
+    let (s, suite) = api
+        .call(
+            "POST",
+            "/suites",
+            Some(json!({"name": "limited", "workflow_id": wf,
             "cases": [{"run_id": origin, "assertions": [{"kind": "outputs_equal"}]}]})),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(s, 201, "{suite}");
     let suite = suite["id"].as_str().expect("suite id").to_string();
 
     // The workspace's one slot is taken by a run waiting for an approval.
     let waiting = common::start_run(state, t, common::approval_workflow()).await;
-    wait_for(state, t, &format!("/runs/{waiting}"), |r| {
+    api.wait_for(&format!("/runs/{waiting}"), |r| {
         r["status"] == "waiting_for_approval"
     })
     .await;
-    let (s, e) = call(state, t, "POST", "/runs", Some(json!({"workflow_id": wf}))).await;
+    let (s, e) = api
+        .call("POST", "/runs", Some(json!({"workflow_id": wf})))
+        .await;
     assert_eq!(s, 429, "the slot is taken: {e}");
 
     // Suite runs wait for the slot; the fifth at once is refused (at most
     // four of a workspace run at a time).
     let mut ids = Vec::new();
     for _ in 0..4 {
-        let (s, started) = call(
-            state,
-            t,
-            "POST",
-            &format!("/suites/{suite}/runs"),
-            Some(json!({})),
-        )
-        .await;
+        let (s, started) = api
+            .call("POST", &format!("/suites/{suite}/runs"), Some(json!({})))
+            .await;
         assert_eq!(s, 202, "{started}");
         ids.push(started["id"].as_str().expect("suite run id").to_string());
     }
-    let (s, e) = call(
-        state,
-        t,
-        "POST",
-        &format!("/suites/{suite}/runs"),
-        Some(json!({})),
-    )
-    .await;
+    let (s, e) = api
+        .call("POST", &format!("/suites/{suite}/runs"), Some(json!({})))
+        .await;
     assert_eq!(s, 429, "a fifth suite run at once: {e}");
     // While the slot is taken no case's fork exists, and the suite runs
     // wait.
     let until = Instant::now() + Duration::from_millis(800);
     while Instant::now() < until {
-        assert_eq!(forks(state, t).await.len(), 0, "a fork beyond the limit");
+        assert_eq!(forks(&api).await.len(), 0, "a fork beyond the limit");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     for id in &ids {
-        let (_, now) = call(state, t, "GET", &format!("/suite-runs/{id}"), None).await;
+        let (_, now) = api.call("GET", &format!("/suite-runs/{id}"), None).await;
         assert_eq!(now["status"], "running", "the case waits: {now}");
     }
 
     // The slot frees: the cases run one at a time (never two forks at
     // once: each starts after the one before ended) and the suites pass.
-    let (_, approvals) = call(state, t, "GET", "/approvals", None).await;
+    let (_, approvals) = api.call("GET", "/approvals", None).await;
     let token = approvals["pending"][0]["token"].as_str().expect("token");
-    let (s, e) = call(
-        state,
-        t,
-        "POST",
-        &format!("/approvals/{token}/approve"),
-        None,
-    )
-    .await;
+    let (s, e) = api
+        .call("POST", &format!("/approvals/{token}/approve"), None)
+        .await;
     assert_eq!(s, 200, "{e}");
     for id in &ids {
-        let done = wait_for(state, t, &format!("/suite-runs/{id}"), |r| {
-            r["status"] != "running"
-        })
-        .await;
+        let done = api
+            .wait_for(&format!("/suite-runs/{id}"), |r| r["status"] != "running")
+            .await;
         assert_eq!(done["status"], "passed", "{done}");
         assert_eq!(done["cases"][0]["error"], Value::Null, "{done}");
     }
@@ -157,12 +107,14 @@ async fn a_suite_waits_for_a_free_run_slot_instead_of_failing() {
         state.runs().try_slot(ws).is_none(),
         "one slot, reserved twice"
     );
-    let (s, e) = call(state, t, "POST", "/runs", Some(json!({"workflow_id": wf}))).await;
+    let (s, e) = api
+        .call("POST", "/runs", Some(json!({"workflow_id": wf})))
+        .await;
     assert_eq!(s, 429, "the slot is reserved: {e}");
     drop(slot);
     assert!(state.runs().try_slot(ws).is_some(), "given back");
 
-    let mut forks = forks(state, t).await;
+    let mut forks = forks(&api).await;
     assert_eq!(forks.len(), 4, "{forks:?}");
     forks.sort();
     for pair in forks.windows(2) {
@@ -174,8 +126,8 @@ async fn a_suite_waits_for_a_free_run_slot_instead_of_failing() {
 }
 
 /// The workspace's forks: (created_at, finished_at).
-async fn forks(state: &glassbox_server::AppState, token: &str) -> Vec<(String, String)> {
-    let (s, list) = call(state, token, "GET", "/runs?limit=200", None).await;
+async fn forks(api: &common::api::Api) -> Vec<(String, String)> {
+    let (s, list) = api.call("GET", "/runs?limit=200", None).await;
     assert_eq!(s, 200, "{list}");
     list["runs"]
         .as_array()

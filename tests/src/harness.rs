@@ -637,6 +637,20 @@ pub async fn app_and_browser_with(env: &[(&str, &str)]) -> Option<(Server, Brows
     app_and_browser_flags(env, &[]).await
 }
 
+/// [`app_and_browser_with`] and the browser signed in to the server, with
+/// the session token; `None` when browser tests are off. Panics when the
+/// sign-in fails (after closing the browser).
+pub async fn app_and_browser_signed_in(env: &[(&str, &str)]) -> Option<(Server, Browser, String)> {
+    let (server, browser) = app_and_browser_with(env).await?;
+    match browser.sign_in(&server).await {
+        Ok(token) => Some((server, browser, token)),
+        Err(e) => {
+            browser.close().await;
+            panic!("sign in: {e}");
+        }
+    }
+}
+
 /// [`app_and_browser`] with the repository's example workflows loaded on
 /// the server's first start, as `cargo xtask run` does.
 pub async fn app_and_browser_with_examples() -> Option<(Server, Browser)> {

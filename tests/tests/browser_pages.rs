@@ -7,23 +7,11 @@
 use std::time::Duration;
 
 use glassbox_tests::harness::{
-    app_and_browser_with, browser_tests_enabled, built_app_dir, wait_for_text, Browser, Server,
+    app_and_browser_signed_in, app_and_browser_with, browser_tests_enabled, built_app_dir,
+    wait_for_text, Browser, Server,
 };
 use glassbox_tests::ui::{appear, click, count, find, text_or_empty, wait_until};
 use serde_json::{json, Value};
-
-/// A server (started with `env`) and a browser signed in to it, with the
-/// session token; None when browser tests are off.
-async fn signed_in(env: &[(&str, &str)]) -> Option<(Server, Browser, String)> {
-    let (server, browser) = app_and_browser_with(env).await?;
-    match browser.sign_in(&server).await {
-        Ok(token) => Some((server, browser, token)),
-        Err(e) => {
-            browser.close().await;
-            panic!("sign in: {e}");
-        }
-    }
-}
 
 /// A workflow whose Agent node calls `tool` (`name@version`) once with
 /// `arguments`, then answers `answer`, wired to the Output field `answer`.
@@ -62,7 +50,7 @@ fn finished_calculator_run(server: &Server, token: &str, id: &str, name: &str) -
 async fn the_runs_page_lists_filters_and_opens_a_run() {
     // The one-time sign-in link is the browser's; its session token drives
     // the API too.
-    let Some((server, browser, token)) = signed_in(&[]).await else {
+    let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
     let workflow = one_call_workflow(
@@ -235,7 +223,7 @@ async fn the_tools_page_lists_the_registry_with_badges_and_schemas() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
-    let Some((server, browser, token)) = signed_in(&[]).await else {
+    let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
     let run_id = finished_calculator_run(&server, &token, "replayed", "Replayed");
@@ -305,7 +293,7 @@ async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_with_a_new_answer_reuses_the_recorded_call_and_shows_the_difference() {
-    let Some((server, browser, token)) = signed_in(&[]).await else {
+    let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
     let run_id = finished_calculator_run(&server, &token, "forked", "Forked");
@@ -374,7 +362,7 @@ async fn a_fork_with_a_new_answer_reuses_the_recorded_call_and_shows_the_differe
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_are_approved_from_the_tools_page_and_their_invocations_open_a_drawer() {
-    let Some((server, browser, token)) = signed_in(&[]).await else {
+    let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
     let workflow = one_call_workflow(
@@ -455,7 +443,8 @@ async fn writes_are_approved_from_the_tools_page_and_their_invocations_open_a_dr
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_truncated_output_opens_in_the_drawer_with_its_full_payload_a_click_away() {
-    let Some((server, browser, token)) = signed_in(&[("GLASSBOX_MAX_OUTPUT_BYTES", "1024")]).await
+    let Some((server, browser, token)) =
+        app_and_browser_signed_in(&[("GLASSBOX_MAX_OUTPUT_BYTES", "1024")]).await
     else {
         return;
     };

@@ -8,24 +8,11 @@
 use std::time::{Duration, Instant};
 
 use fantoccini::Client;
-use glassbox_tests::harness::{app_and_browser_with, wait_for_text, Browser, Server};
+use glassbox_tests::harness::{app_and_browser_signed_in, wait_for_text, Server};
 use glassbox_tests::ui::{
     appear, attr_or_none, click, count, find, text_or_empty, value_of, wait_until,
 };
 use serde_json::{json, Value};
-
-/// A server and a browser signed in to it, with the session token; None
-/// when browser tests are off.
-async fn signed_in() -> Option<(Server, Browser, String)> {
-    let (server, browser) = app_and_browser_with(&[]).await?;
-    match browser.sign_in(&server).await {
-        Ok(token) => Some((server, browser, token)),
-        Err(e) => {
-            browser.close().await;
-            panic!("sign in: {e}");
-        }
-    }
-}
 
 /// A workflow whose scripted Agent node asks the calculator for 6*7 once,
 /// then answers "42", wired to the Output field `answer`.
@@ -111,7 +98,7 @@ async fn failures(c: &Client) -> Result<Vec<(String, Vec<String>)>, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_of_three_runs_passes_then_fails_once_the_editor_removes_the_calculator() {
-    let Some((server, browser, token)) = signed_in().await else {
+    let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
     let workflow = server.create_workflow(&token, &calculator_workflow());
@@ -386,7 +373,7 @@ fn api_get(server: &Server, token: &str, path: &str) -> (u16, Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_and_deletes_it() {
-    let Some((server, browser, token)) = signed_in().await else {
+    let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
     let workflow = server.create_workflow(&token, &calculator_workflow());

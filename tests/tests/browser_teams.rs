@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use fantoccini::Client;
-use glassbox_tests::harness::{app_and_browser_with, wait_for_text, Browser, Server};
+use glassbox_tests::harness::{app_and_browser_signed_in, wait_for_text, Browser};
 use glassbox_tests::ui::{
     appear, attr_or_none, click, count, create_workflow, find, layout_problems, text_or_empty,
     value_of, wait_until,
@@ -93,22 +93,9 @@ async fn listed_workflows(c: &Client) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// A server and the admin's browser signed in to it; None when browser
-/// tests are off.
-async fn signed_in() -> Option<(Server, Browser)> {
-    let (server, browser) = app_and_browser_with(&[]).await?;
-    match browser.sign_in(&server).await {
-        Ok(_) => Some((server, browser)),
-        Err(e) => {
-            browser.close().await;
-            panic!("sign in: {e}");
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_keeps_its_own() {
-    let Some((server, admin)) = signed_in().await else {
+    let Some((server, admin, _)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
     let invitee = match Browser::start().await {

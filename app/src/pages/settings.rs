@@ -19,7 +19,7 @@ const SCOPES: [(&str, &str); 3] = [
 pub fn Settings() -> impl IntoView {
     let secrets = LocalResource::new(api::list_secrets);
     let workspaces = crate::workspace::context();
-    let admin = move || workspaces.and_then(|w| w.role()) == Some(api::Role::Admin);
+    let admin = move || workspaces.is_some_and(crate::workspace::Workspaces::is_admin);
     let scope = RwSignal::new("workspace".to_string());
     let name = RwSignal::new(String::new());
     let value = RwSignal::new(String::new());
@@ -33,9 +33,11 @@ pub fn Settings() -> impl IntoView {
             .why()
             .or(if scope == "user" { None } else { shared.why() })
     };
+    // Why Save secret is off for the scope chosen.
+    let save_why = Memo::new(move |_| scope.with(|s| why(s)));
     let set = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        if scope.with_untracked(|s| why(s)).is_some() {
+        if save_why.get_untracked().is_some() {
             return;
         }
         let (s, n, v) = (
@@ -70,9 +72,9 @@ pub fn Settings() -> impl IntoView {
                     on:input=move |ev| name.set(event_target_value(&ev)) />
                 <input type="password" placeholder="value" autocomplete="off" data-testid="secret-value" prop:value=move || value.get()
                     on:input=move |ev| value.set(event_target_value(&ev)) />
-                <button type="submit" data-testid="secret-save" prop:disabled=move || scope.with(|s| why(s)).is_some()
-                    title=move || scope.with(|s| why(s))>"Save secret"</button>
-                {crate::workspace::hint(move || scope.with(|s| why(s)))}
+                <button type="submit" data-testid="secret-save" prop:disabled=move || save_why.get().is_some()
+                    title=move || save_why.get()>"Save secret"</button>
+                {crate::workspace::hint(move || save_why.get())}
             </form>
             {move || status.get().map(|(ok, m)| view! {
                 <p class=if ok { "notice" } else { "error" } role="status" data-testid="secret-status">{m}</p>

@@ -17,18 +17,11 @@ use crate::api;
 use crate::pages::runs::diff_view;
 use crate::runs_view::{short_id, short_time};
 use crate::suites_view::{self, KINDS};
-use crate::widgets::refresh_while;
+use crate::widgets::{confirm, refresh_while};
 use node_runtime::wire::{
     Assertion, AssertionResult, CaseResult, NewSuite, RunDetail, SuiteModel, SuiteOptions,
     SuiteRunStatus, SuiteRunView, SuiteView,
 };
-
-/// Asks the browser's confirmation dialog; false when there is no window.
-fn confirm(message: &str) -> bool {
-    web_sys::window()
-        .and_then(|w| w.confirm_with_message(message).ok())
-        .unwrap_or(false)
-}
 
 /// A suite run's status as a badge coloured by its status.
 fn suite_status_badge(status: SuiteRunStatus) -> impl IntoView {
@@ -640,58 +633,50 @@ pub fn AddToSuite(run: RunDetail) -> impl IntoView {
                 .unwrap_or_default()
         })
     };
-    let add = {
-        move |_| {
-            let parsed = match suites_view::parse_assertions(&assertions.get_untracked()) {
-                Ok(a) => a,
-                Err(e) => {
-                    problem.set(Some(e));
-                    return;
+    let add = move |_| {
+        let parsed = match suites_view::parse_assertions(&assertions.get_untracked()) {
+            Ok(a) => a,
+            Err(e) => {
+                problem.set(Some(e));
+                return;
+            }
+        };
+        let case = suites_view::case(&case_name.get_untracked(), &run_id, parsed);
+        let target = chosen();
+        let (workflow_id, name) = (workflow_id.clone(), new_name.get_untracked());
+        let listed_now = untrack(listed);
+        busy.set(true);
+        problem.set(None);
+        added.set(None);
+        leptos::task::spawn_local(async move {
+            let result = if target.is_empty() {
+                match suites_view::new_suite(&name, &workflow_id, case) {
+                    Ok(new) => api::create_suite(&new).await.map_err(|e| e.to_string()),
+                    Err(e) => Err(e),
+                }
+            } else {
+                // Checked against the suite as listed, then appended by
+                // the server (a case appended meanwhile is kept; a name
+                // taken meanwhile is refused, 409).
+                let suite = listed_now.iter().find(|s| s.id == target);
+                let name = suite.map_or_else(|| target.clone(), |s| s.name.clone());
+                match suite.and_then(|s| suites_view::append_problem(s, &case)) {
+                    Some(e) => Err(e),
+                    None => api::append_case(&target, &case)
+                        .await
+                        .map_err(|e| suites_view::append_refused(&name, &e.to_string())),
                 }
             };
-            let case = suites_view::case(&case_name.get_untracked(), &run_id, parsed);
-            let target = chosen();
-            let (workflow_id, name) = (workflow_id.clone(), new_name.get_untracked());
-            let listed_now = suites.with_untracked(|r| {
-                r.as_ref()
-                    .and_then(Option::as_ref)
-                    .and_then(|r| r.as_ref().ok())
-                    .cloned()
-                    .unwrap_or_default()
-            });
-            busy.set(true);
-            problem.set(None);
-            added.set(None);
-            leptos::task::spawn_local(async move {
-                let result = if target.is_empty() {
-                    match suites_view::new_suite(&name, &workflow_id, case) {
-                        Ok(new) => api::create_suite(&new).await.map_err(|e| e.to_string()),
-                        Err(e) => Err(e),
-                    }
-                } else {
-                    // Checked against the suite as listed, then appended by
-                    // the server (a case appended meanwhile is kept; a name
-                    // taken meanwhile is refused, 409).
-                    let suite = listed_now.iter().find(|s| s.id == target);
-                    let name = suite.map_or_else(|| target.clone(), |s| s.name.clone());
-                    match suite.and_then(|s| suites_view::append_problem(s, &case)) {
-                        Some(e) => Err(e),
-                        None => api::append_case(&target, &case)
-                            .await
-                            .map_err(|e| suites_view::append_refused(&name, &e.to_string())),
-                    }
-                };
-                match result {
-                    Ok(view) => {
-                        choice.set(Some(view.id.clone()));
-                        added.set(Some((view.id, view.name, view.cases.len())));
-                        suites.refetch();
-                    }
-                    Err(e) => problem.set(Some(e)),
+            match result {
+                Ok(view) => {
+                    choice.set(Some(view.id.clone()));
+                    added.set(Some((view.id, view.name, view.cases.len())));
+                    suites.refetch();
                 }
-                busy.set(false);
-            });
-        }
+                Err(e) => problem.set(Some(e)),
+            }
+            busy.set(false);
+        });
     };
     let is_new = move || chosen().is_empty();
     view! {

@@ -16,15 +16,8 @@ use node_runtime::wire::{
 use crate::api::{self, ApiError, InvitationStatus, Role};
 use crate::runs_view::short_time;
 use crate::session;
-use crate::widgets::OlderPages;
+use crate::widgets::{confirm, OlderPages};
 use crate::workspace::{self, Workspaces};
-
-/// Asks the browser's confirmation dialog; false when there is no window.
-fn confirm(message: &str) -> bool {
-    web_sys::window()
-        .and_then(|w| w.confirm_with_message(message).ok())
-        .unwrap_or(false)
-}
 
 /// A line saying how the last action went: `(ok, words)`.
 type Status = RwSignal<Option<(bool, String)>>;
@@ -35,17 +28,6 @@ fn status_line(status: Status, testid: &'static str) -> impl IntoView {
             view! { <p class=if ok { "notice" } else { "error" } role="status" data-testid=testid>{m}</p> }
         })
     }
-}
-
-/// The current workspace's name and the caller's role there (tracked).
-fn current(workspaces: Option<Workspaces>) -> Option<(String, Role)> {
-    workspaces?.0.with(|l| {
-        let l = l.as_ref()?;
-        l.workspaces
-            .iter()
-            .find(|w| w.id == l.current)
-            .map(|w| (w.name.clone(), w.role))
-    })
 }
 
 /// The invitation link as a full address: this app's origin and `path`.
@@ -66,8 +48,8 @@ pub fn WorkspaceSettings() -> impl IntoView {
     let status: Status = RwSignal::new(None);
     // The rename field starts as the current name, once it is known.
     Effect::new(move |_| {
-        if let Some((name, _)) = current(workspaces) {
-            rename_to.set(name);
+        if let Some(current) = workspaces.and_then(Workspaces::current) {
+            rename_to.set(current.name);
         }
     });
     let rename = move |ev: leptos::ev::SubmitEvent| {
@@ -107,12 +89,12 @@ pub fn WorkspaceSettings() -> impl IntoView {
             }
         });
     };
-    let admin = move || current(workspaces).is_some_and(|(_, r)| r == Role::Admin);
+    let admin = move || workspaces.is_some_and(Workspaces::is_admin);
     view! {
         <h2>"Workspace"</h2>
         <p class="muted" data-testid="workspace-now">
-            {move || current(workspaces).map(|(name, role)| view! {
-                "You work in " <strong data-testid="workspace-name">{name}</strong> " as " {role.as_str()} "."
+            {move || workspaces.and_then(Workspaces::current).map(|w| view! {
+                "You work in " <strong data-testid="workspace-name">{w.name}</strong> " as " {w.role.as_str()} "."
             })}
         </p>
         <Show when=admin>
@@ -139,7 +121,7 @@ pub fn Members() -> impl IntoView {
     let workspaces = workspace::context();
     let members = LocalResource::new(api::list_members);
     let status: Status = RwSignal::new(None);
-    let admin = move || current(workspaces).is_some_and(|(_, r)| r == Role::Admin);
+    let admin = move || workspaces.is_some_and(Workspaces::is_admin);
     let set_role = move |user: String, name: String, you: bool, role: String| {
         let Ok(role) = Role::parse(&role) else { return };
         leptos::task::spawn_local(async move {
@@ -158,7 +140,10 @@ pub fn Members() -> impl IntoView {
         });
     };
     let remove = move |user: String, name: String| {
-        let place = current(workspaces).map(|(n, _)| n).unwrap_or_default();
+        let place = workspaces
+            .and_then(Workspaces::current)
+            .map(|w| w.name)
+            .unwrap_or_default();
         if !confirm(&format!(
             "Remove {name} from {place}? Their sessions and tokens stop reaching it at once."
         )) {

@@ -8,13 +8,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
 use crate::api;
-
-/// Asks the browser's confirmation dialog; false when there is no window.
-fn confirm(message: &str) -> bool {
-    web_sys::window()
-        .and_then(|w| w.confirm_with_message(message).ok())
-        .unwrap_or(false)
-}
+use crate::widgets::confirm;
 
 #[component]
 pub fn Workflows() -> impl IntoView {

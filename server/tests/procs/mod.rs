@@ -254,4 +254,19 @@ impl Counter {
     pub fn counts(&self) -> std::collections::HashMap<String, usize> {
         self.counts.lock().expect("lock").clone()
     }
+
+    /// How many requests reached `path`.
+    pub fn count(&self, path: &str) -> usize {
+        self.counts().get(path).copied().unwrap_or(0)
+    }
+
+    /// A server on SQLite ([`super::common::api::Api::start`]) and a
+    /// counting endpoint (answering after `delay`), reachable as the
+    /// connection `counter`.
+    pub async fn with_api(delay: Duration) -> (Counter, super::common::api::Api) {
+        let counter = Counter::start(delay);
+        let api = super::common::api::Api::start().await;
+        api.add_counter(counter.port).await;
+        (counter, api)
+    }
 }
