@@ -8,7 +8,6 @@
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::phase::{cargo, run_cmd};
 use crate::split::{linked_module, split_into};
@@ -112,36 +111,64 @@ pub fn build(root: &Path) -> Result<(), String> {
         index_html(&template, &css_name, &stem)?,
     )
     .map_err(|e| format!("index.html: {e}"))?;
-    gzip_assets(&stage);
+    gzip_assets(&stage)?;
     let dist = root.join("dist");
     let _ = std::fs::remove_dir_all(&dist);
     std::fs::rename(&stage, &dist).map_err(|e| format!("{} -> dist: {e}", stage.display()))
 }
 
-/// Writes a gzipped copy (`<name>.gz`, `gzip -9`) beside every module,
-/// script and stylesheet, which the server sends to browsers that accept
-/// gzip (`server/src/spa.rs`): about a third of the bytes. Without `gzip`
-/// the files are served as they are.
-fn gzip_assets(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let files: Vec<PathBuf> = entries
+/// Writes a gzipped copy (`<name>.gz`) beside every module, script and
+/// stylesheet, which the server sends to browsers that accept gzip
+/// (`server/src/spa.rs`). Zopfli writes standard gzip about 4% smaller
+/// than `gzip -9` (the editor's load: 479 -> 458 KiB of wasm); one
+/// iteration gets nearly all of that (15 gain 0.2% more, at several times
+/// the time). The files are shared between the machine's cores.
+fn gzip_assets(dir: &Path) -> Result<(), String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files: Vec<(u64, PathBuf)> = entries
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
             p.extension()
                 .is_some_and(|e| e == "wasm" || e == "js" || e == "css")
         })
+        .map(|p| (std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0), p))
         .collect();
-    let compressed = Command::new("gzip")
-        .args(["-9", "-k", "-f", "-n"])
-        .args(&files)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !compressed {
-        println!("    gzip is not available: the app is served uncompressed");
-    }
+    // Biggest first, dealt round the threads: each gets a similar share.
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|k| {
+                let mine: Vec<&Path> = files
+                    .iter()
+                    .skip(k)
+                    .step_by(threads)
+                    .map(|(_, p)| p.as_path())
+                    .collect();
+                scope.spawn(move || mine.into_iter().try_for_each(gzip_file))
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .map_err(|_| "a compression thread panicked".to_string())?
+        })
+    })
+}
+
+/// `path` compressed to `<path>.gz`.
+fn gzip_file(path: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::with_capacity(bytes.len() / 3);
+    let options = zopfli::Options {
+        iteration_count: std::num::NonZeroU64::MIN,
+        ..zopfli::Options::default()
+    };
+    zopfli::compress(options, zopfli::Format::Gzip, bytes.as_slice(), &mut out)
+        .map_err(|e| format!("compressing {}: {e}", path.display()))?;
+    let mut name = path.as_os_str().to_owned();
+    name.push(".gz");
+    std::fs::write(&name, out).map_err(|e| format!("{}: {e}", Path::new(&name).display()))
 }
 
 #[cfg(test)]
@@ -162,6 +189,33 @@ mod tests {
         assert!(!html.contains("data-trunk"));
         assert!(html.contains("<title>Glassbox</title>"));
         assert!(index_html("<html></html>", "a", "b").is_err());
+    }
+
+    #[test]
+    fn the_gzipped_copies_are_standard_gzip_of_each_asset() {
+        let dir = std::env::temp_dir().join(format!("xtask-gzip-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let text = "function f() { return 1; }\n".repeat(200);
+        std::fs::write(dir.join("a.js"), &text).expect("a.js");
+        std::fs::write(dir.join("b.wasm"), [0u8, 97, 115, 109, 1, 0, 0, 0]).expect("b.wasm");
+        std::fs::write(dir.join("c.txt"), "not an asset").expect("c.txt");
+        gzip_assets(&dir).expect("compressed");
+        let unzipped = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(dir.join("a.js.gz"))
+            .output()
+            .expect("gzip -dc");
+        assert!(unzipped.status.success());
+        assert_eq!(unzipped.stdout, text.as_bytes());
+        assert!(
+            std::fs::metadata(dir.join("a.js.gz"))
+                .expect("a.js.gz")
+                .len()
+                < 200
+        );
+        assert!(dir.join("b.wasm.gz").is_file());
+        assert!(!dir.join("c.txt.gz").exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

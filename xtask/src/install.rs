@@ -208,15 +208,20 @@ pub fn build_app(root: &Path) -> Result<(), String> {
 
 /// `(raw, gzipped)` bytes of a file (gzipped: 0 when gzip cannot run).
 fn sizes(path: &Path) -> (u64, u64) {
-    let raw = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let gz = capture(
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("gzip -9 -c '{}' | wc -c", path.display())),
-    )
-    .and_then(|s| s.trim().parse::<u64>().ok())
-    .unwrap_or(0);
-    (raw, gz)
+    let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    let raw = len(path).unwrap_or(0);
+    // The copy the server sends (see `app::gzip_assets`), else `gzip -9`.
+    let mut served = path.as_os_str().to_owned();
+    served.push(".gz");
+    let gz = len(Path::new(&served)).or_else(|| {
+        capture(
+            Command::new("sh")
+                .arg("-c")
+                .arg(format!("gzip -9 -c '{}' | wc -c", path.display())),
+        )
+        .and_then(|s| s.trim().parse::<u64>().ok())
+    });
+    (raw, gz.unwrap_or(0))
 }
 
 /// The most the main module (every first visit loads it) may weigh,
@@ -277,6 +282,41 @@ fn report_wasm_size(dist: &Path) {
             kib((chunk_raw, chunk_gz))
         );
     }
+    if let Some((files, gz)) = route_load_gz(dist, "editor_page") {
+        println!(
+            "    opening the editor: {} KiB of wasm gzipped in {files} files (main, its module and the chunks it needs)",
+            gz / 1024
+        );
+    }
+}
+
+/// What opening a lazy route fetches of wasm, gzipped: the main module, the
+/// route's module and every chunk the loader (`__wasm_split.js`) lists as
+/// needed by it (a `/* route, other, ... */` comment above each chunk's
+/// loader): `(files, bytes)`.
+pub fn route_load_gz(dist: &Path, route: &str) -> Option<(usize, u64)> {
+    let loader = std::fs::read_to_string(dist.join("__wasm_split.js")).ok()?;
+    let mut files = vec![format!("split_{route}.wasm")];
+    let mut lines = loader.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(users) = line
+            .trim()
+            .strip_prefix("/* ")
+            .and_then(|l| l.strip_suffix(" */"))
+        else {
+            continue;
+        };
+        let chunk = lines.peek().and_then(|next| {
+            next.strip_prefix("const __")
+                .and_then(|n| n.split_whitespace().next())
+        });
+        if let Some(chunk) = chunk.filter(|_| users.split(", ").any(|u| u == route)) {
+            files.push(format!("{chunk}.wasm"));
+        }
+    }
+    let main = main_module_gz(dist)?;
+    let rest: u64 = files.iter().map(|f| sizes(&dist.join(f)).1).sum();
+    Some((files.len() + 1, main + rest))
 }
 
 /// The cargo profile `cargo xtask run` serves from: `release` tuned for
