@@ -84,7 +84,13 @@ async fn decide(
         Err(other) => return Err(other.into()),
     };
     let detail = json!({"decision": status, "run_id": row.run_id, "tool": row.tool, "note": note});
-    crate::audit::record(state.db(), caller, "approval.decided", &row.call_id, detail).await;
+    crate::audit::queue(
+        state.runs(),
+        caller,
+        "approval.decided",
+        &row.call_id,
+        detail,
+    );
     let delivered = state.runs().deliver(token, decision);
     Ok(Json(ApprovalDecided {
         approval: views::approval(row)?,

@@ -41,6 +41,8 @@ async fn list(
             format!("a page holds 1 to {MAX_PAGE} entries"),
         ));
     }
+    // Entries queued before this request are in the page (see `audit::queue`).
+    state.runs().writer().flush().await?;
     // One more than asked tells whether a next page exists.
     let mut rows = state
         .db()

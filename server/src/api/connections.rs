@@ -134,14 +134,13 @@ async fn create(
         });
     }
     let detail = json!({"kind": body.config.kind()});
-    crate::audit::record(
-        state.db(),
+    crate::audit::queue(
+        state.runs(),
         &caller,
         "connection.created",
         &body.name,
         detail,
-    )
-    .await;
+    );
     let mcp = McpStatuses::load(&state, ws).await?;
     Ok((StatusCode::CREATED, Json(view(row, true, &mcp))))
 }
@@ -160,7 +159,7 @@ async fn update(
         .update_connection(ws, &name, body.config.kind(), &config)
         .await?;
     let detail = json!({"kind": body.config.kind()});
-    crate::audit::record(state.db(), &caller, "connection.updated", &name, detail).await;
+    crate::audit::queue(state.runs(), &caller, "connection.updated", &name, detail);
     // A running server of the old config stops; the next use starts the new.
     state.runs().mcp().stop(ws, &name).await;
     let mcp = McpStatuses::load(&state, ws).await?;
@@ -186,7 +185,13 @@ async fn remove(
         .db()
         .retire_mcp_connection(&caller.workspace_id, &name)
         .await?;
-    crate::audit::record(state.db(), &caller, "connection.deleted", &name, json!({})).await;
+    crate::audit::queue(
+        state.runs(),
+        &caller,
+        "connection.deleted",
+        &name,
+        json!({}),
+    );
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -255,7 +260,7 @@ async fn set_tool_class(
         .set_mcp_override(ws, &name, &tool, class, &caller.user_id)
         .await?;
     let detail = json!({"tool": tool, "side_effects": class});
-    crate::audit::record(state.db(), &caller, "connection.updated", &name, detail).await;
+    crate::audit::queue(state.runs(), &caller, "connection.updated", &name, detail);
     Ok(Json(McpToolClassSet {
         connection: name,
         tool,

@@ -56,7 +56,7 @@ async fn fork(
         .await
         .map_err(fork_error)?;
     let detail = serde_json::json!({"kind": "fork", "fork_of": origin.id});
-    crate::audit::record(state.db(), &caller, "run.started", &run_id, detail).await;
+    crate::audit::queue(state.runs(), &caller, "run.started", &run_id, detail);
     Ok((
         StatusCode::ACCEPTED,
         Json(ForkStarted {

@@ -75,7 +75,7 @@ async fn start(
         .start(caller.secret_owner(), workflow, body.inputs, "api")
         .await?;
     let detail = json!({"kind": "run", "workflow_id": body.workflow_id});
-    crate::audit::record(state.db(), &caller, "run.started", &run_id, detail).await;
+    crate::audit::queue(state.runs(), &caller, "run.started", &run_id, detail);
     Ok((
         StatusCode::ACCEPTED,
         Json(RunStarted {
@@ -411,7 +411,7 @@ async fn replay_upload(
 /// "The caller started a replay" in the audit log.
 async fn audit_replay(state: &AppState, caller: &Caller, outcome: &ReplayOutcome) {
     let detail = json!({"kind": "replay", "replay_of": outcome.replay_of});
-    crate::audit::record(state.db(), caller, "run.started", &outcome.run_id, detail).await;
+    crate::audit::queue(state.runs(), caller, "run.started", &outcome.run_id, detail);
 }
 
 #[cfg(test)]

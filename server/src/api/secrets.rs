@@ -118,7 +118,7 @@ async fn set(
         .put_secret(&caller.workspace_id, &scope, &owner, &name, &ciphertext)
         .await?;
     let target = format!("{scope}/{name}");
-    crate::audit::record(state.db(), &caller, "secret.set", &target, json!({})).await;
+    crate::audit::queue(state.runs(), &caller, "secret.set", &target, json!({}));
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -134,6 +134,6 @@ async fn remove(
         .delete_secret(&caller.workspace_id, &scope, &owner, &name)
         .await?;
     let target = format!("{scope}/{name}");
-    crate::audit::record(state.db(), &caller, "secret.deleted", &target, json!({})).await;
+    crate::audit::queue(state.runs(), &caller, "secret.deleted", &target, json!({}));
     Ok(StatusCode::NO_CONTENT)
 }

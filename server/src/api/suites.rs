@@ -157,7 +157,13 @@ async fn start_run(
         .map_err(start_error)?;
     let view = suites::run_view(&started.row)?;
     let detail = json!({"kind": "suite", "suite_id": suite.id});
-    crate::audit::record(state.db(), &caller, "run.started", &started.row.id, detail).await;
+    crate::audit::queue(
+        state.runs(),
+        &caller,
+        "run.started",
+        &started.row.id,
+        detail,
+    );
     suites::spawn(
         state.runs().clone(),
         state.db().clone(),

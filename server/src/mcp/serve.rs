@@ -226,7 +226,7 @@ impl rmcp::ServerHandler for GlassboxMcp {
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let detail = serde_json::json!({"kind": "mcp", "workflow_id": id});
-        crate::audit::record(self.state.db(), &caller, "run.started", &run_id, detail).await;
+        crate::audit::queue(self.state.runs(), &caller, "run.started", &run_id, detail);
         let link = format!("http://{host}/runs/{run_id}");
         let deadline = tokio::time::Instant::now() + CALL_WAIT;
         loop {

@@ -462,6 +462,12 @@ impl Runs {
         &self.agents
     }
 
+    /// The group writer of this process's runs (see `storage::group`),
+    /// which also takes the audit log's entries.
+    pub fn writer(&self) -> &GroupWriter {
+        &self.writer
+    }
+
     /// Creates the run record and starts it in the background.
     ///
     /// The record is queued on the group writer and the run starts at

@@ -16,24 +16,52 @@ pub struct AuditRow {
     pub created_at: String,
 }
 
-impl Store {
-    /// Adds an entry to a workspace's audit log.
-    pub async fn insert_audit(
-        &self,
+/// A new row of `audit_events`: stored at once ([`Store::insert_audit`])
+/// or with the runs' next group commit (`RunWrite::Audit`).
+#[derive(Debug, Clone)]
+pub struct AuditEntry {
+    /// Taken when the action happened: ids order the log.
+    pub id: String,
+    pub created_at: String,
+    pub workspace_id: String,
+    pub actor_id: String,
+    pub action: String,
+    pub target: String,
+    /// JSON.
+    pub detail: String,
+}
+
+impl AuditEntry {
+    pub fn new(
         workspace_id: &str,
         actor_id: &str,
         action: &str,
         target: &str,
         detail: &serde_json::Value,
-    ) -> Result<(), StoreError> {
+    ) -> Self {
+        Self {
+            id: new_id(),
+            created_at: now(),
+            workspace_id: workspace_id.into(),
+            actor_id: actor_id.into(),
+            action: action.into(),
+            target: target.into(),
+            detail: detail.to_string(),
+        }
+    }
+}
+
+impl Store {
+    /// Adds an entry to a workspace's audit log.
+    pub async fn insert_audit(&self, e: &AuditEntry) -> Result<(), StoreError> {
         sqlx::query("INSERT INTO audit_events (id, workspace_id, actor_id, action, target, detail, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)")
-            .bind(new_id())
-            .bind(workspace_id)
-            .bind(actor_id)
-            .bind(action)
-            .bind(target)
-            .bind(detail.to_string())
-            .bind(now())
+            .bind(&e.id)
+            .bind(&e.workspace_id)
+            .bind(&e.actor_id)
+            .bind(&e.action)
+            .bind(&e.target)
+            .bind(&e.detail)
+            .bind(&e.created_at)
             .execute(self.writer())
             .await?;
         Ok(())

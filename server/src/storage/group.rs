@@ -106,6 +106,10 @@ pub enum RunWrite {
     },
     /// Closed spans of runs (a span arrives once; a repeat is ignored).
     Spans(Vec<SpanRow>),
+    /// An entry of a workspace's audit log (see `crate::audit`): one more
+    /// row in the batch's transaction instead of a commit of its own
+    /// contending with the batches for SQLite's one writer.
+    Audit(Box<AuditEntry>),
 }
 
 impl RunEnd {
@@ -185,6 +189,12 @@ impl GroupWriter {
     /// Queues a write and waits until it is committed.
     pub async fn write(&self, write: RunWrite) -> Result<(), StoreError> {
         self.submit(write).await
+    }
+
+    /// Waits until every write queued before this call is applied (a
+    /// reader that must see them, e.g. the audit log's page).
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.submit(RunWrite::Spans(Vec::new())).await
     }
 
     /// Queues a write at once; the returned future says when it is
@@ -387,6 +397,7 @@ async fn apply_all<'a>(
         }
     };
     let mut spans: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
+    let mut audits = Vec::new();
     let mut started = Vec::new();
     let mut created = Vec::new();
     // Runs with events or an end in this batch (announced on Postgres).
@@ -485,6 +496,15 @@ async fn apply_all<'a>(
                 );
             }
             RunWrite::Spans(rows) => add_spans(&mut spans, rows),
+            RunWrite::Audit(a) => audits.push(vec![
+                (&a.id).into(),
+                (&a.workspace_id).into(),
+                (&a.actor_id).into(),
+                (&a.action).into(),
+                (&a.target).into(),
+                (&a.detail).into(),
+                (&a.created_at).into(),
+            ]),
             RunWrite::End(end) => {
                 add_spans(&mut spans, &end.spans);
                 add_payloads(&end.run_id, &end.payloads);
@@ -551,6 +571,7 @@ async fn apply_all<'a>(
         (&RUN_END, finished),
         (&CLOSE_APPROVALS, ended_rows()),
         (&SPANS, spans.into_values().collect()),
+        (&AUDIT, audits),
     ];
     if store.is_sqlite() {
         let mut conn = store.writer().acquire().await?;

@@ -48,7 +48,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::AnyPool;
 
-pub use audit::AuditRow;
+pub use audit::{AuditEntry, AuditRow};
 pub use group::{BlobRef, GroupWriter, RunEnd, RunWrite, FORK_CHECKPOINT};
 pub use instances::{now_plus, InstanceLock, InstanceRow, CANCELS_CHANNEL, EVENTS_CHANNEL};
 pub use payloads::{hash_of, Dehydrated, PayloadSet, MIN_PAYLOAD};

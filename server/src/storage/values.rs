@@ -137,6 +137,11 @@ pub(super) const SPANS: Values = Values {
     head: "INSERT INTO run_spans (run_id, span_id, parent_id, trace_id, name, started_at, duration_us, fields)",
     tail: "ON CONFLICT (run_id, span_id) DO NOTHING",
 };
+pub(super) const AUDIT: Values = Values {
+    head:
+        "INSERT INTO audit_events (id, workspace_id, actor_id, action, target, detail, created_at)",
+    tail: "",
+};
 pub(super) const INVOCATIONS: Values = Values {
     head: INVOCATION_INSERT_HEAD,
     tail: INVOCATION_UPSERT_TAIL,
