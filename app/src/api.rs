@@ -80,16 +80,29 @@ async fn answer<T: DeserializeOwned>(
     builder: gloo_net::http::RequestBuilder,
     body: Option<&serde_json::Value>,
 ) -> Result<T, ApiError> {
+    let (status, text) = exchange_text(builder, body).await?;
+    decode(status, &text)
+}
+
+/// The status and body of the answer to a request (with `body` as its
+/// JSON, if any). Boxed, so the one copy of the request's code is shared
+/// by every endpoint instead of inlined into each answer's type.
+fn exchange_text(
+    builder: gloo_net::http::RequestBuilder,
+    body: Option<&serde_json::Value>,
+) -> futures::future::LocalBoxFuture<'static, Result<(u16, String), ApiError>> {
     let network = |err: gloo_net::Error| ApiError::Network(err.to_string());
     let request = match body {
         Some(body) => builder.json(body),
         None => builder.build(),
     }
-    .map_err(network)?;
-    let response = request.send().await.map_err(network)?;
-    let status = response.status();
-    let text = response.text().await.map_err(network)?;
-    decode(status, &text)
+    .map_err(network);
+    Box::pin(async move {
+        let response = request?.send().await.map_err(network)?;
+        let status = response.status();
+        let text = response.text().await.map_err(network)?;
+        Ok((status, text))
+    })
 }
 
 /// Maps a status and body to the typed result; kept free of the browser so
@@ -101,8 +114,15 @@ pub fn decode<T: DeserializeOwned>(status: u16, body: &str) -> Result<T, ApiErro
             message: err.to_string(),
         });
     }
+    Err(error_answer(status, body))
+}
+
+/// A non-2xx answer as the error it names (one copy for every endpoint's
+/// [`decode`]).
+#[inline(never)]
+fn error_answer(status: u16, body: &str) -> ApiError {
     match serde_json::from_str::<ErrorBody>(body) {
-        Ok(err) => Err(ApiError::Api {
+        Ok(err) => ApiError::Api {
             status,
             code: err.error.code,
             message: if status == 401 && err.error.message.contains("Bearer") {
@@ -113,11 +133,11 @@ pub fn decode<T: DeserializeOwned>(status: u16, body: &str) -> Result<T, ApiErro
             } else {
                 err.error.message
             },
-        }),
-        Err(_) => Err(ApiError::Decode {
+        },
+        Err(_) => ApiError::Decode {
             status,
             message: body.chars().take(200).collect(),
-        }),
+        },
     }
 }
 

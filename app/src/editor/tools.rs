@@ -24,7 +24,7 @@ pub fn filter<'a>(
     category: &str,
     show_deprecated: bool,
 ) -> Vec<&'a ToolInfo> {
-    let q = query.trim().to_lowercase();
+    let q = lowercase(query.trim());
     tools
         .iter()
         .filter(|t| t.lifecycle != Lifecycle::Blocked)
@@ -32,10 +32,26 @@ pub fn filter<'a>(
         .filter(|t| category.is_empty() || t.category.as_str() == category)
         .filter(|t| {
             q.is_empty()
-                || t.name.to_lowercase().contains(&q)
-                || t.description.to_lowercase().contains(&q)
+                || lowercase(&t.name).contains(&q)
+                || lowercase(&t.description).contains(&q)
         })
         .collect()
+}
+
+/// `s` in lower case, as [`str::to_lowercase`] has it (Unicode's full
+/// mapping, final sigma included). In the browser it is the browser's
+/// `toLowerCase`, the same mapping: Rust's case tables and their code
+/// (about 8 KiB gzipped) stay off the editor's load, whose palette search
+/// is its only use of them.
+pub fn lowercase(s: &str) -> String {
+    #[cfg(target_arch = "wasm32")]
+    {
+        String::from(js_sys::JsString::from(s).to_lower_case())
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        s.to_lowercase()
+    }
 }
 
 /// The auth badge of a row: (text, is a problem).

@@ -651,10 +651,15 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
                     }
                     ev.prevent_default();
                     ev.stop_propagation();
-                    match crate::pages::timeline::materialize_pin(editor, tools, watched, &menu_agent, &menu_pin) {
-                        Ok(()) => status.set(Some((true, format!("The call pinned as `{menu_pin}` is now a Tool node, selected; save to keep it.")))),
-                        Err(e) => refuse(e),
-                    }
+                    let (agent, pin) = (menu_agent.clone(), menu_pin.clone());
+                    // Its code comes with the live run's (`run_panel::materialize_pin`).
+                    leptos::task::spawn_local(async move {
+                        match crate::pages::run_panel::materialize_pin(editor, tools, watched, agent, pin.clone()).await {
+                            Ok(Ok(())) => status.set(Some((true, format!("The call pinned as `{pin}` is now a Tool node, selected; save to keep it.")))),
+                            Ok(Err(e)) => refuse(e),
+                            Err(_) => refuse("Materialize could not be loaded from the server; try again.".into()),
+                        }
+                    });
                 };
                 let down = move |ev: leptos::ev::PointerEvent| {
                     ev.stop_propagation();
@@ -822,10 +827,10 @@ fn Canvas(view: api::WorkflowView) -> impl IntoView {
     // is typed) tools by name or description, which add a Tool node.
     let hits = move || -> Vec<PaletteHit> {
         let q = search.get();
-        let q_low = q.trim().to_lowercase();
+        let q_low = crate::editor::tools::lowercase(q.trim());
         let mut hits: Vec<PaletteHit> = PALETTE
             .iter()
-            .filter(|(_, label)| label.to_lowercase().contains(&q_low))
+            .filter(|(_, label)| crate::editor::tools::lowercase(label).contains(&q_low))
             .map(|&(kind, label)| PaletteHit::Kind(kind, label))
             .collect();
         if !q_low.is_empty() {

@@ -189,6 +189,89 @@ fn agent_timeline(
     )
 }
 
+/// The watched run's head: its id, state, failed calls and Cancel; in the
+/// `live_run` module (with the event model), fetched when a run is first
+/// watched: opening the editor does not wait for it.
+#[leptos::wasm_split::wasm_split(live_run, wasm_split_path = ::leptos::wasm_split, fallible)]
+#[allow(improper_ctypes_definitions)]
+fn run_head(
+    watched: Watched,
+    problem: RwSignal<Option<String>>,
+) -> Result<AnyView, leptos::wasm_split::SplitLoaderError> {
+    let head = move || {
+        let (run_id, live) = watched.get()?;
+        let running = live.finished.is_none();
+        let state = live.finished.clone().unwrap_or_else(|| "running".into());
+        let failed_calls = live.failed_calls();
+        let cancel_id = run_id.clone();
+        let cancel = move |_| {
+            let id = cancel_id.clone();
+            leptos::task::spawn_local(async move {
+                if let Err(e) = api::cancel_run(&id).await {
+                    problem.set(Some(e.to_string()));
+                }
+            });
+        };
+        Some(view! {
+            <div class="run-head">
+                <strong>"Run "</strong>
+                <A href=format!("/runs/{run_id}")><code data-testid="live-run-id">{run_id.clone()}</code></A>
+                " " <span class=format!("badge run-status status-{state}") data-testid="live-run-state">{state.clone()}</span>
+                {(failed_calls > 0).then(|| view! {
+                    " " <span class="badge warn" data-testid="live-run-failed-calls">
+                        {format!("{failed_calls} tool call{} failed or denied", if failed_calls == 1 { "" } else { "s" })}
+                    </span>
+                })}
+                {running.then(|| view! { " " <button type="button" data-testid="cancel-run" on:click=cancel>"Cancel"</button> })}
+            </div>
+            {live.error.clone().map(|e| view! { <p class="error" role="alert" data-testid="live-run-error">{e}</p> })}
+        })
+    };
+    Ok(view! { {head} }.into_any())
+}
+
+/// The watched run's node outputs once it ended, in the `live_run` module
+/// (see [`run_head`]).
+#[leptos::wasm_split::wasm_split(live_run, wasm_split_path = ::leptos::wasm_split, fallible)]
+#[allow(improper_ctypes_definitions)]
+fn run_outputs(watched: Watched) -> Result<AnyView, leptos::wasm_split::SplitLoaderError> {
+    let node_outputs = move || {
+        let nodes = watched.with(|w| w.as_ref().and_then(|(_, l)| l.results.clone()))?;
+        let rows = crate::runs_view::node_results(Some(&nodes));
+        Some(view! {
+            <h3>"Node outputs"</h3>
+            <table class="runs" data-testid="live-outputs">
+                <tbody>
+                    {rows.into_iter().map(|n| view! {
+                        <tr data-node=n.node_id.clone()>
+                            <td><strong>{n.node_id.clone()}</strong></td>
+                            <td><pre class="json">{n.outputs.clone()}</pre></td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        })
+    };
+    Ok(view! { {node_outputs} }.into_any())
+}
+
+/// A pinned handle's "Materialize as node" ([`crate::pages::timeline::materialize_pin`]),
+/// in the `live_run` module: only a watched run has a call to materialize,
+/// so opening the editor does not fetch it.
+#[leptos::wasm_split::wasm_split(live_run, wasm_split_path = ::leptos::wasm_split, fallible)]
+#[allow(improper_ctypes_definitions)]
+pub fn materialize_pin(
+    editor: RwSignal<Editor>,
+    tools: LocalResource<Result<Vec<ToolInfo>, api::ApiError>>,
+    watched: Watched,
+    agent: String,
+    pin: String,
+) -> Result<Result<(), String>, leptos::wasm_split::SplitLoaderError> {
+    Ok(crate::pages::timeline::materialize_pin(
+        editor, tools, watched, &agent, &pin,
+    ))
+}
+
 /// The Run button, the input form and the live panel.
 #[component]
 pub fn RunPanel(
@@ -283,33 +366,20 @@ pub fn RunPanel(
                 .cloned()
         })
     });
+    // The run's head and, once it ended, its node outputs: drawn by the
+    // `live_run` module, fetched when a run is first watched (see
+    // `run_head`); the memo keeps them from being rebuilt on each event.
+    let watching = Memo::new(move |_| watched.with(Option::is_some));
     let head = move || {
-        let (run_id, live) = watched.get()?;
-        let running = live.finished.is_none();
-        let state = live.finished.clone().unwrap_or_else(|| "running".into());
-        let failed_calls = live.failed_calls();
-        let cancel_id = run_id.clone();
-        let cancel = move |_| {
-            let id = cancel_id.clone();
-            leptos::task::spawn_local(async move {
-                if let Err(e) = api::cancel_run(&id).await {
-                    problem.set(Some(e.to_string()));
-                }
-            });
-        };
-        Some(view! {
-            <div class="run-head">
-                <strong>"Run "</strong>
-                <A href=format!("/runs/{run_id}")><code data-testid="live-run-id">{run_id.clone()}</code></A>
-                " " <span class=format!("badge run-status status-{state}") data-testid="live-run-state">{state.clone()}</span>
-                {(failed_calls > 0).then(|| view! {
-                    " " <span class="badge warn" data-testid="live-run-failed-calls">
-                        {format!("{failed_calls} tool call{} failed or denied", if failed_calls == 1 { "" } else { "s" })}
-                    </span>
-                })}
-                {running.then(|| view! { " " <button type="button" data-testid="cancel-run" on:click=cancel>"Cancel"</button> })}
-            </div>
-            {live.error.clone().map(|e| view! { <p class="error" role="alert" data-testid="live-run-error">{e}</p> })}
+        watching.get().then(|| {
+            Suspend::new(async move {
+                // The module that cannot be fetched is the one `watch_run`
+                // needs too: its failure is said in words as the problem
+                // (once, not here again).
+                run_head(watched, problem)
+                    .await
+                    .unwrap_or_else(|_| ().into_any())
+            })
         })
     };
     // Every Agent node's timeline, unless one is selected: the inspector
@@ -349,20 +419,11 @@ pub fn RunPanel(
     }
     };
     let node_outputs = move || {
-        let nodes = watched.with(|w| w.as_ref().and_then(|(_, l)| l.results.clone()))?;
-        let rows = crate::runs_view::node_results(Some(&nodes));
-        Some(view! {
-            <h3>"Node outputs"</h3>
-            <table class="runs" data-testid="live-outputs">
-                <tbody>
-                    {rows.into_iter().map(|n| view! {
-                        <tr data-node=n.node_id.clone()>
-                            <td><strong>{n.node_id.clone()}</strong></td>
-                            <td><pre class="json">{n.outputs.clone()}</pre></td>
-                        </tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
+        watching.get().then(|| {
+            Suspend::new(async move {
+                // A module that cannot be fetched is said once (see `head`).
+                run_outputs(watched).await.unwrap_or_else(|_| ().into_any())
+            })
         })
     };
     view! {
@@ -387,9 +448,9 @@ pub fn RunPanel(
             </form>
             {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="run-problem">{p}</p> })}
             {move || note.get().map(|n| view! { <p class="warn" role="status" data-testid="run-note">{n}</p> })}
-            {head}
+            <Suspense fallback=|| ()>{head}</Suspense>
             {timelines}
-            {node_outputs}
+            <Suspense fallback=|| ()>{node_outputs}</Suspense>
         </section>
     }
 }
