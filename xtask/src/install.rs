@@ -282,19 +282,40 @@ fn report_wasm_size(dist: &Path) {
             kib((chunk_raw, chunk_gz))
         );
     }
-    if let Some((files, gz)) = route_load_gz(dist, "editor_page") {
+    if let Some(gz) = editor_load_gz(dist) {
         println!(
-            "    opening the editor: {} KiB of wasm gzipped in {files} files (main, its module and the chunks it needs)",
+            "    opening the editor: {} KiB gzipped (the page, its scripts and stylesheet, the main module, the editor's module and the chunks it needs)",
             gz / 1024
         );
     }
 }
 
+/// The most opening the editor may fetch of the app's own files, gzipped;
+/// `cargo xtask test` fails above it. The target is 450 KiB in all (issue
+/// #28); the API's answers on opening (the workflow, the tool list and a
+/// few small ones) take about 3 KiB of it.
+pub const EDITOR_LOAD_BUDGET_GZ: u64 = 447 * 1024;
+
+/// What opening the editor fetches of `dist/`, as sent: the page, every
+/// script and stylesheet, and the editor route's wasm ([`route_load_gz`]).
+pub fn editor_load_gz(dist: &Path) -> Option<u64> {
+    let wasm = route_load_gz(dist, "editor_page")?;
+    let page = sizes(&dist.join("index.html")).1;
+    let assets: u64 = std::fs::read_dir(dist)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "js" || e == "css"))
+        .map(|p| sizes(&p).1)
+        .sum();
+    Some(wasm + page + assets)
+}
+
 /// What opening a lazy route fetches of wasm, gzipped: the main module, the
 /// route's module and every chunk the loader (`__wasm_split.js`) lists as
 /// needed by it (a `/* route, other, ... */` comment above each chunk's
-/// loader): `(files, bytes)`.
-pub fn route_load_gz(dist: &Path, route: &str) -> Option<(usize, u64)> {
+/// loader).
+pub fn route_load_gz(dist: &Path, route: &str) -> Option<u64> {
     let loader = std::fs::read_to_string(dist.join("__wasm_split.js")).ok()?;
     let mut files = vec![format!("split_{route}.wasm")];
     let mut lines = loader.lines().peekable();
@@ -316,7 +337,7 @@ pub fn route_load_gz(dist: &Path, route: &str) -> Option<(usize, u64)> {
     }
     let main = main_module_gz(dist)?;
     let rest: u64 = files.iter().map(|f| sizes(&dist.join(f)).1).sum();
-    Some((files.len() + 1, main + rest))
+    Some(main + rest)
 }
 
 /// The cargo profile `cargo xtask run` serves from: `release` tuned for

@@ -109,6 +109,21 @@ pub fn test(args: &[String]) -> Result<(), String> {
         }
         },
     );
+    check(
+        &mut phases,
+        "opening the editor within its budget",
+        &mut || {
+            match install::editor_load_gz(&root.join("dist")) {
+            Some(gz) if gz <= install::EDITOR_LOAD_BUDGET_GZ => Ok(()),
+            Some(gz) => Err(format!(
+                "opening the editor fetches {} KiB gzipped of the app, over its {} KiB budget: move what the editor does not draw at once behind a lazy split (`wasm_split` in app/src/pages/editor.rs)",
+                gz / 1024,
+                install::EDITOR_LOAD_BUDGET_GZ / 1024
+            )),
+            None => Err("no built editor module in dist/".into()),
+        }
+        },
+    );
     // The end-to-end tests' binary carries the test hooks (the leak-test
     // tool, crash injection); the release binary, as users build it, does not,
     // and a test checks that on it. It is copied out of target/debug, where
