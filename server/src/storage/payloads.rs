@@ -318,13 +318,23 @@ fn parse_refs(refs: Option<&str>) -> Result<Vec<(usize, String)>, String> {
 fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     while j < b.len() {
-        match b[j] {
+        j = quote_or_backslash(b, j);
+        match b.get(j)? {
             b'\\' => j += 2,
-            b'"' => return Some(j + 1),
-            _ => j += 1,
+            _ => return Some(j + 1),
         }
     }
     None
+}
+
+/// The index of the first `"` or `\` at or after `j` (`b.len()` when there
+/// is none), by `memchr2` (many bytes at a time): payloads are mostly long
+/// strings, and every text a run stores is scanned through them a few
+/// times (issue #30).
+fn quote_or_backslash(b: &[u8], j: usize) -> usize {
+    b.get(j..)
+        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+        .map_or(b.len(), |k| j + k)
 }
 
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
@@ -753,6 +763,18 @@ mod tests {
         assert_eq!(rows.len(), 2, "{rows:?}");
         assert_eq!(rows[0].hash, hash_of(&input.to_string()));
         assert_eq!(round_trip(&text).0, text);
+    }
+
+    #[test]
+    fn the_word_scan_finds_what_the_byte_scan_finds() {
+        let text = format!("ab\\\"{}\"c{}\\", big(17), big(9));
+        let b = text.as_bytes();
+        for j in 0..=b.len() {
+            let naive = (j..b.len())
+                .find(|&k| b[k] == b'"' || b[k] == b'\\')
+                .unwrap_or(b.len());
+            assert_eq!(quote_or_backslash(b, j), naive, "from {j}");
+        }
     }
 
     #[test]

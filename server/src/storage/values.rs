@@ -260,11 +260,22 @@ impl Script {
     }
 
     pub(super) async fn execute(self, conn: &mut AnyConnection) -> Result<(), StoreError> {
+        // Each script is new text: not worth a slot in the statement cache.
+        self.execute_prepared(conn, false).await
+    }
+
+    /// Executes the script; with `cache`, its prepared statements stay in
+    /// the connection's statement cache under its text, so the same text
+    /// later is only bound and run, not parsed again.
+    pub(super) async fn execute_prepared(
+        self,
+        conn: &mut AnyConnection,
+        cache: bool,
+    ) -> Result<(), StoreError> {
         if self.sql.is_empty() {
             return Ok(());
         }
-        // Each script is new text: not worth a slot in the statement cache.
-        let mut query = sqlx::query(&self.sql).persistent(false);
+        let mut query = sqlx::query(&self.sql).persistent(cache);
         for arg in self.args {
             query = match arg {
                 Arg::Text(v) => query.bind(v),
