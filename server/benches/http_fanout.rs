@@ -4,6 +4,12 @@
 //! envelopes) is what a user waits for. Ideal: 100 ms, whatever K, up to
 //! the executor's per-batch concurrency (64).
 //!
+//! A turn with one call comes first: a fresh process loads the system's TLS
+//! roots once before its first HTTP client exists (`http_request::prewarm`
+//! starts it beside start-up; on some machines it is not done by the first
+//! call), which a server does at start and a batch in a running process
+//! never pays. That first call's own figure is printed beside the batch's.
+//!
 //!   cargo bench -p glassbox-server --bench http_fanout
 
 mod common;
@@ -38,16 +44,20 @@ fn slow_endpoint() -> u16 {
     port
 }
 
+/// The path of the first turn's one call.
+const WARM_UP: &str = "/warm-up";
+
 fn workflow(k: usize, port: u16) -> Value {
     let calls: Vec<Value> = (0..k)
         .map(|i| json!({"name": "http_request", "arguments": {"url": format!("http://127.0.0.1:{port}/item/{i}")}}))
         .collect();
+    let first = json!({"name": "http_request", "arguments": {"url": format!("http://127.0.0.1:{port}{WARM_UP}")}});
     json!({
         "format_version": 1, "id": "fanout", "name": "fan-out", "revision": 0,
         "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "fetch",
             "tools": [{"tool": "http_request@1.0.0"}],
             "policy": {"max_tool_calls": 1000, "max_iterations": 3},
-            "provider": {"kind": "scripted", "script": {"turns": [{"tool_calls": calls}, {"text": "done"}]}}}}],
+            "provider": {"kind": "scripted", "script": {"turns": [{"tool_calls": [first]}, {"tool_calls": calls}, {"text": "done"}]}}}}],
         "edges": []
     })
 }
@@ -79,31 +89,41 @@ fn main() {
         std::fs::write(&file, workflow(k, port).to_string()).expect("write workflow");
         let mut best = f64::MAX;
         let mut wall_best = f64::MAX;
+        let mut first_best = f64::MAX;
         for _ in 0..3 {
             let allow = [("GLASSBOX_HTTP_ALLOW_HOSTS", format!("127.0.0.1:{port}"))];
             let (wall, printed, _) = glassbox_run(bin, &file, &allow);
-            let calls = printed["agent_outputs"]["agent"]["tools_by_id"]
+            let mut calls = printed["agent_outputs"]["agent"]["tools_by_id"]
                 .as_object()
                 .cloned()
                 .unwrap_or_default();
-            assert_eq!(calls.len(), k, "every call ran");
+            assert_eq!(calls.len(), k + 1, "every call ran");
             assert!(
                 calls.values().all(|c| c["error"].is_null()),
                 "every call succeeded"
             );
-            let start = calls
-                .values()
-                .map(|c| seconds(c["t_start"].as_str().unwrap_or_default()))
-                .fold(f64::MAX, f64::min);
-            let end = calls
-                .values()
-                .map(|c| seconds(c["t_end"].as_str().unwrap_or_default()))
-                .fold(0.0, f64::max);
+            let span = |c: &Value| {
+                let at = |key: &str| seconds(c[key].as_str().unwrap_or_default());
+                (at("t_start"), at("t_end"))
+            };
+            let warm_up = calls
+                .iter()
+                .find(|(_, c)| {
+                    c["input"]["url"]
+                        .as_str()
+                        .is_some_and(|u| u.ends_with(WARM_UP))
+                })
+                .map(|(id, c)| (id.clone(), span(c)))
+                .expect("the first turn's call");
+            calls.remove(&warm_up.0);
+            first_best = first_best.min((warm_up.1 .1 - warm_up.1 .0) * 1000.0);
+            let start = calls.values().map(|c| span(c).0).fold(f64::MAX, f64::min);
+            let end = calls.values().map(|c| span(c).1).fold(0.0, f64::max);
             best = best.min((end - start) * 1000.0);
             wall_best = wall_best.min(wall);
         }
         println!(
-            "K = {k:>3}: batch makespan {best:>6.0} ms ({:.2}x the 100 ms ideal); whole `glassbox run` {wall_best:.0} ms (best of 3)",
+            "K = {k:>3}: batch makespan {best:>6.0} ms ({:.2}x the 100 ms ideal); whole `glassbox run` {wall_best:.0} ms; the process's first call {first_best:.0} ms (best of 3)",
             best / 100.0
         );
         report(
