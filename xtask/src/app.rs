@@ -99,20 +99,9 @@ pub fn build(root: &Path) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(&stage);
     std::fs::create_dir_all(&stage).map_err(|e| format!("{}: {e}", stage.display()))?;
     split_into(root, &stage, &stem, true)?;
-    let style = root.join("style").join("main.css");
-    let css = std::fs::read(&style).map_err(|e| format!("{}: {e}", style.display()))?;
-    let css_name = format!("main-{}.css", short_hash(&css));
     std::fs::write(stage.join(&css_name), &css).map_err(|e| format!("{css_name}: {e}"))?;
-    let template = root.join("app").join("index.html");
-    let template =
-        std::fs::read_to_string(&template).map_err(|e| format!("{}: {e}", template.display()))?;
-    std::fs::write(
-        stage.join("index.html"),
-        index_html(&template, &css_name, &stem)?,
-    )
-    .map_err(|e| format!("index.html: {e}"))?;
+    std::fs::write(stage.join("index.html"), html).map_err(|e| format!("index.html: {e}"))?;
     gzip_assets(&stage)?;
-    let dist = root.join("dist");
     let _ = std::fs::remove_dir_all(&dist);
     std::fs::rename(&stage, &dist).map_err(|e| format!("{} -> dist: {e}", stage.display()))
 }

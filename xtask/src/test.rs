@@ -94,34 +94,29 @@ pub fn test(args: &[String]) -> Result<(), String> {
         "build app (wasm32 release, split, wasm-opt)",
         &mut || install::build_app(&root),
     );
+    let dist = root.join("dist");
     check(
         &mut phases,
         "app main module within 250 KiB gzipped",
         &mut || {
-            match install::main_module_gz(&root.join("dist")) {
-            Some(gz) if gz <= install::MAIN_MODULE_BUDGET_GZ => Ok(()),
-            Some(gz) => Err(format!(
-                "the main module is {} KiB gzipped, over its {} KiB budget: move a page behind a lazy route (`lazy_page!` in app/src/lib.rs)",
-                gz / 1024,
-                install::MAIN_MODULE_BUDGET_GZ / 1024
-            )),
-            None => Err("no built main module in dist/".into()),
-        }
+            within_budget(
+                "the main module",
+                install::main_module_gz(&dist),
+                install::MAIN_MODULE_BUDGET_GZ,
+                "move a page behind a lazy route (`lazy_page!` in app/src/lib.rs)",
+            )
         },
     );
     check(
         &mut phases,
         "opening the editor within its budget",
         &mut || {
-            match install::editor_load_gz(&root.join("dist")) {
-            Some(gz) if gz <= install::EDITOR_LOAD_BUDGET_GZ => Ok(()),
-            Some(gz) => Err(format!(
-                "opening the editor fetches {} KiB gzipped of the app, over its {} KiB budget: move what the editor does not draw at once behind a lazy split (`wasm_split` in app/src/pages/editor.rs)",
-                gz / 1024,
-                install::EDITOR_LOAD_BUDGET_GZ / 1024
-            )),
-            None => Err("no built editor module in dist/".into()),
-        }
+            within_budget(
+                "what opening the editor fetches of the app",
+                install::editor_load_gz(&dist),
+                install::EDITOR_LOAD_BUDGET_GZ,
+                "move what the editor does not draw at once behind a lazy split (`wasm_split` in app/src/pages/editor.rs)",
+            )
         },
     );
     // The end-to-end tests' binary carries the test hooks (the leak-test
@@ -215,6 +210,20 @@ fn run_counting(cmd: &mut Command, counts: &mut Counts) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("`{}` failed ({status})", describe(cmd)))
+    }
+}
+
+/// A size check of the built app: `what` (gzipped bytes, `None` when not
+/// built) within `budget`, else the way out in `advice`.
+fn within_budget(what: &str, gz: Option<u64>, budget: u64, advice: &str) -> Result<(), String> {
+    match gz {
+        Some(gz) if gz <= budget => Ok(()),
+        Some(gz) => Err(format!(
+            "{what} is {} KiB gzipped, over its {} KiB budget: {advice}",
+            gz / 1024,
+            budget / 1024
+        )),
+        None => Err(format!("{what}: nothing built in dist/")),
     }
 }
 
