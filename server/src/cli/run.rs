@@ -62,15 +62,30 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
             .unwrap_or(serde_json::Value::Null)
     };
-    let record = db
-        .run_record(&row)
-        .await
-        .map_err(Failure::runtime)?
-        .unwrap_or(serde_json::Value::Null);
+    // The record with its bundles only when it is printed; the agents'
+    // outputs need the nodes' outputs and which nodes have a bundle.
+    let (record, with_bundle) = if args.json {
+        let record = db.run_record(&row).await.map_err(Failure::runtime)?;
+        (record, None)
+    } else {
+        match db
+            .run_record_outline(&row)
+            .await
+            .map_err(Failure::runtime)?
+        {
+            Some((record, nodes)) => (Some(record), Some(nodes)),
+            None => (None, None),
+        }
+    };
+    let record = record.unwrap_or(serde_json::Value::Null);
+    let has_bundle = |id: &str, node: &serde_json::Value| match &with_bundle {
+        Some(nodes) => nodes.iter().any(|n| n == id),
+        None => node.get("bundle").is_some_and(|b| !b.is_null()),
+    };
     let mut agents = serde_json::Map::new();
     if let Some(nodes) = record.get("nodes").and_then(serde_json::Value::as_object) {
         for (id, node) in nodes {
-            if node.get("bundle").is_some_and(|b| !b.is_null()) {
+            if has_bundle(id, node) {
                 let outputs = &node["outputs"];
                 let contract: serde_json::Map<String, serde_json::Value> =
                     node_runtime::graph::AGENT_OUTPUTS

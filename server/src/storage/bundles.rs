@@ -62,6 +62,46 @@ impl Store {
         Ok(Some(record))
     }
 
+    /// A finished run's record without its bundles (None before it has
+    /// one), and the nodes that have a bundle (its agent nodes): what
+    /// reads only the nodes' outputs pays for the record alone, not for
+    /// inflating and parsing every bundle too (`glassbox run` without
+    /// `--json`). A record from before bundles were stored apart carries
+    /// them inline, and its nodes with one are listed too.
+    pub async fn run_record_outline(
+        &self,
+        run: &RunRow,
+    ) -> Result<Option<(Value, Vec<String>)>, StoreError> {
+        let Some(text) = &run.record else {
+            return Ok(None);
+        };
+        let mut with_bundle: Vec<String> =
+            sqlx::query_scalar("SELECT node_id FROM replay_bundles WHERE run_id = $1")
+                .bind(&run.id)
+                .fetch_all(self.pool())
+                .await?;
+        let texts = vec![(text.clone(), run.record_refs.clone())];
+        let Some(Ok(record)) = self
+            .inflate(&run.id, texts)
+            .await?
+            .into_iter()
+            .next()
+            .map(|t| serde_json::from_str::<Value>(&t))
+        else {
+            return Ok(None);
+        };
+        if let Some(nodes) = record.get("nodes").and_then(Value::as_object) {
+            let inline = nodes
+                .iter()
+                .filter(|(_, n)| n.get("bundle").is_some_and(|b| !b.is_null()))
+                .map(|(id, _)| id.clone());
+            with_bundle.extend(inline);
+        }
+        with_bundle.sort();
+        with_bundle.dedup();
+        Ok(Some((record, with_bundle)))
+    }
+
     pub async fn get_bundle(
         &self,
         workspace_id: &str,
