@@ -42,6 +42,18 @@ pub async fn appear(c: &Client, css: &str) -> Result<Element, String> {
         .map_err(|e| format!("{css}: {e}"))
 }
 
+/// Clicks the element matching `css`, which asks the browser's confirm,
+/// and answers it: OK with `accept`, Cancel without.
+pub async fn click_and_answer(c: &Client, css: &str, accept: bool) -> Result<(), String> {
+    click(c, css).await?;
+    if accept {
+        c.accept_alert().await
+    } else {
+        c.dismiss_alert().await
+    }
+    .map_err(|e| format!("the confirm of {css}: {e}"))
+}
+
 /// Clicks the element matching `css`, waiting for it to appear first; an
 /// element re-rendered between finding and clicking is found again.
 pub async fn click(c: &Client, css: &str) -> Result<(), String> {

@@ -11,8 +11,8 @@ use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON
 use fantoccini::{Client, Locator};
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text, Server};
 use glassbox_tests::ui::{
-    add_node, appear, attr_or_none, click, count, find, grab, new_workflow, text_or_empty,
-    type_and_leave, value_of, wait_until,
+    add_node, appear, attr_or_none, click, click_and_answer, count, find, grab, new_workflow,
+    text_or_empty, type_and_leave, value_of, wait_until,
 };
 
 type Nodes = BTreeSet<(String, String, String, String)>;
@@ -609,12 +609,10 @@ async fn rename_duplicate_and_delete_from_the_workflow_list() {
         .await?;
 
         // Delete asks first: dismissing keeps it, accepting deletes it.
-        click(&c, &format!("{row} [data-testid=delete]")).await?;
-        c.dismiss_alert().await.map_err(|e| e.to_string())?;
+        click_and_answer(&c, &format!("{row} [data-testid=delete]"), false).await?;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let kept = listed(&c).await?.len();
-        click(&c, &format!("{row} [data-testid=delete]")).await?;
-        c.accept_alert().await.map_err(|e| e.to_string())?;
+        click_and_answer(&c, &format!("{row} [data-testid=delete]"), true).await?;
         wait_until("the delete", || async { Ok(listed(&c).await? == ["Copy of Beta"]) }).await?;
         let (status, _) = glassbox_tests::harness::http(&server.url, "GET", &format!("/api/v1/workflows/{id}"), Some(&token), None);
         Ok::<_, String>((kept, status))

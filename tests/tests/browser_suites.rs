@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use fantoccini::Client;
 use glassbox_tests::harness::{app_and_browser_signed_in, wait_for_text, Server};
 use glassbox_tests::ui::{
-    appear, attr_or_none, click, count, find, text_or_empty, value_of, wait_until,
+    appear, attr_or_none, click, click_and_answer, count, find, text_or_empty, value_of, wait_until,
 };
 use serde_json::{json, Value};
 
@@ -520,12 +520,10 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
         )
         .await?;
         let after_remove = api_get(&server, &token, &format!("/suites/{suite}")).1;
-        click(&c, "[data-testid=suite-delete]").await?;
-        c.dismiss_alert().await.map_err(|e| e.to_string())?;
+        click_and_answer(&c, "[data-testid=suite-delete]", false).await?;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let kept = api_get(&server, &token, &format!("/suites/{suite}")).0;
-        click(&c, "[data-testid=suite-delete]").await?;
-        c.accept_alert().await.map_err(|e| e.to_string())?;
+        click_and_answer(&c, "[data-testid=suite-delete]", true).await?;
         let empty =
             wait_for_text(&c, "[data-testid=suites-empty]", Duration::from_secs(10)).await?;
         let gone = api_get(&server, &token, &format!("/suites/{suite}")).0;

@@ -15,8 +15,8 @@ use std::time::Duration;
 use fantoccini::Client;
 use glassbox_tests::harness::{app_and_browser_signed_in, wait_for_text, Browser};
 use glassbox_tests::ui::{
-    appear, attr_or_none, click, count, create_workflow, find, layout_problems, text_or_empty,
-    value_of, wait_until,
+    appear, attr_or_none, click, click_and_answer, count, create_workflow, find, layout_problems,
+    text_or_empty, value_of, wait_until,
 };
 
 /// The name of the workspace the navigation shows as current, polled
@@ -263,22 +263,12 @@ async fn an_invited_editor_sees_the_shared_workflow_and_the_default_workspace_ke
         // A second link, revoked after the confirmation, is pending no more.
         click(&a, "[data-testid=invite-create]").await?;
         appear(&a, "[data-testid=invitation-list] [data-status=pending]").await?;
-        click(
-            &a,
-            "[data-testid=invitation-list] [data-status=pending] [data-testid=invite-revoke]",
-        )
-        .await?;
-        a.accept_alert().await.map_err(|e| e.to_string())?;
+        click_and_answer(&a, "[data-testid=invitation-list] [data-status=pending] [data-testid=invite-revoke]", true).await?;
         appear(&a, "[data-testid=invitation-list] [data-status=revoked]").await?;
         let still_pending =
             count(&a, "[data-testid=invitation-list] [data-status=pending]").await?;
         // Casey removed after the confirmation: their session ends at once.
-        click(
-            &a,
-            "[data-testid=member-list] [data-role=viewer] [data-testid=member-remove]",
-        )
-        .await?;
-        a.accept_alert().await.map_err(|e| e.to_string())?;
+        click_and_answer(&a, "[data-testid=member-list] [data-role=viewer] [data-testid=member-remove]", true).await?;
         wait_until("Casey's row to go", || async {
             Ok(count(&a, "[data-testid=member-list] [data-role=viewer]").await? == 0)
         })

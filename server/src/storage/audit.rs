@@ -54,17 +54,7 @@ impl AuditEntry {
 impl Store {
     /// Adds an entry to a workspace's audit log.
     pub async fn insert_audit(&self, e: &AuditEntry) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO audit_events (id, workspace_id, actor_id, action, target, detail, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)")
-            .bind(&e.id)
-            .bind(&e.workspace_id)
-            .bind(&e.actor_id)
-            .bind(&e.action)
-            .bind(&e.target)
-            .bind(&e.detail)
-            .bind(&e.created_at)
-            .execute(self.writer())
-            .await?;
-        Ok(())
+        self.write_values(&AUDIT, vec![audit_args(e)]).await
     }
 
     /// A page of a workspace's audit log, newest first: `limit` entries

@@ -514,15 +514,7 @@ async fn apply_all<'a>(
                 );
             }
             RunWrite::Spans(rows) => add_spans(&mut spans, rows),
-            RunWrite::Audit(a) => audits.push(vec![
-                (&a.id).into(),
-                (&a.workspace_id).into(),
-                (&a.actor_id).into(),
-                (&a.action).into(),
-                (&a.target).into(),
-                (&a.detail).into(),
-                (&a.created_at).into(),
-            ]),
+            RunWrite::Audit(a) => audits.push(audit_args(a)),
             RunWrite::End(end) => {
                 add_spans(&mut spans, &end.spans);
                 add_payloads(&end.run_id, &end.payloads);

@@ -193,6 +193,18 @@ pub(super) fn payload_args(run_id: &str, p: &PayloadRow) -> Vec<Arg> {
     ]
 }
 
+pub(super) fn audit_args(e: &AuditEntry) -> Vec<Arg> {
+    vec![
+        (&e.id).into(),
+        (&e.workspace_id).into(),
+        (&e.actor_id).into(),
+        (&e.action).into(),
+        (&e.target).into(),
+        (&e.detail).into(),
+        (&e.created_at).into(),
+    ]
+}
+
 pub(super) fn span_args(r: &SpanRow) -> Vec<Arg> {
     vec![
         (&r.run_id).into(),
