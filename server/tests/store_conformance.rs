@@ -730,7 +730,10 @@ async fn run_lifecycle_writes(store: &Store) {
     let node_record = format!(
         "{{\"bundle\":{bundle},\"node_id\":\"agent\",\"outputs\":{outputs},\"status\":\"succeeded\"}}"
     );
-    let checkpoint = RunWrite::node_checkpoint("l1", "agent", &node_record);
+    let (checkpoint, top) = RunWrite::node_checkpoint("l1", "agent", &node_record);
+    let named: Vec<&str> = top.iter().map(|t| t.key.as_str()).collect();
+    assert_eq!(named, ["bundle", "outputs"], "the record's own payloads");
+    let committed = checkpoint.payload_hashes();
     let RunWrite::NodeCheckpoint {
         record, payloads, ..
     } = &checkpoint
@@ -773,9 +776,15 @@ async fn run_lifecycle_writes(store: &Store) {
         spans: vec![span("l1", "s22")],
         ..RunEnd::default()
     };
-    end.dehydrate(Default::default());
+    // The checkpoint is committed: the end refers to its outputs and
+    // bundle and stores no payload again.
+    for t in &top {
+        end.refer_stored("agent", &t.key, &t.hash);
+    }
+    end.dehydrate(committed.into_iter().collect());
     assert_eq!(end.bundles[0].1, "null");
     assert_eq!(end.nodes[0].outputs, "null");
+    assert!(end.payloads.is_empty(), "{:?}", end.payloads);
     writer
         .write(RunWrite::End(Box::new(end)))
         .await

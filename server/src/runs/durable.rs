@@ -2,6 +2,8 @@
 //! journal of approved writes (intent before, result after), with the
 //! crash points of the test builds.
 
+use std::collections::HashSet;
+
 use super::*;
 
 /// The run's checkpoints: ended nodes queued on the group writer (every
@@ -13,7 +15,49 @@ pub(super) struct StoreCheckpoints {
     pub(super) run_id: String,
     pub(super) created: Created,
     pub(super) abandoned: Abandoned,
+    /// What each ended node's checkpoint wrote, for the run's end.
+    pub(super) ended: CheckpointTexts,
 }
+
+/// What an ended node's checkpoint wrote, kept for the run's end (issue
+/// #30): the record's text and the payloads cut from its own keys. The end
+/// takes the node's outputs and bundle from that text instead of
+/// serializing them again and, once the checkpoint is committed, refers to
+/// its payloads instead of hashing, cutting and compressing them again.
+pub(super) struct Checkpointed {
+    text: String,
+    top: Vec<TopPayload>,
+    hashes: Vec<String>,
+    committed: BoxFuture<'static, Result<(), StoreError>>,
+}
+
+impl Checkpointed {
+    /// The text of the record's `key` (`outputs`, `bundle`), when it was
+    /// cut out as a payload (a short one stays in the record: `None`).
+    pub(super) fn value(&self, key: &str) -> Option<&str> {
+        self.top
+            .iter()
+            .find(|t| t.key == key)
+            .and_then(|t| self.text.get(t.range.clone()))
+    }
+
+    /// Once the checkpoint is committed: the payloads it stored join
+    /// `stored`, and the end refers to the node's outputs and bundle among
+    /// them (the end's texts are the very ones, see `end_of`). A
+    /// checkpoint that could not be stored changes nothing.
+    pub(super) async fn lend(self, node: &str, end: &mut RunEnd, stored: &mut HashSet<String>) {
+        if self.committed.await.is_err() {
+            return;
+        }
+        stored.extend(self.hashes);
+        for t in &self.top {
+            end.refer_stored(node, &t.key, &t.hash);
+        }
+    }
+}
+
+/// The checkpoints of a run's ended nodes, by node id.
+pub(super) type CheckpointTexts = Arc<Mutex<HashMap<String, Checkpointed>>>;
 
 impl Checkpoints for StoreCheckpoints {
     fn node_ended<'a>(&'a self, record: &'a NodeRecord) -> BoxFuture<'a, ()> {
@@ -21,16 +65,23 @@ impl Checkpoints for StoreCheckpoints {
             if self.abandoned.is_set() {
                 return;
             }
-            let write = RunWrite::node_checkpoint(
-                &self.run_id,
-                &record.node_id,
-                &serde_json::to_string(record).unwrap_or_default(),
-            );
+            let text = serde_json::to_string(record).unwrap_or_default();
+            let (write, top) = RunWrite::node_checkpoint(&self.run_id, &record.node_id, &text);
+            let hashes = write.payload_hashes();
             // Queued, not awaited: the group writer keeps the run's order,
             // and a checkpoint lost to a crash only means that node runs
             // again on resume (an approved write still runs once: the
-            // journal has it).
-            drop(self.writer.submit(write));
+            // journal has it). The run's end waits for it (see `Checkpointed`).
+            let committed = self.writer.submit(write).boxed();
+            self.ended.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                record.node_id.clone(),
+                Checkpointed {
+                    text,
+                    top,
+                    hashes,
+                    committed,
+                },
+            );
         })
     }
 

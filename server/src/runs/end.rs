@@ -24,7 +24,11 @@ pub(super) fn end_of(
         node_runtime::graph::engine::EngineError,
     >,
     pins: Option<&MemoryPinHistory>,
+    checkpointed: &HashMap<String, Checkpointed>,
 ) -> RunEnd {
+    // A node's outputs and bundle as its checkpoint wrote them (the same
+    // bytes), else written now.
+    let written = |node: &str, key: &str| checkpointed.get(node).and_then(|c| c.value(key));
     match result {
         Ok(mut run) => {
             let trace_id = crate::trace::trace_id(run_id);
@@ -36,7 +40,10 @@ pub(super) fn end_of(
                     node_id: n.node_id.clone(),
                     status: word(n.status),
                     error: n.error.clone(),
-                    outputs: serde_json::to_string(&n.outputs).unwrap_or_default(),
+                    outputs: written(&n.node_id, "outputs").map_or_else(
+                        || serde_json::to_string(&n.outputs).unwrap_or_default(),
+                        str::to_string,
+                    ),
                     started_at: n.started_at.clone(),
                     finished_at: n.finished_at.clone(),
                     trace_id: Some(trace_id.clone()),
@@ -48,7 +55,12 @@ pub(super) fn end_of(
             let bundles = run
                 .nodes
                 .iter_mut()
-                .filter_map(|(id, r)| r.bundle.take().map(|b| (id.clone(), b.to_json(), None)))
+                .filter_map(|(id, r)| {
+                    let bundle = r.bundle.take()?;
+                    let text =
+                        written(id, "bundle").map_or_else(|| bundle.to_json(), str::to_string);
+                    Some((id.clone(), text, None))
+                })
                 .collect();
             let mut pin_values = Vec::new();
             for node in &workflow.nodes {
@@ -150,7 +162,13 @@ mod tests {
         error: Option<&str>,
         nodes: usize,
     ) {
-        let end = end_of("r", &workflow(), result, Some(&MemoryPinHistory::default()));
+        let end = end_of(
+            "r",
+            &workflow(),
+            result,
+            Some(&MemoryPinHistory::default()),
+            &HashMap::new(),
+        );
         assert_eq!(
             (end.status.as_str(), end.error.as_deref(), end.nodes.len()),
             (status, error, nodes)

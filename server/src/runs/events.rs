@@ -74,7 +74,7 @@ pub(super) struct EventOut {
 pub(super) async fn write_events(
     out: EventOut,
     mut rx: mpsc::UnboundedReceiver<WorkflowEvent>,
-    end: oneshot::Receiver<RunEnd>,
+    end: oneshot::Receiver<(RunEnd, HashMap<String, Checkpointed>)>,
 ) -> Result<(), StoreError> {
     use futures::stream::{FuturesOrdered, StreamExt};
     let EventOut {
@@ -165,8 +165,13 @@ pub(super) async fn write_events(
     }
     let ended = match end.await {
         Ok(_) if abandoned.is_set() => None,
-        Ok(mut end) => {
+        Ok((mut end, checkpointed)) => {
             end.spans = spans.take();
+            // The nodes' checkpoints, queued ahead of the end, stored their
+            // outputs and bundles: once committed, the end refers to them.
+            for (node, c) in checkpointed {
+                c.lend(&node, &mut end, &mut stored).await;
+            }
             // Each payload stored once: the record, node rows and bundles
             // refer to them (dehydrated here, on the run's task).
             end.dehydrate(std::mem::take(&mut stored));

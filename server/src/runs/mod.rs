@@ -37,7 +37,7 @@ use tracing::Instrument;
 
 use crate::storage::{
     new_id, now, ApprovalRow, BlobRef, GroupWriter, InvocationRow, NodeRunRow, RunEnd, RunRow,
-    RunWrite, Store, StoreError,
+    RunWrite, Store, StoreError, TopPayload,
 };
 
 mod approvals;
@@ -739,7 +739,8 @@ impl Runs {
             spans,
         } = run;
         let (tx, rx) = mpsc::unbounded_channel::<WorkflowEvent>();
-        let (end_tx, end_rx) = oneshot::channel::<RunEnd>();
+        let (end_tx, end_rx) = oneshot::channel::<(RunEnd, HashMap<String, Checkpointed>)>();
+        let ended = CheckpointTexts::default();
         // Its first write marks the run running.
         let out = EventOut {
             writer: self.writer.clone(),
@@ -753,7 +754,7 @@ impl Runs {
         let writer = tokio::spawn(write_events(out, rx, end_rx));
         let last = tx.clone();
         let (result, pins) = self
-            .run_engine(owner, run_id, &workflow, inputs, &live, resume, tx)
+            .run_engine(owner, run_id, &workflow, inputs, &live, resume, tx, &ended)
             .instrument(span)
             .await;
         // A run the engine refused before any node ran (an invalid
@@ -769,8 +770,10 @@ impl Runs {
         // The run span has closed by now: its row goes with the end.
         // A fork does not write its workflow's pin history (see `end_of`).
         let pins = live.fork.is_none().then_some(pins.as_ref());
-        let end = end_of(run_id, &workflow, result, pins);
-        let _ = end_tx.send(end);
+        // The nodes' checkpoints wrote their outputs and bundles already.
+        let checkpointed = std::mem::take(&mut *ended.lock().unwrap_or_else(|e| e.into_inner()));
+        let end = end_of(run_id, &workflow, result, pins, &checkpointed);
+        let _ = end_tx.send((end, checkpointed));
         match writer.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(run_id, error = %e, "cannot record the end of a run"),
@@ -789,6 +792,7 @@ impl Runs {
         live: &LiveRun,
         resume: ResumeState,
         tx: mpsc::UnboundedSender<WorkflowEvent>,
+        ended: &CheckpointTexts,
     ) -> (
         Result<node_runtime::graph::engine::WorkflowRun, node_runtime::graph::engine::EngineError>,
         Arc<MemoryPinHistory>,
@@ -874,6 +878,7 @@ impl Runs {
                 run_id: run_id.into(),
                 created: live.created.clone(),
                 abandoned: live.abandoned.clone(),
+                ended: ended.clone(),
             })),
             journal: Some(Arc::new(StoreJournal {
                 store: self.store.clone(),

@@ -125,6 +125,8 @@ impl RunEnd {
     /// and the node's checkpoint refer to. Call it on the run's task.
     /// Payloads in `stored` (committed by the run's earlier writes) are
     /// referred to without being stored again.
+    /// Node rows and bundles already given as refs (see
+    /// [`Self::refer_stored`]) stay as they are.
     pub fn dehydrate(&mut self, stored: std::collections::HashSet<String>) {
         let mut set = PayloadSet::stored(stored);
         if let Some(record) = &self.record {
@@ -132,33 +134,71 @@ impl RunEnd {
             self.record = Some(d.text);
             self.record_refs = d.refs;
         }
-        for n in &mut self.nodes {
+        for n in self.nodes.iter_mut().filter(|n| n.outputs_refs.is_none()) {
             let d = set.dehydrate_whole(&n.outputs);
             n.outputs = d.text;
             n.outputs_refs = d.refs;
         }
-        for (_, bundle, refs) in &mut self.bundles {
+        for (_, bundle, refs) in self.bundles.iter_mut().filter(|(_, _, r)| r.is_none()) {
             let d = set.dehydrate_whole(bundle);
             *bundle = d.text;
             *refs = d.refs;
         }
         self.payloads.extend(set.into_rows());
     }
+
+    /// Gives `node`'s outputs (`key` "outputs") or bundle ("bundle") as the
+    /// payload `hash`, which a committed write of the run stored: the text
+    /// is not hashed, cut or compressed again. The caller vouches that the
+    /// payload is that very text.
+    pub fn refer_stored(&mut self, node: &str, key: &str, hash: &str) {
+        let d = PayloadSet::stored_whole(hash);
+        match key {
+            "outputs" => {
+                if let Some(n) = self.nodes.iter_mut().find(|n| n.node_id == node) {
+                    (n.outputs, n.outputs_refs) = (d.text, d.refs);
+                }
+            }
+            "bundle" => {
+                if let Some((_, bundle, refs)) =
+                    self.bundles.iter_mut().find(|(id, _, _)| id == node)
+                {
+                    (*bundle, *refs) = (d.text, d.refs);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 impl RunWrite {
     /// An ended node's checkpoint, its `NodeRecord` JSON dehydrated: its
-    /// outputs and bundle are the payloads the run's end stores too.
-    pub fn node_checkpoint(run_id: &str, node_id: &str, record: &str) -> Self {
+    /// outputs and bundle are the payloads the run's end stores too. With
+    /// the payloads cut from the record's own keys (`outputs`, `bundle`,
+    /// ...), which the run's end can refer to once this write is committed.
+    pub fn node_checkpoint(run_id: &str, node_id: &str, record: &str) -> (Self, Vec<TopPayload>) {
         let mut set = PayloadSet::default();
-        let d = set.dehydrate(record);
-        RunWrite::NodeCheckpoint {
+        let (d, top) = set.dehydrate_object(record);
+        let write = RunWrite::NodeCheckpoint {
             run_id: run_id.into(),
             node_id: node_id.into(),
             record: d.text,
             refs: d.refs,
             payloads: set.into_rows(),
-        }
+        };
+        (write, top)
+    }
+
+    /// The hashes of the payloads this write stores.
+    pub fn payload_hashes(&self) -> Vec<String> {
+        let rows = match self {
+            RunWrite::Events { payloads, .. } | RunWrite::NodeCheckpoint { payloads, .. } => {
+                payloads
+            }
+            RunWrite::End(end) => &end.payloads,
+            _ => return Vec::new(),
+        };
+        rows.iter().map(|p| p.hash.clone()).collect()
     }
 }
 

@@ -89,6 +89,16 @@ pub struct Dehydrated {
     pub refs: Option<String>,
 }
 
+/// A payload cut from one of an object's own keys (see
+/// [`PayloadSet::dehydrate_object`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopPayload {
+    pub key: String,
+    /// Where its value was in the object's text.
+    pub range: std::ops::Range<usize>,
+    pub hash: String,
+}
+
 /// The payloads cut from the texts of one write, each once.
 #[derive(Debug, Default)]
 pub struct PayloadSet {
@@ -115,11 +125,24 @@ impl PayloadSet {
 
     /// The text with its payloads cut out (the skeleton is kept inline).
     pub fn dehydrate(&mut self, text: &str) -> Dehydrated {
-        let (text, refs) = self.cut(text);
+        let (text, refs) = self.cut(text, None);
         Dehydrated {
             text,
             refs: refs_text(&refs),
         }
+    }
+
+    /// [`Self::dehydrate`] of an object's text, also naming the payloads
+    /// cut from its own keys (not from deeper down): each key's value as
+    /// the range of `text` it was and its hash.
+    pub fn dehydrate_object(&mut self, text: &str) -> (Dehydrated, Vec<TopPayload>) {
+        let mut top = Vec::new();
+        let (skeleton, refs) = self.cut(text, Some(&mut top));
+        let d = Dehydrated {
+            text: skeleton,
+            refs: refs_text(&refs),
+        };
+        (d, top)
     }
 
     /// The whole text as one payload when it is big enough (the stored
@@ -134,6 +157,15 @@ impl PayloadSet {
         Dehydrated {
             text: "null".into(),
             refs: refs_text(&[(0, hash)]),
+        }
+    }
+
+    /// A text stored whole as the payload `hash`, which a committed write
+    /// of the run stored already (see [`Self::dehydrate_whole`]).
+    pub fn stored_whole(hash: &str) -> Dehydrated {
+        Dehydrated {
+            text: "null".into(),
+            refs: refs_text(&[(0, hash.to_string())]),
         }
     }
 
@@ -158,7 +190,7 @@ impl PayloadSet {
         let hash = hash_of(text);
         if !self.seen.contains(&hash) && !self.stored.contains(&hash) {
             self.seen.insert(hash.clone());
-            let (skeleton, refs) = self.cut(text);
+            let (skeleton, refs) = self.cut(text, None);
             let (codec, data) = encode(skeleton);
             self.rows.push(PayloadRow {
                 hash: hash.clone(),
@@ -174,8 +206,13 @@ impl PayloadSet {
     /// One pass over `text`: each anchored value of at least
     /// [`MIN_PAYLOAD`] bytes becomes `null` and a ref. The scan tracks
     /// strings and nesting, so nothing inside a string is ever taken for a
-    /// key; text that is not JSON is only cut less, never altered.
-    fn cut(&mut self, text: &str) -> (String, Vec<(usize, String)>) {
+    /// key; text that is not JSON is only cut less, never altered. `top`:
+    /// where to name the values cut from the outermost object's own keys.
+    fn cut(
+        &mut self,
+        text: &str,
+        mut top: Option<&mut Vec<TopPayload>>,
+    ) -> (String, Vec<(usize, String)>) {
         let b = text.as_bytes();
         let mut skeleton = String::new();
         let mut refs = Vec::new();
@@ -197,6 +234,15 @@ impl PayloadSet {
                                 if let Some(ve) = value_end(b, v) {
                                     if ve - v >= MIN_PAYLOAD {
                                         let hash = self.add(&text[v..ve]);
+                                        if let Some(top) = top.as_mut().filter(|_| stack.len() == 1)
+                                        {
+                                            top.push(TopPayload {
+                                                key: String::from_utf8_lossy(&b[i + 1..end - 1])
+                                                    .into_owned(),
+                                                range: v..ve,
+                                                hash: hash.clone(),
+                                            });
+                                        }
                                         if skeleton.is_empty() {
                                             skeleton.reserve(text.len() / 2);
                                         }
@@ -765,6 +811,46 @@ mod tests {
         assert_eq!(round_trip(&text).0, text);
     }
 
+    /// An object's own keys' payloads are named with their place in its
+    /// text (what a node's checkpoint hands to the run's end); those cut
+    /// from deeper down are not, nor are values too short to cut.
+    #[test]
+    fn an_objects_own_payloads_are_named_with_their_range() {
+        let input = serde_json::json!({"data": {"note": big(1024)}});
+        let bundle = serde_json::json!({"envelopes": [{"input": input}], "x": big(300)});
+        let text = serde_json::json!({
+            "bundle": bundle,
+            "inputs": {"a": 1},
+            "node_id": "n",
+            "outputs": {"tools_by_id": {"c": {"input": input}}},
+        })
+        .to_string();
+        let mut set = PayloadSet::default();
+        let (d, top) = set.dehydrate_object(&text);
+        assert_eq!(
+            d,
+            PayloadSet::default().dehydrate(&text),
+            "the same skeleton and refs"
+        );
+        let named: Vec<(&str, &str)> = top
+            .iter()
+            .map(|t| (t.key.as_str(), &text[t.range.clone()]))
+            .collect();
+        let (bundle, outputs) = (bundle.to_string(), text_of(&text, "outputs"));
+        assert_eq!(
+            named,
+            [("bundle", bundle.as_str()), ("outputs", outputs.as_str())]
+        );
+        for t in &top {
+            assert_eq!(t.hash, hash_of(&text[t.range.clone()]));
+        }
+    }
+
+    /// The text of a top-level key's value, as serde_json writes it.
+    fn text_of(object: &str, key: &str) -> String {
+        let v: serde_json::Value = serde_json::from_str(object).expect("JSON");
+        v[key].to_string()
+    }
     #[test]
     fn the_word_scan_finds_what_the_byte_scan_finds() {
         let text = format!("ab\\\"{}\"c{}\\", big(17), big(9));
