@@ -733,7 +733,11 @@ async fn run_lifecycle_writes(store: &Store) {
     let (checkpoint, top) = RunWrite::node_checkpoint("l1", "agent", &node_record);
     let named: Vec<&str> = top.iter().map(|t| t.key.as_str()).collect();
     assert_eq!(named, ["bundle", "outputs"], "the record's own payloads");
-    let committed = checkpoint.payload_hashes();
+    let committed: Vec<String> = checkpoint
+        .payloads()
+        .iter()
+        .map(|p| p.hash.clone())
+        .collect();
     let RunWrite::NodeCheckpoint {
         record, payloads, ..
     } = &checkpoint

@@ -20,15 +20,14 @@ pub(super) struct StoreCheckpoints {
 }
 
 /// What an ended node's checkpoint wrote, kept for the run's end (issue
-/// #30): the record's text and the payloads cut from its own keys. The end
-/// takes the node's outputs and bundle from that text instead of
-/// serializing them again and, once the checkpoint is committed, refers to
-/// its payloads instead of hashing, cutting and compressing them again.
+/// #30): the record's text, the payloads cut from its own keys and the
+/// payload rows it stores. The end takes the node's outputs and bundle
+/// from that text instead of serializing them again, and refers to those
+/// payloads instead of hashing, cutting and compressing them again.
 pub(super) struct Checkpointed {
     text: String,
     top: Vec<TopPayload>,
-    hashes: Vec<String>,
-    committed: BoxFuture<'static, Result<(), StoreError>>,
+    rows: Vec<PayloadRow>,
 }
 
 impl Checkpointed {
@@ -41,15 +40,17 @@ impl Checkpointed {
             .and_then(|t| self.text.get(t.range.clone()))
     }
 
-    /// Once the checkpoint is committed: the payloads it stored join
-    /// `stored`, and the end refers to the node's outputs and bundle among
-    /// them (the end's texts are the very ones, see `end_of`). A
-    /// checkpoint that could not be stored changes nothing.
-    pub(super) async fn lend(self, node: &str, end: &mut RunEnd, stored: &mut HashSet<String>) {
-        if self.committed.await.is_err() {
-            return;
+    /// The end refers to the node's outputs and bundle as the checkpoint
+    /// cut them (its texts are the very ones, see `end_of`), and carries
+    /// the checkpoint's rows the run has not stored yet. A row stored twice
+    /// is kept once, so the refs hold whether the checkpoint's own commit,
+    /// queued just before, went through or not; nothing waits for it.
+    pub(super) fn lend(self, node: &str, end: &mut RunEnd, stored: &mut HashSet<String>) {
+        for row in self.rows {
+            if stored.insert(row.hash.clone()) {
+                end.payloads.push(row);
+            }
         }
-        stored.extend(self.hashes);
         for t in &self.top {
             end.refer_stored(node, &t.key, &t.hash);
         }
@@ -67,21 +68,16 @@ impl Checkpoints for StoreCheckpoints {
             }
             let text = serde_json::to_string(record).unwrap_or_default();
             let (write, top) = RunWrite::node_checkpoint(&self.run_id, &record.node_id, &text);
-            let hashes = write.payload_hashes();
+            let rows = write.payloads().to_vec();
             // Queued, not awaited: the group writer keeps the run's order,
             // and a checkpoint lost to a crash only means that node runs
             // again on resume (an approved write still runs once: the
-            // journal has it). The run's end waits for it (see `Checkpointed`).
-            let committed = self.writer.submit(write).boxed();
-            self.ended.lock().unwrap_or_else(|e| e.into_inner()).insert(
-                record.node_id.clone(),
-                Checkpointed {
-                    text,
-                    top,
-                    hashes,
-                    committed,
-                },
-            );
+            // journal has it).
+            drop(self.writer.submit(write));
+            self.ended
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(record.node_id.clone(), Checkpointed { text, top, rows });
         })
     }
 

@@ -167,10 +167,10 @@ pub(super) async fn write_events(
         Ok(_) if abandoned.is_set() => None,
         Ok((mut end, checkpointed)) => {
             end.spans = spans.take();
-            // The nodes' checkpoints, queued ahead of the end, stored their
-            // outputs and bundles: once committed, the end refers to them.
+            // The nodes' checkpoints, queued ahead of the end, cut and
+            // stored their outputs and bundles: the end refers to them.
             for (node, c) in checkpointed {
-                c.lend(&node, &mut end, &mut stored).await;
+                c.lend(&node, &mut end, &mut stored);
             }
             // Each payload stored once: the record, node rows and bundles
             // refer to them (dehydrated here, on the run's task).

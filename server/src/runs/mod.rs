@@ -36,8 +36,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::storage::{
-    new_id, now, ApprovalRow, BlobRef, GroupWriter, InvocationRow, NodeRunRow, RunEnd, RunRow,
-    RunWrite, Store, StoreError, TopPayload,
+    new_id, now, ApprovalRow, BlobRef, GroupWriter, InvocationRow, NodeRunRow, PayloadRow, RunEnd,
+    RunRow, RunWrite, Store, StoreError, TopPayload,
 };
 
 mod approvals;

@@ -148,9 +148,9 @@ impl RunEnd {
     }
 
     /// Gives `node`'s outputs (`key` "outputs") or bundle ("bundle") as the
-    /// payload `hash`, which a committed write of the run stored: the text
-    /// is not hashed, cut or compressed again. The caller vouches that the
-    /// payload is that very text.
+    /// payload `hash`, which this write or a committed one of the run
+    /// stores: the text is not hashed, cut or compressed again. The caller
+    /// vouches that the payload is that very text.
     pub fn refer_stored(&mut self, node: &str, key: &str, hash: &str) {
         let d = PayloadSet::stored_whole(hash);
         match key {
@@ -175,7 +175,7 @@ impl RunWrite {
     /// An ended node's checkpoint, its `NodeRecord` JSON dehydrated: its
     /// outputs and bundle are the payloads the run's end stores too. With
     /// the payloads cut from the record's own keys (`outputs`, `bundle`,
-    /// ...), which the run's end can refer to once this write is committed.
+    /// ...), which the run's end can refer to (see `RunEnd::refer_stored`).
     pub fn node_checkpoint(run_id: &str, node_id: &str, record: &str) -> (Self, Vec<TopPayload>) {
         let mut set = PayloadSet::default();
         let (d, top) = set.dehydrate_object(record);
@@ -189,16 +189,15 @@ impl RunWrite {
         (write, top)
     }
 
-    /// The hashes of the payloads this write stores.
-    pub fn payload_hashes(&self) -> Vec<String> {
-        let rows = match self {
+    /// The payload rows this write stores.
+    pub fn payloads(&self) -> &[PayloadRow] {
+        match self {
             RunWrite::Events { payloads, .. } | RunWrite::NodeCheckpoint { payloads, .. } => {
                 payloads
             }
             RunWrite::End(end) => &end.payloads,
-            _ => return Vec::new(),
-        };
-        rows.iter().map(|p| p.hash.clone()).collect()
+            _ => &[],
+        }
     }
 }
 
