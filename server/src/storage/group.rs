@@ -226,7 +226,7 @@ impl GroupWriter {
             Some((store, rx))
         };
         if let Some((store, rx)) = as_task {
-            tokio::spawn(run(store, rx));
+            tokio::spawn(run(store, rx, None));
         }
         Self { tx }
     }
@@ -285,7 +285,8 @@ fn start_thread(
         .name("glassbox-writer".into())
         .spawn(move || {
             if let Ok((store, rx)) = take.recv() {
-                runtime.block_on(run(store, rx));
+                let direct = open_direct(&store);
+                runtime.block_on(run(store, rx, direct));
             }
         });
     match spawned {
@@ -299,7 +300,40 @@ fn start_thread(
     }
 }
 
-async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>) {
+/// The writer thread's own connection to the SQLite file: its writes are
+/// plain calls on this thread (see [`apply_direct`]). None when the store
+/// is not a SQLite file or the file cannot be opened (the writer then goes
+/// through the store's writer pool, as a task does).
+fn open_direct(store: &Store) -> Option<rusqlite::Connection> {
+    let file = store.sqlite_file()?;
+    let open = || -> rusqlite::Result<rusqlite::Connection> {
+        // The store created and migrated the file, in WAL mode (kept in
+        // the file); these are the writer pool's settings.
+        let conn = rusqlite::Connection::open_with_flags(
+            &file,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.execute_batch(
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;",
+        )?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(conn)
+    };
+    match open() {
+        Ok(conn) => Some(conn),
+        Err(e) => {
+            tracing::warn!(error = %e, "the run writer cannot open the database file itself; it writes through the pool");
+            None
+        }
+    }
+}
+
+async fn run(
+    store: Store,
+    mut rx: mpsc::UnboundedReceiver<Job>,
+    mut direct: Option<rusqlite::Connection>,
+) {
     let mut batch: Vec<Job> = Vec::new();
     while let Some(first) = rx.recv().await {
         batch.push(first);
@@ -309,7 +343,7 @@ async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>) {
                 Err(_) => break,
             }
         }
-        match apply_all(&store, batch.iter().map(|(w, _)| w)).await {
+        match apply_all(&store, direct.as_mut(), batch.iter().map(|(w, _)| w)).await {
             Ok(()) => {
                 for (_, done) in batch.drain(..) {
                     let _ = done.send(Ok(()));
@@ -318,7 +352,7 @@ async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>) {
             Err(_) => {
                 // Find the culprit: one transaction per write.
                 for (write, done) in batch.drain(..) {
-                    let result = apply_all(&store, std::iter::once(&write)).await;
+                    let result = apply_all(&store, direct.as_mut(), std::iter::once(&write)).await;
                     if let Err(e) = &result {
                         tracing::error!(error = %e, "cannot store a run write");
                     }
@@ -329,7 +363,9 @@ async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>) {
     }
 }
 
-/// Applies statements in one SQLite transaction sent as scripts, `BEGIN`
+/// Without a connection of the writer's own (it runs as a task, or could
+/// not open the file; see [`apply_direct`]): applies statements in one
+/// SQLite transaction sent through the writer pool as scripts, `BEGIN`
 /// and `COMMIT` included: one round trip to SQLite's worker thread for a
 /// whole batch (more only past the parameter limit) instead of one per
 /// statement. Under load every round trip waits for a CPU, so this is what
@@ -389,6 +425,32 @@ async fn apply_sqlite(
     result
 }
 
+/// Applies statements in one SQLite transaction on the writer thread's own
+/// connection: each table's statement is prepared for one row once and kept
+/// (a handful in all), then bound and stepped for each row. No SQL text is
+/// parsed per batch, and nothing waits on another thread: through the pool
+/// a batch of a new shape (which tables, how many rows each) was a new
+/// script that SQLite parsed and planned again, about 117K instructions
+/// per sequential tool call, and each script was a round trip to the pool
+/// connection's worker thread (issue #30). On failure the transaction is
+/// rolled back (dropped uncommitted).
+fn apply_direct(
+    conn: &mut rusqlite::Connection,
+    statements: Vec<(&Values, Vec<Vec<Arg>>)>,
+) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    for (statement, rows) in statements {
+        let Some(width) = rows.first().map(Vec::len) else {
+            continue;
+        };
+        let mut prepared = tx.prepare_cached(&statement.single_row(width))?;
+        for row in &rows {
+            prepared.execute(rusqlite::params_from_iter(row))?;
+        }
+    }
+    Ok(tx.commit()?)
+}
+
 /// Folds a later record of the same invocation into an earlier one the way
 /// the upsert does (see `INVOCATION_UPSERT_TAIL`), so one statement never
 /// touches a row twice.
@@ -427,6 +489,7 @@ fn add_spans<'a>(into: &mut HashMap<(&'a str, &'a str), Vec<Arg>>, rows: &'a [Sp
 /// way round).
 async fn apply_all<'a>(
     store: &Store,
+    direct: Option<&mut rusqlite::Connection>,
     writes: impl Iterator<Item = &'a RunWrite>,
 ) -> Result<(), StoreError> {
     let at = now();
@@ -622,6 +685,9 @@ async fn apply_all<'a>(
         (&SPANS, spans.into_values().collect()),
         (&AUDIT, audits),
     ];
+    if let Some(conn) = direct {
+        return apply_direct(conn, statements);
+    }
     if store.is_sqlite() {
         let mut conn = store.writer().acquire().await?;
         return apply_sqlite(&mut conn, statements).await;

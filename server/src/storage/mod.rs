@@ -159,6 +159,9 @@ pub enum StoreError {
     Unavailable(String),
     #[error(transparent)]
     Db(#[from] sqlx::Error),
+    /// From the group writer's own SQLite connection (`group.rs`).
+    #[error("SQLite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,6 +327,19 @@ impl Store {
 
     pub fn is_sqlite(&self) -> bool {
         self.backend == Backend::Sqlite
+    }
+
+    /// The SQLite database file (None on Postgres and for an in-memory
+    /// database, which another connection would not share).
+    pub fn sqlite_file(&self) -> Option<std::path::PathBuf> {
+        if !self.is_sqlite() {
+            return None;
+        }
+        let options = SqliteConnectOptions::from_str(&self.url.0).ok()?;
+        let file = options.get_filename();
+        let text = file.to_str().unwrap_or_default();
+        (!text.is_empty() && !text.contains(":memory:") && !text.starts_with("file::memory"))
+            .then(|| file.to_path_buf())
     }
 
     /// `"sqlite"` or `"postgres"`.

@@ -54,12 +54,33 @@ impl From<f64> for Arg {
     }
 }
 
+impl rusqlite::ToSql for Arg {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, ValueRef};
+        Ok(ToSqlOutput::Borrowed(match self {
+            Arg::Text(Some(v)) => ValueRef::Text(v.as_bytes()),
+            Arg::Int(Some(v)) => ValueRef::Integer(*v),
+            Arg::Real(v) => ValueRef::Real(*v),
+            Arg::Blob(Some(v)) => ValueRef::Blob(v),
+            Arg::Text(None) | Arg::Int(None) | Arg::Blob(None) => ValueRef::Null,
+        }))
+    }
+}
+
 /// A `head VALUES (..) tail` statement (see [`execute_values`]). Every
 /// run write, single (the `Store` methods) or grouped, uses these, so each
 /// statement is written once.
 pub(super) struct Values {
     pub head: &'static str,
     pub tail: &'static str,
+}
+
+impl Values {
+    /// The statement for one row of `width` values (`?` placeholders).
+    pub(super) fn single_row(&self, width: usize) -> String {
+        let marks = vec!["?"; width].join(", ");
+        format!("{} VALUES ({marks}) {}", self.head, self.tail)
+    }
 }
 
 pub(super) const RUNS: Values = Values {
