@@ -226,7 +226,7 @@ impl GroupWriter {
             Some((store, rx))
         };
         if let Some((store, rx)) = as_task {
-            tokio::spawn(run(store, rx, None));
+            tokio::spawn(run(store, rx, false));
         }
         Self { tx }
     }
@@ -285,8 +285,7 @@ fn start_thread(
         .name("glassbox-writer".into())
         .spawn(move || {
             if let Ok((store, rx)) = take.recv() {
-                let direct = open_direct(&store);
-                runtime.block_on(run(store, rx, direct));
+                runtime.block_on(run(store, rx, true));
             }
         });
     match spawned {
@@ -300,40 +299,10 @@ fn start_thread(
     }
 }
 
-/// The writer thread's own connection to the SQLite file: its writes are
-/// plain calls on this thread (see [`apply_direct`]). None when the store
-/// is not a SQLite file or the file cannot be opened (the writer then goes
-/// through the store's writer pool, as a task does).
-fn open_direct(store: &Store) -> Option<rusqlite::Connection> {
-    let file = store.sqlite_file()?;
-    let open = || -> rusqlite::Result<rusqlite::Connection> {
-        // The store created and migrated the file, in WAL mode (kept in
-        // the file); these are the writer pool's settings.
-        let conn = rusqlite::Connection::open_with_flags(
-            &file,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch(
-            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;",
-        )?;
-        conn.set_prepared_statement_cache_capacity(64);
-        Ok(conn)
-    };
-    match open() {
-        Ok(conn) => Some(conn),
-        Err(e) => {
-            tracing::warn!(error = %e, "the run writer cannot open the database file itself; it writes through the pool");
-            None
-        }
-    }
-}
-
-async fn run(
-    store: Store,
-    mut rx: mpsc::UnboundedReceiver<Job>,
-    mut direct: Option<rusqlite::Connection>,
-) {
+/// The writer's loop. `direct`: on its own thread, where SQLite's calls may
+/// block, it writes through the store's own connection to the file (see
+/// [`apply_direct`]).
+async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>, direct: bool) {
     let mut batch: Vec<Job> = Vec::new();
     while let Some(first) = rx.recv().await {
         batch.push(first);
@@ -343,7 +312,7 @@ async fn run(
                 Err(_) => break,
             }
         }
-        match apply_all(&store, direct.as_mut(), batch.iter().map(|(w, _)| w)).await {
+        match apply_all(&store, direct, batch.iter().map(|(w, _)| w)).await {
             Ok(()) => {
                 for (_, done) in batch.drain(..) {
                     let _ = done.send(Ok(()));
@@ -352,7 +321,7 @@ async fn run(
             Err(_) => {
                 // Find the culprit: one transaction per write.
                 for (write, done) in batch.drain(..) {
-                    let result = apply_all(&store, direct.as_mut(), std::iter::once(&write)).await;
+                    let result = apply_all(&store, direct, std::iter::once(&write)).await;
                     if let Err(e) = &result {
                         tracing::error!(error = %e, "cannot store a run write");
                     }
@@ -363,8 +332,8 @@ async fn run(
     }
 }
 
-/// Without a connection of the writer's own (it runs as a task, or could
-/// not open the file; see [`apply_direct`]): applies statements in one
+/// Without the store's connection for the writer (it runs as a task, the
+/// store is closed or could not open the file; see [`apply_direct`]): applies statements in one
 /// SQLite transaction sent through the writer pool as scripts, `BEGIN`
 /// and `COMMIT` included: one round trip to SQLite's worker thread for a
 /// whole batch (more only past the parameter limit) instead of one per
@@ -436,7 +405,7 @@ async fn apply_sqlite(
 /// rolled back (dropped uncommitted).
 fn apply_direct(
     conn: &mut rusqlite::Connection,
-    statements: Vec<(&Values, Vec<Vec<Arg>>)>,
+    statements: &[(&Values, Vec<Vec<Arg>>)],
 ) -> Result<(), StoreError> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     for (statement, rows) in statements {
@@ -444,7 +413,7 @@ fn apply_direct(
             continue;
         };
         let mut prepared = tx.prepare_cached(&statement.single_row(width))?;
-        for row in &rows {
+        for row in rows {
             prepared.execute(rusqlite::params_from_iter(row))?;
         }
     }
@@ -489,7 +458,7 @@ fn add_spans<'a>(into: &mut HashMap<(&'a str, &'a str), Vec<Arg>>, rows: &'a [Sp
 /// way round).
 async fn apply_all<'a>(
     store: &Store,
-    direct: Option<&mut rusqlite::Connection>,
+    direct: bool,
     writes: impl Iterator<Item = &'a RunWrite>,
 ) -> Result<(), StoreError> {
     let at = now();
@@ -685,8 +654,10 @@ async fn apply_all<'a>(
         (&SPANS, spans.into_values().collect()),
         (&AUDIT, audits),
     ];
-    if let Some(conn) = direct {
-        return apply_direct(conn, statements);
+    if direct {
+        if let Some(applied) = store.with_direct(|conn| apply_direct(conn, &statements)) {
+            return applied;
+        }
     }
     if store.is_sqlite() {
         let mut conn = store.writer().acquire().await?;

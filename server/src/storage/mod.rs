@@ -183,6 +183,34 @@ pub struct Store {
     /// Where it was opened; never shown (it may hold a password). Postgres
     /// uses it for the approvals listener's own connection.
     url: Unshown,
+    /// The group writer's own connection to the SQLite file (see
+    /// [`Store::with_direct`]).
+    direct: std::sync::Arc<std::sync::Mutex<DirectSlot>>,
+}
+
+/// The group writer's own connection to a SQLite file: opened on its
+/// first batch, closed by [`Store::close`] before the pools (SQLite moves
+/// the WAL into the file and removes it when its last connection closes).
+#[derive(Debug, Default)]
+struct DirectSlot {
+    conn: Option<rusqlite::Connection>,
+    /// Closed, or could not be opened: the writer goes through the pool.
+    done: bool,
+}
+
+/// Opens `file` for the group writer with the writer pool's settings (the
+/// store created and migrated it, in WAL mode, which the file keeps).
+fn open_direct(file: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
+    let conn = rusqlite::Connection::open_with_flags(
+        file,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.execute_batch(
+        "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;",
+    )?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
 }
 
 /// A database URL kept for reconnecting, shown by `Debug` only redacted.
@@ -312,6 +340,7 @@ impl Store {
             writer,
             backend,
             url: Unshown(url.into()),
+            direct: Default::default(),
         })
     }
 
@@ -332,14 +361,7 @@ impl Store {
     /// The SQLite database file (None on Postgres and for an in-memory
     /// database, which another connection would not share).
     pub fn sqlite_file(&self) -> Option<std::path::PathBuf> {
-        if !self.is_sqlite() {
-            return None;
-        }
-        let options = SqliteConnectOptions::from_str(&self.url.0).ok()?;
-        let file = options.get_filename();
-        let text = file.to_str().unwrap_or_default();
-        (!text.is_empty() && !text.contains(":memory:") && !text.starts_with("file::memory"))
-            .then(|| file.to_path_buf())
+        crate::instance::sqlite_file(&self.url.0)
     }
 
     /// `"sqlite"` or `"postgres"`.
@@ -360,7 +382,38 @@ impl Store {
         .await
     }
 
+    /// Runs `f` on the group writer's own connection to the SQLite file,
+    /// opened on first use; None on Postgres, for an in-memory database,
+    /// once closed, or when the file cannot be opened (the writer then
+    /// goes through the pool). Called on the writer's thread only: the
+    /// lock is never contended but by [`Store::close`].
+    pub(crate) fn with_direct<R>(
+        &self,
+        f: impl FnOnce(&mut rusqlite::Connection) -> R,
+    ) -> Option<R> {
+        let mut slot = self.direct.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.conn.is_none() && !slot.done {
+            slot.done = true;
+            if let Some(file) = self.sqlite_file() {
+                match open_direct(&file) {
+                    Ok(conn) => (slot.conn, slot.done) = (Some(conn), false),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the run writer cannot open the database file itself; it writes through the pool")
+                    }
+                }
+            }
+        }
+        slot.conn.as_mut().map(f)
+    }
+
     pub async fn close(&self) {
+        // The writer's own connection first, so that the pools' last
+        // connection is the file's last and removes the WAL.
+        {
+            let mut slot = self.direct.lock().unwrap_or_else(|e| e.into_inner());
+            slot.conn = None;
+            slot.done = true;
+        }
         self.writer.close().await;
         self.pool.close().await;
     }
