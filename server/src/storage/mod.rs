@@ -198,17 +198,21 @@ struct DirectSlot {
     done: bool,
 }
 
-/// Opens `file` for the group writer with the writer pool's settings (the
+/// Every SQLite connection of a store, the pools' and the group writer's
+/// own: WAL with `synchronous = NORMAL` (see [`Store::open`]), SQLite's
+/// busy handler for up to 5 s, foreign keys, and no automatic checkpoint
+/// (checkpoints run in the background, see `checkpoint_in_background`,
+/// not inside a commit).
+const SQLITE_CONNECTION_PRAGMAS: &str = "PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;";
+
+/// Opens `file` for the group writer with the pools' settings (the
 /// store created and migrated it, in WAL mode, which the file keeps).
 fn open_direct(file: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
     let conn = rusqlite::Connection::open_with_flags(
         file,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    conn.busy_timeout(Duration::from_secs(5))?;
-    conn.execute_batch(
-        "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;",
-    )?;
+    conn.execute_batch(SQLITE_CONNECTION_PRAGMAS)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
@@ -304,18 +308,7 @@ impl Store {
                 .after_connect(move |conn, _meta| {
                     Box::pin(async move {
                         if is_sqlite {
-                            sqlx::query("PRAGMA synchronous = NORMAL")
-                                .execute(&mut *conn)
-                                .await?;
-                            sqlx::query("PRAGMA busy_timeout = 5000")
-                                .execute(&mut *conn)
-                                .await?;
-                            sqlx::query("PRAGMA foreign_keys = ON")
-                                .execute(&mut *conn)
-                                .await?;
-                            // Checkpoints run in the background (see
-                            // `checkpoint_in_background`), not inside a commit.
-                            sqlx::query("PRAGMA wal_autocheckpoint = 0")
+                            sqlx::query(SQLITE_CONNECTION_PRAGMAS)
                                 .execute(&mut *conn)
                                 .await?;
                         }
