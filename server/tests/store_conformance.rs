@@ -730,7 +730,8 @@ async fn run_lifecycle_writes(store: &Store) {
     let node_record = format!(
         "{{\"bundle\":{bundle},\"node_id\":\"agent\",\"outputs\":{outputs},\"status\":\"succeeded\"}}"
     );
-    let (checkpoint, top) = RunWrite::node_checkpoint("l1", "agent", &node_record);
+    let (checkpoint, top) =
+        RunWrite::node_checkpoint("l1", "agent", &node_record, &mut Default::default());
     let named: Vec<&str> = top.iter().map(|t| t.key.as_str()).collect();
     assert_eq!(named, ["bundle", "outputs"], "the record's own payloads");
     let committed: Vec<String> = checkpoint
@@ -746,6 +747,25 @@ async fn run_lifecycle_writes(store: &Store) {
     };
     assert!(record.len() < 200, "{record}");
     assert_eq!(payloads.len(), 3, "bundle, outputs, input once");
+    // Payloads the run's writes committed already are referred to, not
+    // carried again.
+    let mut stored = committed.iter().cloned().collect();
+    let (again, again_top) = RunWrite::node_checkpoint("l1", "agent", &node_record, &mut stored);
+    assert!(again.payloads().is_empty(), "{:?}", again.payloads());
+    assert_eq!(again_top, top);
+    assert_eq!(stored.len(), 3, "the set is given back");
+    let RunWrite::NodeCheckpoint {
+        record: again_record,
+        refs: again_refs,
+        ..
+    } = &again
+    else {
+        unreachable!("a node checkpoint")
+    };
+    let RunWrite::NodeCheckpoint { refs, .. } = &checkpoint else {
+        unreachable!("a node checkpoint")
+    };
+    assert_eq!((again_record, again_refs), (record, refs));
     writer.write(checkpoint).await.expect("checkpoint");
     store
         .put_agent_checkpoint("l1", "agent2", "{}")

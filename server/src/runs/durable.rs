@@ -17,6 +17,8 @@ pub(super) struct StoreCheckpoints {
     pub(super) abandoned: Abandoned,
     /// What each ended node's checkpoint wrote, for the run's end.
     pub(super) ended: CheckpointTexts,
+    /// The payloads the run's committed writes stored.
+    pub(super) committed: Committed,
 }
 
 /// What an ended node's checkpoint wrote, kept for the run's end (issue
@@ -67,7 +69,9 @@ impl Checkpoints for StoreCheckpoints {
                 return;
             }
             let text = serde_json::to_string(record).unwrap_or_default();
-            let (write, top) = RunWrite::node_checkpoint(&self.run_id, &record.node_id, &text);
+            let (write, top) = self.committed.with(|stored| {
+                RunWrite::node_checkpoint(&self.run_id, &record.node_id, &text, stored)
+            });
             let rows = write.payloads().to_vec();
             // Queued, not awaited: the group writer keeps the run's order,
             // and a checkpoint lost to a crash only means that node runs

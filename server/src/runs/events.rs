@@ -46,6 +46,20 @@ impl LiveBroadcast {
     }
 }
 
+/// The payloads a run's committed writes stored (their hashes), shared by
+/// its event task and its nodes' checkpoints: a later write of the run
+/// refers to them instead of cutting, compressing and carrying them again
+/// (issue #30). Only committed ones: a write still in flight may fail.
+#[derive(Clone, Default)]
+pub(super) struct Committed(Arc<Mutex<HashSet<String>>>);
+
+impl Committed {
+    /// `f` with the set, alone (held for one write's dehydrating only).
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut HashSet<String>) -> R) -> R {
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// Where one run's event task writes and broadcasts.
 pub(super) struct EventOut {
     pub(super) writer: GroupWriter,
@@ -59,6 +73,8 @@ pub(super) struct EventOut {
     pub(super) spans: crate::trace::SpanBuffer,
     /// Set when another instance claimed the run: nothing more is written.
     pub(super) abandoned: Abandoned,
+    /// The payloads the run's committed writes stored.
+    pub(super) committed: Committed,
 }
 
 /// Persists, indexes and broadcasts a run's events, in order, then its end.
@@ -85,24 +101,21 @@ pub(super) async fn write_events(
         last_seq,
         spans,
         abandoned,
+        committed,
     } = out;
     let mut started = true;
     let mut seq = last_seq;
     let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
     let trace_id = crate::trace::trace_id(&run_id);
     let mut in_flight = FuturesOrdered::new();
-    // The payloads the run's committed writes stored: later writes refer
-    // to them without carrying them again.
-    let mut stored: HashSet<String> = HashSet::new();
-    let broadcast = |(committed, events, hashes): (
+    let broadcast = |(done, events, hashes): (
         Result<(), StoreError>,
         Vec<LiveEvent>,
         Vec<String>,
-    ),
-                     stored: &mut HashSet<String>| {
-        match committed {
+    )| {
+        match done {
             Ok(()) => {
-                stored.extend(hashes);
+                committed.with(|stored| stored.extend(hashes));
                 for event in events {
                     tx.send(event);
                 }
@@ -116,7 +129,7 @@ pub(super) async fn write_events(
     loop {
         tokio::select! {
             biased;
-            Some(done) = in_flight.next(), if !in_flight.is_empty() => broadcast(done, &mut stored),
+            Some(done) = in_flight.next(), if !in_flight.is_empty() => broadcast(done),
             next = rx.recv() => {
                 let Some(first) = next else { break };
                 let mut batch = vec![first];
@@ -130,26 +143,32 @@ pub(super) async fn write_events(
                 let mut numbered = Vec::with_capacity(batch.len());
                 let mut invocations = Vec::new();
                 let mut blobs = Vec::new();
-                // Each payload stored once: events refer to them.
-                let mut set = PayloadSet::stored(std::mem::take(&mut stored));
                 for event in &batch {
                     seq += 1;
                     let text = serde_json::to_string(event).unwrap_or_else(|_| "null".into());
                     numbered.push((seq, Arc::from(text.as_str())));
-                    let d = set.dehydrate(&text);
-                    events.push((seq, d.text, d.refs));
+                    events.push((seq, text, None));
                     invocations.extend(index_event(&ws, &run_id, &trace_id, &mut tools, event));
                     blobs.extend(event_blobs(event));
                 }
-                // An invocation's input and output are the very payloads
-                // its events carry.
-                for i in &mut invocations {
-                    set.dehydrate_invocation(i);
-                }
-                let (payloads, back) = set.into_parts();
-                stored = back;
+                // Each payload stored once: events refer to them, and an
+                // invocation's input and output are the very payloads its
+                // events carry.
+                let payloads = committed.with(|stored| {
+                    let mut set = PayloadSet::stored(std::mem::take(stored));
+                    for (_, text, refs) in &mut events {
+                        let d = set.dehydrate(text);
+                        (*text, *refs) = (d.text, d.refs);
+                    }
+                    for i in &mut invocations {
+                        set.dehydrate_invocation(i);
+                    }
+                    let (payloads, back) = set.into_parts();
+                    *stored = back;
+                    payloads
+                });
                 let hashes: Vec<String> = payloads.iter().map(|p| p.hash.clone()).collect();
-                let committed = writer.submit(RunWrite::Events {
+                let commit = writer.submit(RunWrite::Events {
                     run_id: run_id.clone(),
                     workspace_id: ws.clone(),
                     started: std::mem::take(&mut started),
@@ -159,7 +178,7 @@ pub(super) async fn write_events(
                     blobs,
                     spans: spans.take(),
                 });
-                in_flight.push_back(async move { (committed.await, numbered, hashes) });
+                in_flight.push_back(async move { (commit.await, numbered, hashes) });
             }
         }
     }
@@ -167,20 +186,23 @@ pub(super) async fn write_events(
         Ok(_) if abandoned.is_set() => None,
         Ok((mut end, checkpointed)) => {
             end.spans = spans.take();
-            // The nodes' checkpoints, queued ahead of the end, cut and
-            // stored their outputs and bundles: the end refers to them.
-            for (node, c) in checkpointed {
-                c.lend(&node, &mut end, &mut stored);
-            }
-            // Each payload stored once: the record, node rows and bundles
-            // refer to them (dehydrated here, on the run's task).
-            end.dehydrate(std::mem::take(&mut stored));
+            committed.with(|stored| {
+                // The nodes' checkpoints, queued ahead of the end, cut and
+                // stored their outputs and bundles: the end refers to them.
+                for (node, c) in checkpointed {
+                    c.lend(&node, &mut end, stored);
+                }
+                // Each payload stored once: the record, node rows and
+                // bundles refer to them (dehydrated here, on the run's
+                // task).
+                end.dehydrate(std::mem::take(stored));
+            });
             Some(writer.submit(RunWrite::End(Box::new(end))))
         }
         Err(_) => None,
     };
     while let Some(done) = in_flight.next().await {
-        broadcast(done, &mut stored);
+        broadcast(done);
     }
     match ended {
         Some(ended) => ended.await,
@@ -387,6 +409,7 @@ mod tests {
             last_seq: 0,
             spans: Default::default(),
             abandoned: Abandoned::default(),
+            committed: Committed::default(),
         };
         let task = tokio::spawn(write_events(out, rx, end_rx));
         let started = |n: &str| WorkflowEvent::NodeStarted { node_id: n.into() };

@@ -741,6 +741,7 @@ impl Runs {
         let (tx, rx) = mpsc::unbounded_channel::<WorkflowEvent>();
         let (end_tx, end_rx) = oneshot::channel::<(RunEnd, HashMap<String, Checkpointed>)>();
         let ended = CheckpointTexts::default();
+        let committed = Committed::default();
         // Its first write marks the run running.
         let out = EventOut {
             writer: self.writer.clone(),
@@ -750,11 +751,14 @@ impl Runs {
             last_seq,
             spans,
             abandoned: live.abandoned.clone(),
+            committed: committed.clone(),
         };
         let writer = tokio::spawn(write_events(out, rx, end_rx));
         let last = tx.clone();
         let (result, pins) = self
-            .run_engine(owner, run_id, &workflow, inputs, &live, resume, tx, &ended)
+            .run_engine(
+                owner, run_id, &workflow, inputs, &live, resume, tx, &ended, &committed,
+            )
             .instrument(span)
             .await;
         // A run the engine refused before any node ran (an invalid
@@ -793,6 +797,7 @@ impl Runs {
         resume: ResumeState,
         tx: mpsc::UnboundedSender<WorkflowEvent>,
         ended: &CheckpointTexts,
+        committed: &Committed,
     ) -> (
         Result<node_runtime::graph::engine::WorkflowRun, node_runtime::graph::engine::EngineError>,
         Arc<MemoryPinHistory>,
@@ -879,6 +884,7 @@ impl Runs {
                 created: live.created.clone(),
                 abandoned: live.abandoned.clone(),
                 ended: ended.clone(),
+                committed: committed.clone(),
             })),
             journal: Some(Arc::new(StoreJournal {
                 store: self.store.clone(),

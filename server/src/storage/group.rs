@@ -176,15 +176,25 @@ impl RunWrite {
     /// outputs and bundle are the payloads the run's end stores too. With
     /// the payloads cut from the record's own keys (`outputs`, `bundle`,
     /// ...), which the run's end can refer to (see `RunEnd::refer_stored`).
-    pub fn node_checkpoint(run_id: &str, node_id: &str, record: &str) -> (Self, Vec<TopPayload>) {
-        let mut set = PayloadSet::default();
+    /// Payloads in `stored` (committed by the run's earlier writes, e.g.
+    /// the tool inputs and outputs its events carried) are referred to
+    /// without being cut or compressed again.
+    pub fn node_checkpoint(
+        run_id: &str,
+        node_id: &str,
+        record: &str,
+        stored: &mut std::collections::HashSet<String>,
+    ) -> (Self, Vec<TopPayload>) {
+        let mut set = PayloadSet::stored(std::mem::take(stored));
         let (d, top) = set.dehydrate_object(record);
+        let (payloads, back) = set.into_parts();
+        *stored = back;
         let write = RunWrite::NodeCheckpoint {
             run_id: run_id.into(),
             node_id: node_id.into(),
             record: d.text,
             refs: d.refs,
-            payloads: set.into_rows(),
+            payloads,
         };
         (write, top)
     }
