@@ -749,11 +749,12 @@ async fn run_lifecycle_writes(store: &Store) {
     assert_eq!(payloads.len(), 3, "bundle, outputs, input once");
     // Payloads the run's writes committed already are referred to, not
     // carried again.
-    let mut stored = committed.iter().cloned().collect();
-    let (again, again_top) = RunWrite::node_checkpoint("l1", "agent", &node_record, &mut stored);
+    let stored: std::collections::HashSet<String> = committed.iter().cloned().collect();
+    let mut known = Known::from(stored);
+    let (again, again_top) = RunWrite::node_checkpoint("l1", "agent", &node_record, &mut known);
     assert!(again.payloads().is_empty(), "{:?}", again.payloads());
     assert_eq!(again_top, top);
-    assert_eq!(stored.len(), 3, "the set is given back");
+    assert_eq!(known.stored.len(), 3, "the set is given back");
     let RunWrite::NodeCheckpoint {
         record: again_record,
         refs: again_refs,

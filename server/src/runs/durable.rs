@@ -69,8 +69,8 @@ impl Checkpoints for StoreCheckpoints {
                 return;
             }
             let text = serde_json::to_string(record).unwrap_or_default();
-            let (write, top) = self.committed.with(|stored| {
-                RunWrite::node_checkpoint(&self.run_id, &record.node_id, &text, stored)
+            let (write, top) = self.committed.with(|known| {
+                RunWrite::node_checkpoint(&self.run_id, &record.node_id, &text, known)
             });
             let rows = write.payloads().to_vec();
             // Queued, not awaited: the group writer keeps the run's order,

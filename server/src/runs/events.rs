@@ -1,9 +1,7 @@
 //! The run's event task: numbers, stores, indexes into invocation records
 //! and broadcasts each event, in order, then the run's end.
 
-use std::collections::HashSet;
-
-use crate::storage::PayloadSet;
+use crate::storage::{Known, PayloadSet};
 
 use super::*;
 
@@ -46,16 +44,18 @@ impl LiveBroadcast {
     }
 }
 
-/// The payloads a run's committed writes stored (their hashes), shared by
-/// its event task and its nodes' checkpoints: a later write of the run
-/// refers to them instead of cutting, compressing and carrying them again
-/// (issue #30). Only committed ones: a write still in flight may fail.
+/// What a run's writes know of its payloads, shared by its event task and
+/// its nodes' checkpoints (issue #30): the payloads its committed writes
+/// stored, which a later write refers to instead of cutting, compressing
+/// and carrying them again (only committed ones: a write still in flight
+/// may fail), and the hashes of the payload texts met so far.
 #[derive(Clone, Default)]
-pub(super) struct Committed(Arc<Mutex<HashSet<String>>>);
+pub(super) struct Committed(Arc<Mutex<Known>>);
 
 impl Committed {
-    /// `f` with the set, alone (held for one write's dehydrating only).
-    pub(super) fn with<R>(&self, f: impl FnOnce(&mut HashSet<String>) -> R) -> R {
+    /// `f` with what is known, alone (held for one write's dehydrating
+    /// only).
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut Known) -> R) -> R {
         f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
@@ -115,7 +115,7 @@ pub(super) async fn write_events(
     )| {
         match done {
             Ok(()) => {
-                committed.with(|stored| stored.extend(hashes));
+                committed.with(|known| known.stored.extend(hashes));
                 for event in events {
                     tx.send(event);
                 }
@@ -154,8 +154,8 @@ pub(super) async fn write_events(
                 // Each payload stored once: events refer to them, and an
                 // invocation's input and output are the very payloads its
                 // events carry.
-                let payloads = committed.with(|stored| {
-                    let mut set = PayloadSet::stored(std::mem::take(stored));
+                let payloads = committed.with(|known| {
+                    let mut set = PayloadSet::known(std::mem::take(known));
                     for (_, text, refs) in &mut events {
                         let d = set.dehydrate(text);
                         (*text, *refs) = (d.text, d.refs);
@@ -163,8 +163,8 @@ pub(super) async fn write_events(
                     for i in &mut invocations {
                         set.dehydrate_invocation(i);
                     }
-                    let (payloads, back) = set.into_parts();
-                    *stored = back;
+                    let (payloads, back) = set.into_known();
+                    *known = back;
                     payloads
                 });
                 let hashes: Vec<String> = payloads.iter().map(|p| p.hash.clone()).collect();
@@ -186,16 +186,16 @@ pub(super) async fn write_events(
         Ok(_) if abandoned.is_set() => None,
         Ok((mut end, checkpointed)) => {
             end.spans = spans.take();
-            committed.with(|stored| {
+            committed.with(|known| {
                 // The nodes' checkpoints, queued ahead of the end, cut and
                 // stored their outputs and bundles: the end refers to them.
                 for (node, c) in checkpointed {
-                    c.lend(&node, &mut end, stored);
+                    c.lend(&node, &mut end, &mut known.stored);
                 }
                 // Each payload stored once: the record, node rows and
                 // bundles refer to them (dehydrated here, on the run's
                 // task).
-                end.dehydrate(std::mem::take(stored));
+                end.dehydrate(std::mem::take(&mut known.stored));
             });
             Some(writer.submit(RunWrite::End(Box::new(end))))
         }

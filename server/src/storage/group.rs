@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::payloads::PayloadSet;
+use super::payloads::{Known, PayloadSet};
 use super::*;
 /// The most writes one transaction takes.
 const MAX_BATCH: usize = 512;
@@ -176,19 +176,19 @@ impl RunWrite {
     /// outputs and bundle are the payloads the run's end stores too. With
     /// the payloads cut from the record's own keys (`outputs`, `bundle`,
     /// ...), which the run's end can refer to (see `RunEnd::refer_stored`).
-    /// Payloads in `stored` (committed by the run's earlier writes, e.g.
-    /// the tool inputs and outputs its events carried) are referred to
+    /// Payloads `known` has stored (committed by the run's earlier writes,
+    /// e.g. the tool inputs and outputs its events carried) are referred to
     /// without being cut or compressed again.
     pub fn node_checkpoint(
         run_id: &str,
         node_id: &str,
         record: &str,
-        stored: &mut std::collections::HashSet<String>,
+        known: &mut Known,
     ) -> (Self, Vec<TopPayload>) {
-        let mut set = PayloadSet::stored(std::mem::take(stored));
+        let mut set = PayloadSet::known(std::mem::take(known));
         let (d, top) = set.dehydrate_object(record);
-        let (payloads, back) = set.into_parts();
-        *stored = back;
+        let (payloads, back) = set.into_known();
+        *known = back;
         let write = RunWrite::NodeCheckpoint {
             run_id: run_id.into(),
             node_id: node_id.into(),

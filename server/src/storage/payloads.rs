@@ -99,28 +99,90 @@ pub struct TopPayload {
     pub hash: String,
 }
 
-/// The payloads cut from the texts of one write, each once.
+/// What a run's writes know of its payloads, handed from one write's
+/// [`PayloadSet`] to the next (see [`PayloadSet::known`]).
 #[derive(Debug, Default)]
-pub struct PayloadSet {
-    rows: Vec<PayloadRow>,
-    seen: HashSet<String>,
-    /// Payloads already stored: referred to, not stored again.
-    stored: HashSet<String>,
+pub struct Known {
+    /// Payloads the run's committed writes stored: referred to, not stored
+    /// again.
+    pub stored: HashSet<String>,
+    hashes: HashMemo,
 }
 
-impl PayloadSet {
-    /// A set that leaves out the payloads of `stored` (hashes of the run's
-    /// committed writes; given back by [`Self::into_parts`]).
-    pub fn stored(stored: HashSet<String>) -> Self {
+impl From<HashSet<String>> for Known {
+    fn from(stored: HashSet<String>) -> Self {
         Self {
             stored,
             ..Self::default()
         }
     }
+}
 
-    /// The rows to store, and the `stored` set given to [`Self::stored`].
-    pub fn into_parts(self) -> (Vec<PayloadRow>, HashSet<String>) {
-        (self.rows, self.stored)
+/// The largest text whose hash [`HashMemo`] keeps: a bigger one (a
+/// bundle, a node's outputs) is cut from one text only.
+const MEMO_MAX_TEXT: usize = 64 * 1024;
+/// The most text one run's [`HashMemo`] keeps (a copy of texts the run
+/// holds anyway, for as long as it runs); past it texts are hashed each
+/// time, as without it.
+const MEMO_MAX_BYTES: usize = 1 << 20;
+
+/// Payload texts' hashes by text (issue #30). A tool's input is in about
+/// ten texts of a run (its events, its invocation record, the bundle's
+/// exchange and envelope, the node's outputs) and BLAKE3 of 1 KB costs
+/// about 7K instructions; finding it again costs a fast hash of the text
+/// and one comparison. Kept for one run only.
+#[derive(Debug, Default)]
+struct HashMemo {
+    hashes: HashMap<Box<str>, String, foldhash::fast::RandomState>,
+    bytes: usize,
+}
+
+impl HashMemo {
+    fn hash(&mut self, text: &str) -> String {
+        if text.len() > MEMO_MAX_TEXT {
+            return hash_of(text);
+        }
+        if let Some(hash) = self.hashes.get(text) {
+            return hash.clone();
+        }
+        let hash = hash_of(text);
+        if self.bytes + text.len() <= MEMO_MAX_BYTES {
+            self.bytes += text.len();
+            self.hashes.insert(text.into(), hash.clone());
+        }
+        hash
+    }
+}
+
+/// The payloads cut from the texts of one write, each once.
+#[derive(Debug, Default)]
+pub struct PayloadSet {
+    rows: Vec<PayloadRow>,
+    seen: HashSet<String>,
+    known: Known,
+}
+
+impl PayloadSet {
+    /// A set that leaves out the payloads of `stored` (hashes of the run's
+    /// committed writes).
+    pub fn stored(stored: HashSet<String>) -> Self {
+        Self::known(stored.into())
+    }
+
+    /// A set that leaves out the payloads the run's committed writes
+    /// stored and reuses the hashes its earlier writes took; given back by
+    /// [`Self::into_known`].
+    pub fn known(known: Known) -> Self {
+        Self {
+            known,
+            ..Self::default()
+        }
+    }
+
+    /// The rows to store, and the [`Known`] given to [`Self::known`] with
+    /// the hashes this set took.
+    pub fn into_known(self) -> (Vec<PayloadRow>, Known) {
+        (self.rows, self.known)
     }
 
     /// The text with its payloads cut out (the skeleton is kept inline).
@@ -187,8 +249,8 @@ impl PayloadSet {
 
     /// Keeps `text` as a payload (once) and returns its hash.
     fn add(&mut self, text: &str) -> String {
-        let hash = hash_of(text);
-        if !self.seen.contains(&hash) && !self.stored.contains(&hash) {
+        let hash = self.known.hashes.hash(text);
+        if !self.seen.contains(&hash) && !self.known.stored.contains(&hash) {
             self.seen.insert(hash.clone());
             let (skeleton, refs) = self.cut(text, None);
             let (codec, data) = encode(skeleton);
@@ -598,6 +660,49 @@ impl Store {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The memo gives each text its own BLAKE3, the same text the same
+    /// one, and keeps no more than its bounds.
+    #[test]
+    fn the_hash_memo_gives_each_text_its_own_hash_within_bounds() {
+        let mut memo = HashMemo::default();
+        let a = "a".repeat(1024);
+        let b = format!("{}b", "a".repeat(1023));
+        for _ in 0..2 {
+            assert_eq!(memo.hash(&a), hash_of(&a));
+            assert_eq!(memo.hash(&b), hash_of(&b));
+        }
+        assert_eq!((memo.hashes.len(), memo.bytes), (2, 2048));
+        let big = "c".repeat(MEMO_MAX_TEXT + 1);
+        assert_eq!(memo.hash(&big), hash_of(&big));
+        assert_eq!(memo.hashes.len(), 2, "a text over the limit is not kept");
+        let mut full = HashMemo {
+            bytes: MEMO_MAX_BYTES - 10,
+            ..HashMemo::default()
+        };
+        assert_eq!(full.hash(&a), hash_of(&a));
+        assert!(full.hashes.is_empty(), "a full memo keeps no more");
+    }
+
+    /// A set made from what an earlier one knew refers to the payloads
+    /// stored before and stores the new ones once.
+    #[test]
+    fn a_set_from_what_is_known_stores_only_new_payloads() {
+        let old = format!("{{\"input\":\"{}\"}}", "x".repeat(300));
+        let new = format!("{{\"input\":\"{}\"}}", "y".repeat(300));
+        let mut first = PayloadSet::default();
+        first.dehydrate(&old);
+        let (rows, mut known) = first.into_known();
+        known.stored.extend(rows.iter().map(|r| r.hash.clone()));
+        let mut second = PayloadSet::known(known);
+        let again = second.dehydrate(&old);
+        let fresh = second.dehydrate(&new);
+        let (rows2, known) = second.into_known();
+        assert_eq!(rows2.len(), 1, "only the new payload");
+        assert_ne!(again.refs, fresh.refs);
+        assert_eq!(known.stored.len(), 1);
+        assert_eq!(known.hashes.hashes.len(), 2);
+    }
 
     /// Every text back from its skeleton, refs and payload rows.
     fn round_trip(text: &str) -> (String, usize) {
