@@ -560,6 +560,28 @@ async fn replay_reproduces_outputs_byte_for_byte_without_running_tools() {
     assert_eq!(a, b);
 }
 
+/// An Agent with no tools replays: its model call was recorded as offered
+/// the (empty) tool list, and a replay can only offer the same empty list
+/// (the MCP example before its setup step has no tools).
+#[tokio::test]
+async fn an_agent_with_no_tools_replays() {
+    let h = harness();
+    let mut run = h.start(config(
+        &[],
+        json!({"turns": [{"text": "Nothing to call."}]}),
+    ));
+    h.run_to_end(&mut run, &VecSink::default()).await;
+    let m = model(&run.config);
+    let bundle =
+        ReplayBundle::from_run(&run, m.tool_schemas(&run.tool_definitions)).expect("bundle");
+    assert!(bundle.tool_definitions.is_empty());
+    let loaded = ReplayBundle::from_json(&bundle.to_json()).expect("loads");
+    let replayed = replay(&h.runtime, &loaded, &NullSink)
+        .await
+        .expect("replays");
+    assert!(outputs_match(&replayed, &run.outputs));
+}
+
 #[tokio::test]
 async fn an_edited_bundle_diverges_with_the_step_named() {
     let h = harness();
