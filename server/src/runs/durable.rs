@@ -17,7 +17,7 @@ pub(super) struct StoreCheckpoints {
     pub(super) abandoned: Abandoned,
     /// What each ended node's checkpoint wrote, for the run's end.
     pub(super) ended: CheckpointTexts,
-    /// The payloads the run's committed writes stored.
+    /// What the run's writes know of its payloads (see `Committed`).
     pub(super) committed: Committed,
 }
 

@@ -73,7 +73,7 @@ pub(super) struct EventOut {
     pub(super) spans: crate::trace::SpanBuffer,
     /// Set when another instance claimed the run: nothing more is written.
     pub(super) abandoned: Abandoned,
-    /// The payloads the run's committed writes stored.
+    /// What the run's writes know of its payloads (see `Committed`).
     pub(super) committed: Committed,
 }
 
