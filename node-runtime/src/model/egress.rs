@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use futures::StreamExt;
 
 use super::ModelError;
-use crate::builtins::http_request::check_target;
+use crate::builtins::http_request::{check_target, tls};
 
 /// The limits of one provider's traffic.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +65,12 @@ impl Egress {
             .no_proxy()
             .connect_timeout(self.connect_timeout)
             .timeout(self.timeout);
+        // The process's shared TLS configuration: each model (a run's Agent
+        // Node) and MCP session builds its own client, and one building its
+        // own TLS configuration would load the system's roots again.
+        if let Some(tls) = tls() {
+            builder = builder.use_preconfigured_tls(tls);
+        }
         if let Some((host, addr)) = &target.pin {
             builder = builder.resolve(host, *addr);
         }

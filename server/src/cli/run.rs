@@ -46,9 +46,9 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::config(format!("cannot read {}: {e}", args.file.display())))?;
     let workflow = node_runtime::graph::Workflow::from_json(&text)
         .map_err(|e| Failure::config(format!("{}: {e}", args.file.display())))?;
-    if calls_http_tool(&workflow) {
-        // Its TLS roots load beside start-up (database, migrations), not on
-        // the first call; a run that cannot call it skips their ~50 ms of CPU.
+    if goes_out_over_http(&workflow) {
+        // The TLS roots load beside start-up (database, migrations), not on
+        // the first request; a run that sends none skips their ~0.1 s of CPU.
         std::thread::spawn(node_runtime::builtins::http_request::prewarm);
     }
     let inputs = parse_inputs(&args.inputs)?;
@@ -157,13 +157,21 @@ pub async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
     }
 }
 
-/// Whether a node of `workflow` can call `http_request` (an Agent Node that
-/// offers it, or a Tool node of it).
-fn calls_http_tool(workflow: &node_runtime::graph::Workflow) -> bool {
+/// Whether a node of `workflow` can send an HTTP request: an Agent Node
+/// with a model provider (not the scripted one), or one that offers
+/// `http_request` or an MCP server's tool, or a Tool node of one.
+fn goes_out_over_http(workflow: &node_runtime::graph::Workflow) -> bool {
+    use node_runtime::agent_config::ProviderConfig;
     use node_runtime::graph::NodeKind;
-    let is_http = |tool: &str| tool.split('@').next() == Some("http_request");
+    let is_http = |tool: &str| {
+        let name = tool.split('@').next().unwrap_or_default();
+        name == "http_request" || name.starts_with("mcp.")
+    };
     workflow.nodes.iter().any(|n| match &n.kind {
-        NodeKind::Agent(c) => c.enabled_tools().iter().any(|t| is_http(t)),
+        NodeKind::Agent(c) => {
+            !matches!(c.provider, ProviderConfig::Scripted { .. })
+                || c.enabled_tools().iter().any(|t| is_http(t))
+        }
         NodeKind::Tool(c) => is_http(&c.tool),
         _ => false,
     })
