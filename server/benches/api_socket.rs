@@ -6,10 +6,22 @@
 //! adds. p50/p99 over the rounds, on an otherwise idle machine and with
 //! both cores kept busy by spinning threads (under load).
 //!
+//! Then sequential runs of an Agent Node with a model provider: the
+//! end-to-end tests' loopback mock of OpenAI's chat completions API
+//! (`tests/src/mock_provider.rs`: it takes only the key, a workspace secret
+//! here, asks for one `calculator` call and then answers), which answers at
+//! once, so the time a run takes is all the product's: two model calls
+//! through the egress guard, a tool call, the run's storage. (A run used to
+//! build its own TLS configuration, about 0.1 s of CPU.)
+//!
 //!   cargo bench -p glassbox-server --bench api_socket
 //!   GLASSBOX_BENCH_QUICK=1 (2 rounds of each instead of 5)
 
 mod common;
+// The end-to-end tests' loopback provider (its API, its key, its answers).
+#[allow(dead_code)]
+#[path = "../../tests/src/mock_provider.rs"]
+mod mock_provider;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -39,8 +51,24 @@ fn workflow() -> Value {
     })
 }
 
-/// `glassbox serve` on a free loopback port: (process, base URL, sign-in token).
-fn serve(bin: &str, data: &std::path::Path) -> (Child, String, String) {
+/// The key the loopback provider takes.
+const PROVIDER_KEY: &str = "sk-bench-key";
+
+/// An Agent Node whose model is the loopback provider.
+fn provider_workflow(base_url: &str) -> Value {
+    json!({
+        "format_version": 1, "id": "bench-provider", "name": "bench provider", "revision": 0,
+        "nodes": [{"id": "agent", "kind": "agent", "config": {"prompt": "add 1 and 1",
+            "tools": [{"tool": "calculator@1.0.0"}],
+            "provider": {"kind": "openai", "base_url": base_url,
+                "model": "gpt-4o-mini", "api_key_secret": "OPENAI_API_KEY"}}}],
+        "edges": []
+    })
+}
+
+/// `glassbox serve` on a free loopback port, allowed to reach the loopback
+/// provider: (process, base URL, sign-in token).
+fn serve(bin: &str, data: &std::path::Path, provider_port: u16) -> (Child, String, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("free port")
@@ -52,6 +80,10 @@ fn serve(bin: &str, data: &std::path::Path) -> (Child, String, String) {
         .arg(data.join("no-app"))
         .env_remove("GLASSBOX_DATABASE_URL")
         .env("RUST_LOG", "error")
+        .env(
+            "GLASSBOX_HTTP_ALLOW_HOSTS",
+            format!("127.0.0.1:{provider_port}"),
+        )
         .stdout(Stdio::piped())
         .spawn()
         .expect("glassbox serve");
@@ -103,6 +135,7 @@ async fn one_run(
     base: Arc<String>,
     token: Arc<String>,
     wf: Arc<String>,
+    ideal_ms: u64,
 ) -> (f64, f64) {
     let started = Instant::now();
     let run = post(
@@ -126,7 +159,7 @@ async fn one_run(
     while let Some(chunk) = res.chunk().await.expect("event stream") {
         text.extend_from_slice(&chunk);
     }
-    let added = started.elapsed().as_secs_f64() * 1000.0 - (2 * TURN_MS) as f64;
+    let added = started.elapsed().as_secs_f64() * 1000.0 - ideal_ms as f64;
     let text = String::from_utf8_lossy(&text);
     assert!(
         text.contains(r#""type":"RunFinished","outcome":"succeeded""#),
@@ -158,6 +191,7 @@ async fn rounds(
                     base.clone(),
                     token.clone(),
                     wf.clone(),
+                    2 * TURN_MS,
                 ))
             })
             .collect();
@@ -178,7 +212,8 @@ fn main() {
     let bin = bin.as_str();
     let n = if quick() { 2 } else { 5 };
     let data = tempfile::tempdir().expect("tmp");
-    let (mut server, base, signin) = serve(bin, data.path());
+    let provider = mock_provider::MockProvider::start(mock_provider::Api::OpenAi, PROVIDER_KEY);
+    let (mut server, base, signin) = serve(bin, data.path(), provider.port);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -222,6 +257,31 @@ fn main() {
         let (p50, p99) = (percentile(&loaded, 0.5), percentile(&loaded, 0.99));
         println!("  both cores busy (two spinning threads): added p50 {p50:.2} ms, p99 {p99:.2} ms, max {:.2} ms", loaded[loaded.len() - 1]);
         report("concurrent_100_runs_socket_added_p99_under_load", p99, "ms", None);
+
+        // Sequential runs with a model provider.
+        let res = client
+            .put(format!("{base}/api/v1/secrets/workspace/OPENAI_API_KEY"))
+            .bearer_auth(&token)
+            .json(&json!({"value": PROVIDER_KEY}))
+            .send()
+            .await
+            .expect("PUT secret");
+        assert!(res.status().is_success(), "secret: {}", res.status());
+        let created = post(&client, format!("{base}/api/v1/workflows"), &token, provider_workflow(&provider.base_url())).await;
+        let wf = Arc::new(created["id"].as_str().expect("workflow id").to_string());
+        let (base, token) = (Arc::new(base.clone()), Arc::new(token.clone()));
+        let runs = if quick() { 5 } else { 21 };
+        let mut times = Vec::new();
+        // The first run (the process's first model client) is not counted.
+        for i in 0..=runs {
+            let (_, added) = one_run(client.clone(), base.clone(), token.clone(), wf.clone(), 0).await;
+            if i > 0 {
+                times.push(added);
+            }
+        }
+        let median = common::median(times);
+        println!("sequential runs of an Agent Node with an OpenAI-compatible provider on loopback (2 model calls, 1 tool call; the provider answers at once): median {median:.2} ms a run ({runs} runs)");
+        report("provider_run_socket_ms", median, "ms", None);
     });
     let _ = server.kill();
     let _ = server.wait();
