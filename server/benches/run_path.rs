@@ -11,7 +11,7 @@
 //!   200).
 //!
 //!   cargo bench -p glassbox-server --bench run_path
-//!   GLASSBOX_BENCH_QUICK=1 (3 runs instead of 11)
+//!   GLASSBOX_BENCH_QUICK=1 (5 runs instead of 11)
 
 mod common;
 
@@ -62,26 +62,39 @@ fn workflow(calls: usize, incompressible: bool) -> Value {
 fn main() {
     let bin = common::glassbox_bin();
     let bin = bin.as_str();
-    let runs = if quick() { 3 } else { 11 };
+    let runs = if quick() { 5 } else { 11 };
     let dir = tempfile::tempdir().expect("tmp");
     println!("run path through `glassbox run` ({bin}), medians of {runs} runs, SQLite");
+    let counts = [0usize, 50, 100, 200, 400];
+    let files: Vec<_> = counts
+        .iter()
+        .map(|calls| {
+            let file = dir.path().join(format!("seq-{calls}.json"));
+            std::fs::write(&file, workflow(*calls, false).to_string()).expect("write workflow");
+            file
+        })
+        .collect();
+    // Rounds of one run of each size, so that whatever else the machine
+    // does over the bench weighs on every size alike (the per-call figure
+    // is a difference of two of them).
+    let mut walls: Vec<Vec<f64>> = vec![Vec::new(); counts.len()];
+    let mut sizes: Vec<Vec<f64>> = vec![Vec::new(); counts.len()];
+    for _ in 0..runs {
+        for (i, (calls, file)) in counts.iter().zip(&files).enumerate() {
+            let (w, printed, b) = glassbox_run(bin, file, &[]);
+            let done = printed["agent_outputs"]["agent"]["tools_by_id"]
+                .as_object()
+                .map_or(0, |m| m.len());
+            assert_eq!(done, *calls, "every call ran");
+            walls[i].push(w);
+            sizes[i].push(b as f64);
+        }
+    }
     let mut wall = std::collections::BTreeMap::new();
     let mut stored = std::collections::BTreeMap::new();
-    for calls in [0usize, 50, 100, 200, 400] {
-        let file = dir.path().join(format!("seq-{calls}.json"));
-        std::fs::write(&file, workflow(calls, false).to_string()).expect("write workflow");
-        let (walls, sizes): (Vec<f64>, Vec<f64>) = (0..runs)
-            .map(|_| {
-                let (w, printed, b) = glassbox_run(bin, &file, &[]);
-                let done = printed["agent_outputs"]["agent"]["tools_by_id"]
-                    .as_object()
-                    .map_or(0, |m| m.len());
-                assert_eq!(done, calls, "every call ran");
-                (w, b as f64)
-            })
-            .unzip();
-        wall.insert(calls, median(walls));
-        stored.insert(calls, median(sizes));
+    for (i, calls) in counts.iter().enumerate() {
+        wall.insert(*calls, median(std::mem::take(&mut walls[i])));
+        stored.insert(*calls, median(std::mem::take(&mut sizes[i])));
     }
     let per_call = |n: usize| (wall[&n] - wall[&0]) / n as f64 * 1000.0;
     let (at100, at400) = (per_call(100), per_call(400));
