@@ -92,9 +92,9 @@ fn main() {
     }
     let mut wall = std::collections::BTreeMap::new();
     let mut stored = std::collections::BTreeMap::new();
-    for (i, calls) in counts.iter().enumerate() {
-        wall.insert(*calls, median(std::mem::take(&mut walls[i])));
-        stored.insert(*calls, median(std::mem::take(&mut sizes[i])));
+    for ((calls, w), b) in counts.into_iter().zip(walls).zip(sizes) {
+        wall.insert(calls, median(w));
+        stored.insert(calls, median(b));
     }
     let per_call = |n: usize| (wall[&n] - wall[&0]) / n as f64 * 1000.0;
     let (at100, at400) = (per_call(100), per_call(400));
