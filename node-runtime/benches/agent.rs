@@ -123,7 +123,7 @@ async fn run(
         .await
         .expect("drive");
     let wall = start.elapsed();
-    assert!(matches!(step, Step::Finished(_)));
+    assert!(matches!(step, Step::Finished));
     let bundle = ReplayBundle::from_run(&agent, model.tool_schemas(&agent.tool_definitions))
         .expect("bundle");
     (wall, bundle)

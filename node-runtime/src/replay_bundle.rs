@@ -106,6 +106,152 @@ pub(crate) fn integrity_of(mut value: Value) -> String {
         .to_string()
 }
 
+/// Canonical JSON written into a BLAKE3 hasher piece by piece.
+struct CanonicalHasher {
+    hasher: blake3::Hasher,
+    /// Whether the open object has had a key yet.
+    first: bool,
+}
+
+impl CanonicalHasher {
+    fn raw(&mut self, text: &str) {
+        self.hasher.update(text.as_bytes());
+    }
+
+    fn value<T: Serialize>(&mut self, value: &T) -> Result<(), serde_json::Error> {
+        let text = canonical_json(&serde_json::to_value(value)?);
+        self.raw(&text);
+        Ok(())
+    }
+
+    /// `"key":` of the open object; keys must come in RFC 8785 order.
+    fn key(&mut self, key: &str) {
+        let open = std::mem::take(&mut self.first);
+        self.raw(if open { "{\"" } else { ",\"" });
+        self.raw(key);
+        self.raw("\":");
+    }
+
+    /// A list one element at a time: the canonical text of a list is its
+    /// elements' canonical texts, comma-separated, in brackets.
+    fn list<T: Serialize>(&mut self, key: &str, items: &[T]) -> Result<(), serde_json::Error> {
+        self.key(key);
+        self.raw("[");
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.raw(",");
+            }
+            self.value(item)?;
+        }
+        self.raw("]");
+        Ok(())
+    }
+
+    fn field<T: Serialize>(&mut self, key: &str, value: &T) -> Result<(), serde_json::Error> {
+        self.key(key);
+        self.value(value)
+    }
+
+    /// A map one entry at a time when its keys are ASCII (then `BTreeMap`
+    /// order is RFC 8785 order), else whole.
+    fn map<T: Serialize>(
+        &mut self,
+        key: &str,
+        map: &std::collections::BTreeMap<String, T>,
+    ) -> Result<(), serde_json::Error> {
+        if !map.keys().all(|k| k.is_ascii()) {
+            return self.field(key, map);
+        }
+        self.key(key);
+        self.raw("{");
+        for (i, (k, v)) in map.iter().enumerate() {
+            if i > 0 {
+                self.raw(",");
+            }
+            self.raw(&serde_json::to_string(k)?);
+            self.raw(":");
+            self.value(v)?;
+        }
+        self.raw("}");
+        Ok(())
+    }
+
+    /// A non-empty object under `key`, its fields written by `fields`.
+    fn object(
+        &mut self,
+        key: &str,
+        fields: impl FnOnce(&mut Self) -> Result<(), serde_json::Error>,
+    ) -> Result<(), serde_json::Error> {
+        self.key(key);
+        self.first = true;
+        fields(self)?;
+        self.raw("}");
+        self.first = false;
+        Ok(())
+    }
+}
+
+/// [`integrity_of`] the bundle's `Value`, hashed as it is written: one
+/// element of its lists at a time, so the end of a long run never holds
+/// the whole bundle again as a `Value` and as one text (issue #30: that
+/// was the largest allocation of a run's end). The same bytes; a test
+/// checks it.
+pub(crate) fn integrity_of_bundle(bundle: &ReplayBundle) -> Result<String, serde_json::Error> {
+    // Every field by name, so a new field does not compile until it is
+    // hashed here too.
+    let ReplayBundle {
+        format_version,
+        run_id,
+        config,
+        tool_definitions,
+        tool_schemas,
+        exchanges,
+        envelopes,
+        approvals,
+        call_map,
+        outputs,
+        started_at,
+        finished_at,
+        integrity: _,
+    } = bundle;
+    let mut out = CanonicalHasher {
+        hasher: blake3::Hasher::new(),
+        first: true,
+    };
+    // RFC 8785 order: these keys are ASCII, so byte order.
+    out.list("approvals", approvals)?;
+    out.list("call_map", call_map)?;
+    out.field("config", config)?;
+    out.list("envelopes", envelopes)?;
+    out.list("exchanges", exchanges)?;
+    out.field("finished_at", finished_at)?;
+    out.field("format_version", format_version)?;
+    let AgentOutputs {
+        response,
+        tools_by_id,
+        tool_order,
+        last_tool,
+        traces_url,
+        limit_reached,
+        usage,
+    } = outputs;
+    out.object("outputs", |out| {
+        out.field("last_tool", last_tool)?;
+        out.field("limit_reached", limit_reached)?;
+        out.field("response", response)?;
+        out.field("tool_order", tool_order)?;
+        out.map("tools_by_id", tools_by_id)?;
+        out.field("traces_url", traces_url)?;
+        out.field("usage", usage)
+    })?;
+    out.field("run_id", run_id)?;
+    out.field("started_at", started_at)?;
+    out.list("tool_definitions", tool_definitions)?;
+    out.list("tool_schemas", tool_schemas)?;
+    out.raw("}");
+    Ok(out.hasher.finalize().to_hex().to_string())
+}
+
 impl ReplayBundle {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a bundle is plain data and always serializes")

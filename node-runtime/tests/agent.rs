@@ -101,7 +101,7 @@ impl Harness {
             .await
             .expect("drive")
         {
-            Step::Finished(o) => o,
+            Step::Finished => run.outputs.clone(),
             Step::Suspended(a) => panic!("unexpected approvals: {a:?}"),
         }
     }
@@ -327,7 +327,7 @@ async fn suspend(h: &Harness, run: &mut AgentRun) -> Vec<node_runtime::agent::Ap
         .expect("drive")
     {
         Step::Suspended(a) => a,
-        Step::Finished(o) => panic!("expected a suspension, finished with {o:?}"),
+        Step::Finished => panic!("expected a suspension, finished with {:?}", run.outputs),
     }
 }
 
@@ -558,6 +558,29 @@ async fn replay_reproduces_outputs_byte_for_byte_without_running_tools() {
     let b =
         node_runtime::call_id::canonical_json(&serde_json::to_value(&run.outputs).expect("ser"));
     assert_eq!(a, b);
+}
+
+/// A bundle's integrity is hashed as it is written, piece by piece (issue
+/// #30); it is the same hash as that of the whole bundle's canonical JSON,
+/// which loading checks, also for what takes RFC 8785's general path:
+/// fractional and huge numbers, non-ASCII keys (also in `tools_by_id`).
+#[tokio::test]
+async fn a_bundle_hashed_piece_by_piece_loads() {
+    let h = harness();
+    let (mut run, _) = finished_run(&h).await;
+    let odd = json!({"é": 1.5, "big": 9_007_199_254_740_993_u64, "two": 2.0, "z": -0.0, "a": [0.1, 1e21]});
+    run.envelopes[0].output = odd.clone();
+    run.exchanges[0].response.text = "ünïcode".into();
+    let mut envelope = run.envelopes[0].clone();
+    envelope.input = odd;
+    run.outputs.tools_by_id.insert("ключ".into(), envelope);
+    let bundle = ReplayBundle::from_run(&run, vec![json!({"x": 0.5})]).expect("bundle");
+    let loaded = ReplayBundle::from_json(&bundle.to_json()).expect("its integrity holds");
+    assert_eq!(loaded, bundle);
+    // And with only ASCII keys in `tools_by_id` (written entry by entry).
+    run.outputs.tools_by_id.remove("ключ");
+    let bundle = ReplayBundle::from_run(&run, Vec::new()).expect("bundle");
+    ReplayBundle::from_json(&bundle.to_json()).expect("its integrity holds");
 }
 
 /// An Agent with no tools replays: its model call was recorded as offered

@@ -367,13 +367,14 @@ async fn the_loop_runs_over_the_openai_adapter() {
         traces_url: None,
     };
     let mut run = runtime.start("r", "ws", config).expect("start");
-    let Step::Finished(out) = runtime
+    let Step::Finished = runtime
         .drive(&mut run, model.as_ref(), &tools, &NullSink)
         .await
         .expect("drive")
     else {
         panic!("finished")
     };
+    let out = &run.outputs;
     assert_eq!(out.response, "2 and 4");
     let outputs: Vec<Value> = out
         .tool_order

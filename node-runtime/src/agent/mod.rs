@@ -240,7 +240,7 @@ impl AgentRuntime {
         let mut iteration_span = tracing::Span::current();
         loop {
             if let RunStatus::Finished = run.status {
-                return Ok(Step::Finished(run.outputs.clone()));
+                return Ok(Step::Finished);
             }
             if !run.pending.is_empty() {
                 let waiting: Vec<ApprovalRequest> = run
@@ -597,6 +597,6 @@ impl AgentRuntime {
         sink.emit(AgentEvent::Finished {
             outputs: run.outputs.clone(),
         });
-        Step::Finished(run.outputs.clone())
+        Step::Finished
     }
 }

@@ -19,36 +19,41 @@ use super::{AgentError, AgentRun, BatchItem, EventSink, RecordedExchange, Step, 
 use crate::call_id::canonical_json;
 use crate::envelope::{AgentOutputs, ToolEnvelope};
 use crate::model::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, ToolDefinition};
-use crate::replay_bundle::integrity_of;
+use crate::replay_bundle::integrity_of_bundle;
 
 pub use crate::replay_bundle::{BundleError, ReplayBundle, FORMAT_VERSION};
 
 impl ReplayBundle {
     /// The bundle of a finished run; `tool_schemas` is what the adapter sent.
     pub fn from_run(run: &AgentRun, tool_schemas: Vec<Value>) -> Result<Self, BundleError> {
+        Self::of_finished(run.clone(), tool_schemas)
+    }
+
+    /// [`Self::from_run`] that takes the run, so its records move into the
+    /// bundle instead of being copied (the end of a node's run).
+    pub fn of_finished(run: AgentRun, tool_schemas: Vec<Value>) -> Result<Self, BundleError> {
         if !matches!(run.status, super::RunStatus::Finished) {
             return Err(BundleError::NotFinished);
         }
         let mut bundle = Self {
             format_version: FORMAT_VERSION,
-            run_id: run.run_id.clone(),
-            config: run.config.clone(),
-            tool_definitions: run.tool_definitions.clone(),
+            run_id: run.run_id,
+            config: run.config,
+            tool_definitions: run.tool_definitions,
             tool_schemas,
-            exchanges: run.exchanges.clone(),
-            envelopes: run.envelopes.clone(),
-            approvals: run.approvals.clone(),
-            call_map: run.call_map.clone(),
-            outputs: run.outputs.clone(),
-            started_at: run.started_at.clone(),
-            finished_at: run.finished_at.clone(),
+            exchanges: run.exchanges,
+            envelopes: run.envelopes,
+            approvals: run.approvals,
+            call_map: run.call_map,
+            outputs: run.outputs,
+            started_at: run.started_at,
+            finished_at: run.finished_at,
             integrity: String::new(),
         };
-        let value = serde_json::to_value(&bundle).map_err(|e| BundleError::Shape {
+        bundle.integrity = integrity_of_bundle(&bundle).map_err(|e| BundleError::Shape {
             path: String::new(),
             message: e.to_string(),
         })?;
-        bundle.integrity = integrity_of(value);
         Ok(bundle)
     }
 }
@@ -251,7 +256,7 @@ pub async fn replay(
     let mut decisions = bundle.approvals.iter();
     loop {
         match runtime.drive(&mut run, &model, &tools, sink).await? {
-            Step::Finished(outputs) => return Ok(outputs),
+            Step::Finished => return Ok(run.outputs),
             Step::Suspended(requests) => {
                 for request in requests {
                     let record = decisions

@@ -76,11 +76,11 @@ pub struct AgentRun {
 }
 
 /// What `drive` came back with.
-// One value per `drive` call, moved once: boxing the outputs buys nothing.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
-    Finished(AgentOutputs),
+    /// The run has its outputs (`AgentRun::outputs`). They are not handed
+    /// out here: a copy of them holds every call of the run (issue #30).
+    Finished,
     /// Waiting for these approvals; persist the run and come back with decisions.
     Suspended(Vec<ApprovalRequest>),
 }

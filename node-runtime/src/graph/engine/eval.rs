@@ -148,10 +148,15 @@ pub(super) fn agent_handles(
     outputs: &AgentOutputs,
     stale: &dyn Fn(&str) -> Option<Value>,
 ) -> Result<AgentHandles, String> {
-    let as_value = serde_json::to_value(outputs).map_err(|e| e.to_string())?;
+    // The handles are taken out of the outputs' one `Value`, not copied
+    // from it (its `tools_by_id` holds every call of the run).
+    let mut as_value = match serde_json::to_value(outputs).map_err(|e| e.to_string())? {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
     let mut handles: BTreeMap<String, Value> = AGENT_OUTPUTS
         .iter()
-        .map(|k| (k.to_string(), as_value[*k].clone()))
+        .map(|k| (k.to_string(), as_value.remove(*k).unwrap_or(Value::Null)))
         .collect();
     let mut fallbacks = BTreeMap::new();
     let mut resolved = Vec::new();

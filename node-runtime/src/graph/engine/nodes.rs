@@ -319,7 +319,7 @@ impl Runner<'_> {
                     .await
                     .map_err(|e| e.to_string())?
                 {
-                    Step::Finished(outputs) => break Ok::<_, String>(outputs),
+                    Step::Finished => break Ok::<_, String>(()),
                     Step::Suspended(requests) => {
                         if let Some(checkpoints) = &self.services.checkpoints {
                             checkpoints.agent_suspended(&node.id, &run).await;
@@ -337,8 +337,8 @@ impl Runner<'_> {
         };
         // `tools` holds the sender until the loop is done, so `forward`
         // cannot end first.
-        let outputs = tokio::select! {
-            outputs = drive => outputs?,
+        tokio::select! {
+            done = drive => done?,
             () = forward => return Err("the progress channel closed early".into()),
         };
         let history = &self.services.pin_history;
@@ -347,13 +347,14 @@ impl Runner<'_> {
             handles,
             fallbacks: pin_fallbacks,
             resolved,
-        } = agent_handles(config, &outputs, &|pin| {
+        } = agent_handles(config, &run.outputs, &|pin| {
             history.last_resolved(wf, &node.id, pin)
         })?;
         for (pin, value) in resolved {
             history.record(wf, &node.id, &pin, &value);
         }
-        let bundle = ReplayBundle::from_run(&run, model.tool_schemas(&run.tool_definitions)).ok();
+        let tool_schemas = model.tool_schemas(&run.tool_definitions);
+        let bundle = ReplayBundle::of_finished(run, tool_schemas).ok();
         Ok(NodeResult {
             outputs: handles,
             bundle,
