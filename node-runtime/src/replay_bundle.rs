@@ -12,6 +12,8 @@
 //! `integrity` hash over all of it. Its JSON is hashed: field order and
 //! names are part of the format.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -106,6 +108,11 @@ pub(crate) fn integrity_of(mut value: Value) -> String {
         .to_string()
 }
 
+/// A value's canonical JSON text.
+fn canonical_text<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
+    Ok(canonical_json(&serde_json::to_value(value)?))
+}
+
 /// Canonical JSON written into a BLAKE3 hasher piece by piece.
 struct CanonicalHasher {
     hasher: blake3::Hasher,
@@ -119,8 +126,7 @@ impl CanonicalHasher {
     }
 
     fn value<T: Serialize>(&mut self, value: &T) -> Result<(), serde_json::Error> {
-        let text = canonical_json(&serde_json::to_value(value)?);
-        self.raw(&text);
+        self.raw(&canonical_text(value)?);
         Ok(())
     }
 
@@ -153,11 +159,12 @@ impl CanonicalHasher {
     }
 
     /// A map one entry at a time when its keys are ASCII (then `BTreeMap`
-    /// order is RFC 8785 order), else whole.
+    /// order is RFC 8785 order), each value written by `write`; else whole.
     fn map<T: Serialize>(
         &mut self,
         key: &str,
         map: &std::collections::BTreeMap<String, T>,
+        mut write: impl FnMut(&mut Self, &T) -> Result<(), serde_json::Error>,
     ) -> Result<(), serde_json::Error> {
         if !map.keys().all(|k| k.is_ascii()) {
             return self.field(key, map);
@@ -170,7 +177,7 @@ impl CanonicalHasher {
             }
             self.raw(&serde_json::to_string(k)?);
             self.raw(":");
-            self.value(v)?;
+            write(self, v)?;
         }
         self.raw("}");
         Ok(())
@@ -222,7 +229,28 @@ pub(crate) fn integrity_of_bundle(bundle: &ReplayBundle) -> Result<String, serde
     out.list("approvals", approvals)?;
     out.list("call_map", call_map)?;
     out.field("config", config)?;
-    out.list("envelopes", envelopes)?;
+    // The envelopes' texts, written again where the outputs repeat an
+    // envelope (`tools_by_id`, `last_tool`) instead of being made again.
+    let mut texts: HashMap<&str, (&ToolEnvelope, String)> = HashMap::new();
+    out.key("envelopes");
+    out.raw("[");
+    for (i, envelope) in envelopes.iter().enumerate() {
+        if i > 0 {
+            out.raw(",");
+        }
+        let text = canonical_text(envelope)?;
+        out.raw(&text);
+        texts.insert(&envelope.call_id, (envelope, text));
+    }
+    out.raw("]");
+    let envelope = |out: &mut CanonicalHasher, e: &ToolEnvelope| match texts.get(e.call_id.as_str())
+    {
+        Some((same, text)) if *same == e => {
+            out.raw(text);
+            Ok(())
+        }
+        _ => out.value(e),
+    };
     out.list("exchanges", exchanges)?;
     out.field("finished_at", finished_at)?;
     out.field("format_version", format_version)?;
@@ -236,11 +264,15 @@ pub(crate) fn integrity_of_bundle(bundle: &ReplayBundle) -> Result<String, serde
         usage,
     } = outputs;
     out.object("outputs", |out| {
-        out.field("last_tool", last_tool)?;
+        out.key("last_tool");
+        match last_tool {
+            Some(e) => envelope(out, e)?,
+            None => out.raw("null"),
+        }
         out.field("limit_reached", limit_reached)?;
         out.field("response", response)?;
         out.field("tool_order", tool_order)?;
-        out.map("tools_by_id", tools_by_id)?;
+        out.map("tools_by_id", tools_by_id, envelope)?;
         out.field("traces_url", traces_url)?;
         out.field("usage", usage)
     })?;
