@@ -199,10 +199,11 @@ impl CanonicalHasher {
 }
 
 /// [`integrity_of`] the bundle's `Value`, hashed as it is written: one
-/// element of its lists at a time, so the end of a long run never holds
-/// the whole bundle again as a `Value` and as one text (issue #30: that
-/// was the largest allocation of a run's end). The same bytes; a test
-/// checks it.
+/// element of its lists at a time, so the end of a long run no longer
+/// holds the whole bundle again as a `Value` and as one text (issue #30:
+/// that was the largest allocation of a run's end); it keeps only the
+/// envelopes' canonical texts, to write them again where the outputs
+/// repeat them. The same bytes; a test checks it.
 pub(crate) fn integrity_of_bundle(bundle: &ReplayBundle) -> Result<String, serde_json::Error> {
     // Every field by name, so a new field does not compile until it is
     // hashed here too.

@@ -126,7 +126,7 @@ pub fn run_jq(
 ) -> Result<Vec<Value>, ToolError> {
     let filter = compiled(program)?;
     // Straight from the `Value`, not written to text and parsed again
-    // (issue #30: a 1 KB input cost about 35 K instructions that way).
+    // (issue #30: about 30 K instructions a call for a 1 KB input).
     let input = Val::deserialize(data)
         .map_err(|e| ToolError::validation(format!("data is not JSON: {e}")))?;
     let ctx = Ctx::<data::JustLut<Val>>::new(&filter.lut, Vars::new([]));
