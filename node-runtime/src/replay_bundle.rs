@@ -232,7 +232,7 @@ pub(crate) fn integrity_of_bundle(bundle: &ReplayBundle) -> Result<String, serde
     out.field("config", config)?;
     // The envelopes' texts, written again where the outputs repeat an
     // envelope (`tools_by_id`, `last_tool`) instead of being made again.
-    let mut texts: HashMap<&str, (&ToolEnvelope, String)> = HashMap::new();
+    let mut texts: HashMap<&str, (&ToolEnvelope, String)> = HashMap::with_capacity(envelopes.len());
     out.key("envelopes");
     out.raw("[");
     for (i, envelope) in envelopes.iter().enumerate() {
