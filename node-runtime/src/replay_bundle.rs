@@ -141,13 +141,23 @@ impl CanonicalHasher {
     /// A list one element at a time: the canonical text of a list is its
     /// elements' canonical texts, comma-separated, in brackets.
     fn list<T: Serialize>(&mut self, key: &str, items: &[T]) -> Result<(), serde_json::Error> {
+        self.list_with(key, items, |out, item| out.value(item))
+    }
+
+    /// [`Self::list`] with each element written by `write`.
+    fn list_with<'a, T>(
+        &mut self,
+        key: &str,
+        items: &'a [T],
+        mut write: impl FnMut(&mut Self, &'a T) -> Result<(), serde_json::Error>,
+    ) -> Result<(), serde_json::Error> {
         self.key(key);
         self.raw("[");
         for (i, item) in items.iter().enumerate() {
             if i > 0 {
                 self.raw(",");
             }
-            self.value(item)?;
+            write(self, item)?;
         }
         self.raw("]");
         Ok(())
@@ -233,17 +243,12 @@ pub(crate) fn integrity_of_bundle(bundle: &ReplayBundle) -> Result<String, serde
     // The envelopes' texts, written again where the outputs repeat an
     // envelope (`tools_by_id`, `last_tool`) instead of being made again.
     let mut texts: HashMap<&str, (&ToolEnvelope, String)> = HashMap::with_capacity(envelopes.len());
-    out.key("envelopes");
-    out.raw("[");
-    for (i, envelope) in envelopes.iter().enumerate() {
-        if i > 0 {
-            out.raw(",");
-        }
+    out.list_with("envelopes", envelopes, |out, envelope| {
         let text = canonical_text(envelope)?;
         out.raw(&text);
         texts.insert(&envelope.call_id, (envelope, text));
-    }
-    out.raw("]");
+        Ok(())
+    })?;
     let envelope = |out: &mut CanonicalHasher, e: &ToolEnvelope| match texts.get(e.call_id.as_str())
     {
         Some((same, text)) if *same == e => {
