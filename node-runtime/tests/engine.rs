@@ -692,6 +692,49 @@ async fn invalid_workflows_are_refused_with_diagnostics() {
     }
 }
 
+#[tokio::test]
+async fn a_tool_the_registry_does_not_have_is_refused_at_run_start() {
+    let (s, _b) = services(Arc::default());
+    // The engine validates against the registry itself: a known tool in an
+    // unknown version is refused before anything runs, as is an unknown one.
+    for reference in ["calculator@9.9.9", "no_such_tool@1.0.0"] {
+        let w = wf(
+            vec![node(
+                "t",
+                0.0,
+                tool(reference, json!({"expression": "1+1"}), &[]),
+            )],
+            vec![],
+        );
+        let sink = VecWorkflowSink::default();
+        let err = run_workflow(&s, &w, "r", Map::new(), &sink, CancellationToken::new())
+            .await
+            .expect_err("refused");
+        match err {
+            EngineError::Invalid(d) => assert!(
+                d.iter().any(|d| d.code == "UNKNOWN_TOOL" && d.node == "t"),
+                "{reference}: {d:?}"
+            ),
+            other => panic!("{reference}: {other:?}"),
+        }
+        assert!(
+            sink.0.lock().expect("lock").is_empty(),
+            "{reference}: nothing ran"
+        );
+    }
+    // The registered version runs.
+    let w = wf(
+        vec![node(
+            "t",
+            0.0,
+            tool("calculator@1.0.0", json!({"expression": "1+1"}), &[]),
+        )],
+        vec![],
+    );
+    let (r, _) = run(&s, &w, json!({})).await;
+    assert_eq!(r.outcome, RunOutcome::Succeeded);
+}
+
 /// A loopback OpenAI-compatible server that answers every request with
 /// one text answer and keeps each request's head.
 async fn openai_mock() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {

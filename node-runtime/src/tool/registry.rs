@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::{erase, DynTool, Tool};
 use crate::call_id::canonical_json;
+use crate::graph::validate::ToolCatalog;
 use crate::tool_spec::{Lifecycle, SideEffects, ToolCategory, ToolSpec};
 
 /// A registered tool version: its declaration, compiled schemas and code.
@@ -109,6 +110,16 @@ pub struct ListFilter {
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<RegisteredTool>>,
     schemas: Arc<SchemaCache>,
+}
+
+/// Validation reads the registered specs where they are (issue #30: the
+/// engine used to copy every spec, schemas included, at each run's start).
+impl ToolCatalog for ToolRegistry {
+    fn spec(&self, name: &str, version: &str) -> Option<&ToolSpec> {
+        self.tools
+            .get(&format!("{name}@{version}"))
+            .map(|t| &t.spec)
+    }
 }
 
 impl ToolRegistry {
@@ -294,6 +305,33 @@ mod tests {
         assert_eq!(r.latest_active("t").expect("latest").spec.version, "1.10.0");
         // Identical schemas compile once.
         assert_eq!(r.schema_cache().len(), 2);
+    }
+
+    #[test]
+    fn validation_reads_the_registered_specs() {
+        let r = registry();
+        let catalog: &dyn ToolCatalog = &r;
+        // Every version, blocked ones included, as `all` lists them.
+        for (version, lifecycle) in [
+            ("1.0.0", Lifecycle::Deprecated),
+            ("2.0.0", Lifecycle::Blocked),
+        ] {
+            let spec = catalog.spec("t", version).expect("registered");
+            assert_eq!(
+                (spec.version.as_str(), spec.metadata.lifecycle),
+                (version, lifecycle)
+            );
+        }
+        assert!(catalog.spec("t", "9.9.9").is_none());
+        assert!(catalog.spec("u", "1.0.0").is_none());
+        // The same answers as the list of copies it replaced.
+        let copies: Vec<ToolSpec> = r.all().map(|t| t.spec.clone()).collect();
+        for version in ["1.0.0", "1.2.0", "1.10.0", "2.0.0", "3.0.0"] {
+            assert_eq!(
+                catalog.spec("t", version).map(ToolSpec::key),
+                copies.spec("t", version).map(ToolSpec::key)
+            );
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use node_runtime::graph::validate::validate;
 use node_runtime::graph::{Workflow, WorkflowError};
-use node_runtime::tool_spec::ToolSpec;
+use node_runtime::tool::ToolRegistry;
 use node_runtime::wire::{
     Diagnostics, Revision, RevisionList, TemplateVariablesAnswer, TemplateVariablesOf,
     TemplateVariablesRequest, WorkflowList, WorkflowSaved, WorkflowView, MAX_TEMPLATES_PER_REQUEST,
@@ -76,9 +76,9 @@ pub fn check_description(description: &str) -> Result<(), ApiError> {
 pub(super) async fn catalog(
     state: &AppState,
     workspace_id: &str,
-) -> Result<Vec<ToolSpec>, ApiError> {
+) -> Result<ToolRegistry, ApiError> {
     let (registry, _) = state.runs().workspace_tools(workspace_id).await?;
-    Ok(registry.all().map(|t| t.spec.clone()).collect())
+    Ok(registry)
 }
 
 #[utoipa::path(post, path = "/workflows", extensions(("x-required-role" = json!("editor"))), tag = "workflows", responses((status = 201, body = WorkflowSaved, description = "created, with its diagnostics"), (status = 422, description = "invalid document, path named")))]

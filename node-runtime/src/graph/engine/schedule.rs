@@ -19,7 +19,6 @@ use crate::executor::now_rfc3339;
 use crate::graph::record::{NodeRecord, NodeStatus, RunOutcome, WorkflowEvent, WorkflowRun};
 use crate::graph::validate::{runnable, topological_order, validate, Diagnostic, Severity};
 use crate::graph::{Edge, Node, NodeKind, Workflow};
-use crate::tool_spec::ToolSpec;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EngineError {
@@ -164,8 +163,7 @@ pub async fn resume_workflow(
     cancel: CancellationToken,
     resume: ResumeState,
 ) -> Result<WorkflowRun, EngineError> {
-    let catalog: Vec<ToolSpec> = services.registry.all().map(|t| t.spec.clone()).collect();
-    let diagnostics = validate(workflow, &catalog);
+    let diagnostics = validate(workflow, services.registry.as_ref());
     if !runnable(&diagnostics) {
         return Err(EngineError::Invalid(diagnostics));
     }
