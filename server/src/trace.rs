@@ -252,10 +252,46 @@ where
     }
 }
 
-/// A random, non-zero 64-bit span id as 16 hex digits.
+/// Microseconds from the Unix epoch to 2020-01-01T00:00:00Z: span ids
+/// count from there, so 51 bits of them last until 2091.
+const SPAN_EPOCH_US: u64 = 1_577_836_800_000_000;
+
+/// The low bits of a span id that tell this process's ids from another's.
+const SPAN_TAG_BITS: u32 = 13;
+
+/// A non-zero 64-bit span id as 16 hex digits that grows as spans start:
+/// the microseconds since [`SPAN_EPOCH_US`] (one more than the last id's
+/// when two spans start in the same microsecond, so this process never
+/// gives one twice) over a tag drawn at random once per process.
+///
+/// Growing ids are appended to the end of a run's key range in `run_spans`
+/// (keyed by run and span id) instead of landing on a random page of it:
+/// with random ids each sequential tool call's spans rewrote about 3.6
+/// pages of the table (issue #30). Only one instance holds a run at a time,
+/// so a resumed run's new spans start later than its old ones.
 fn new_span_id() -> String {
-    let (hi, lo) = uuid::Uuid::new_v4().as_u64_pair();
-    format!("{:016x}", (hi ^ lo) | 1)
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    static TAG: LazyLock<u64> =
+        LazyLock::new(|| uuid::Uuid::new_v4().as_u64_pair().0 & ((1 << SPAN_TAG_BITS) - 1));
+    let now = u64::try_from(chrono::Utc::now().timestamp_micros())
+        .unwrap_or(0)
+        .saturating_sub(SPAN_EPOCH_US);
+    let ticks = next_tick(&LAST, now);
+    format!("{:016x}", (ticks << SPAN_TAG_BITS) | *TAG)
+}
+
+/// `now`, or one more than the last tick when that is not past it; at
+/// least 1, so an id is never zero.
+fn next_tick(last: &std::sync::atomic::AtomicU64, now: u64) -> u64 {
+    use std::sync::atomic::Ordering;
+    let mut prev = last.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(prev + 1);
+        match last.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(seen) => prev = seen,
+        }
+    }
 }
 
 /// A span's fields as JSON values.
@@ -364,6 +400,44 @@ pub fn ensure_installed() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn span_ids_grow_never_repeat_and_are_never_zero() {
+        let ids: Vec<String> = (0..10_000).map(|_| new_span_id()).collect();
+        for id in &ids {
+            assert_eq!(id.len(), 16, "{id}");
+            let n = u64::from_str_radix(id, 16).expect("hex");
+            assert_ne!(n, 0);
+        }
+        // Strictly increasing as text too (fixed width), so each is new and
+        // goes after the last in the table's key order.
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids grow");
+        // Two spans in the same microsecond, or a clock that stepped back,
+        // still get a new, later tick; the first tick is never 0.
+        let last = std::sync::atomic::AtomicU64::new(0);
+        assert_eq!(next_tick(&last, 0), 1);
+        assert_eq!(next_tick(&last, 100), 100);
+        assert_eq!(next_tick(&last, 100), 101);
+        assert_eq!(next_tick(&last, 50), 102);
+        assert_eq!(next_tick(&last, 500), 500);
+        // Concurrent callers never share a tick.
+        let last = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let last = last.clone();
+                std::thread::spawn(move || {
+                    (0..1_000).map(|_| next_tick(&last, 7)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut all: Vec<u64> = threads
+            .into_iter()
+            .flat_map(|t| t.join().expect("thread"))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 4_000);
+    }
 
     #[test]
     fn trace_ids_are_the_run_uuid_or_a_hash() {
