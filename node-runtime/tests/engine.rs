@@ -20,7 +20,6 @@ use node_runtime::graph::*;
 use node_runtime::policy::Policy;
 use node_runtime::secrets::{MemorySecrets, SecretOwner};
 use node_runtime::tool::{ToolEnv, ToolRegistry};
-use node_runtime::tool_spec::ToolSpec;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -398,10 +397,6 @@ fn pinned_workflow(calc_enabled: bool, on_missing: OnMissing) -> Workflow {
     )
 }
 
-fn catalog(s: &EngineServices) -> Vec<ToolSpec> {
-    s.registry.all().map(|t| t.spec.clone()).collect()
-}
-
 #[tokio::test]
 async fn a_pin_wires_one_tool_result_downstream() {
     let (s, _b) = services(Arc::default());
@@ -425,7 +420,7 @@ async fn a_pin_wires_one_tool_result_downstream() {
 async fn disabling_the_pinned_tool_outputs_null_and_downstream_still_runs() {
     let (s, _b) = services(Arc::default());
     let w = pinned_workflow(false, OnMissing::Null);
-    let diags = validate(&w, &catalog(&s));
+    let diags = validate(&w, s.registry.as_ref());
     assert!(
         runnable(&diags) && diags.iter().any(|d| d.code == "PIN_TOOL_DISABLED"),
         "{diags:?}"

@@ -23,6 +23,7 @@
 //! names and error codes, never tool inputs, outputs or secrets.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::Instant;
 
@@ -93,7 +94,7 @@ pub fn run_span(run_id: &str, writer: &GroupWriter) -> (tracing::Span, RouteGuar
     );
     let trace = trace_id(run_id);
     let span = tracing::info_span!("run", run_id = %run_id, trace_id = %trace);
-    if OTLP.load(std::sync::atomic::Ordering::Relaxed) {
+    if OTLP.load(Ordering::Relaxed) {
         use opentelemetry::trace::{
             SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
         };
@@ -201,11 +202,12 @@ where
             };
             (scope, Some(parent))
         };
+        let started_at = chrono::Utc::now();
         span.extensions_mut().insert(Timing {
             scope,
-            span_id: new_span_id(),
+            span_id: new_span_id(started_at),
             parent_id,
-            started_at: chrono::Utc::now(),
+            started_at,
             start: Instant::now(),
             fields: fields.0,
         });
@@ -260,20 +262,21 @@ const SPAN_EPOCH_US: u64 = 1_577_836_800_000_000;
 const SPAN_TAG_BITS: u32 = 13;
 
 /// A non-zero 64-bit span id as 16 hex digits that grows as spans start:
-/// the microseconds since [`SPAN_EPOCH_US`] (one more than the last id's
-/// when two spans start in the same microsecond, so this process never
-/// gives one twice) over a tag drawn at random once per process.
+/// the microseconds from [`SPAN_EPOCH_US`] to `started_at` (one more than
+/// the last id's when two spans start in the same microsecond, so this
+/// process never gives one twice) over a tag drawn at random once per
+/// process.
 ///
 /// Growing ids are appended to the end of a run's key range in `run_spans`
 /// (keyed by run and span id) instead of landing on a random page of it:
 /// with random ids each sequential tool call's spans rewrote about 3.6
 /// pages of the table (issue #30). Only one instance holds a run at a time,
 /// so a resumed run's new spans start later than its old ones.
-fn new_span_id() -> String {
-    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+fn new_span_id(started_at: chrono::DateTime<chrono::Utc>) -> String {
+    static LAST: AtomicU64 = AtomicU64::new(0);
     static TAG: LazyLock<u64> =
         LazyLock::new(|| uuid::Uuid::new_v4().as_u64_pair().0 & ((1 << SPAN_TAG_BITS) - 1));
-    let now = u64::try_from(chrono::Utc::now().timestamp_micros())
+    let now = u64::try_from(started_at.timestamp_micros())
         .unwrap_or(0)
         .saturating_sub(SPAN_EPOCH_US);
     let ticks = next_tick(&LAST, now);
@@ -282,15 +285,13 @@ fn new_span_id() -> String {
 
 /// `now`, or one more than the last tick when that is not past it; at
 /// least 1, so an id is never zero.
-fn next_tick(last: &std::sync::atomic::AtomicU64, now: u64) -> u64 {
-    use std::sync::atomic::Ordering;
-    let mut prev = last.load(Ordering::Relaxed);
-    loop {
-        let next = now.max(prev + 1);
-        match last.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return next,
-            Err(seen) => prev = seen,
-        }
+fn next_tick(last: &AtomicU64, now: u64) -> u64 {
+    let tick = |prev: u64| now.max(prev + 1);
+    // The closure always answers, so this is always `Ok`.
+    match last.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |prev| {
+        Some(tick(prev))
+    }) {
+        Ok(prev) | Err(prev) => tick(prev),
     }
 }
 
@@ -357,7 +358,7 @@ where
         )
         .build();
     let tracer = provider.tracer("glassbox");
-    OTLP.store(true, std::sync::atomic::Ordering::Relaxed);
+    OTLP.store(true, Ordering::Relaxed);
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_filter(tracing_subscriber::filter::filter_fn(|m| ours(m.target())));
@@ -403,7 +404,9 @@ mod tests {
 
     #[test]
     fn span_ids_grow_never_repeat_and_are_never_zero() {
-        let ids: Vec<String> = (0..10_000).map(|_| new_span_id()).collect();
+        let ids: Vec<String> = (0..10_000)
+            .map(|_| new_span_id(chrono::Utc::now()))
+            .collect();
         for id in &ids {
             assert_eq!(id.len(), 16, "{id}");
             let n = u64::from_str_radix(id, 16).expect("hex");
@@ -414,14 +417,14 @@ mod tests {
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids grow");
         // Two spans in the same microsecond, or a clock that stepped back,
         // still get a new, later tick; the first tick is never 0.
-        let last = std::sync::atomic::AtomicU64::new(0);
+        let last = AtomicU64::new(0);
         assert_eq!(next_tick(&last, 0), 1);
         assert_eq!(next_tick(&last, 100), 100);
         assert_eq!(next_tick(&last, 100), 101);
         assert_eq!(next_tick(&last, 50), 102);
         assert_eq!(next_tick(&last, 500), 500);
         // Concurrent callers never share a tick.
-        let last = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let last = Arc::new(AtomicU64::new(0));
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let last = last.clone();
