@@ -13,9 +13,11 @@ use futures::future::BoxFuture;
 use node_runtime::tool::context::{backend_error, SqlBackend, SqlDialect};
 use node_runtime::ToolError;
 use serde_json::{Map, Value};
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
 use sqlx::{Column, Row, TypeInfo, ValueRef};
+
+use crate::storage::pool_options;
 
 /// A read-only connection for `sql_query`.
 #[derive(Clone, Debug)]
@@ -28,7 +30,7 @@ impl SqlxBackend {
     /// A Postgres pool that connects on first use (nothing is reached when
     /// a run starts); the URL is checked now.
     pub fn postgres_lazy(url: &str) -> Result<Self, sqlx::Error> {
-        let pool = PgPoolOptions::new()
+        let pool = pool_options::<sqlx::Postgres>()
             .max_connections(2)
             .acquire_timeout(Duration::from_secs(5))
             .connect_lazy(url)?;
@@ -42,7 +44,7 @@ impl SqlxBackend {
             .read_only(true)
             .create_if_missing(false);
         Self::Sqlite(
-            SqlitePoolOptions::new()
+            pool_options::<sqlx::Sqlite>()
                 .max_connections(2)
                 .connect_lazy_with(options),
         )
@@ -52,13 +54,13 @@ impl SqlxBackend {
     pub async fn connect(url: &str) -> Result<Self, sqlx::Error> {
         if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)?.read_only(true);
-            let pool = SqlitePoolOptions::new()
+            let pool = pool_options::<sqlx::Sqlite>()
                 .max_connections(2)
                 .connect_with(options)
                 .await?;
             Ok(Self::Sqlite(pool))
         } else {
-            let pool = PgPoolOptions::new()
+            let pool = pool_options::<sqlx::Postgres>()
                 .max_connections(2)
                 .acquire_timeout(Duration::from_secs(5))
                 .connect(url)

@@ -43,9 +43,8 @@ mod workflows;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::any::AnyPoolOptions;
-use sqlx::postgres::PgPoolOptions;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::pool::PoolOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::AnyPool;
 
 pub use audit::{AuditEntry, AuditRow};
@@ -267,7 +266,7 @@ impl Store {
                 .synchronous(SqliteSynchronous::Full)
                 .foreign_keys(true)
                 .busy_timeout(Duration::from_secs(5));
-            let pool = SqlitePoolOptions::new()
+            let pool = pool_options::<sqlx::Sqlite>()
                 .max_connections(1)
                 .connect_with(options)
                 .await
@@ -279,7 +278,7 @@ impl Store {
             pool.close().await;
             Backend::Sqlite
         } else {
-            let pool = PgPoolOptions::new()
+            let pool = pool_options::<sqlx::Postgres>()
                 .max_connections(2)
                 .acquire_timeout(Duration::from_secs(10))
                 .connect(url)
@@ -299,7 +298,7 @@ impl Store {
         // are written on a connection of their own with synchronous=FULL.
         let is_sqlite = backend == Backend::Sqlite;
         let options = |max: u32| {
-            AnyPoolOptions::new()
+            pool_options::<sqlx::Any>()
                 .max_connections(max)
                 // A SQLite file connection does not go stale, and a ping
                 // before every use is one more wait on its worker thread.
@@ -412,6 +411,20 @@ impl Store {
     }
 }
 
+/// sqlx pool options without sqlx's background reaper (no idle timeout, no
+/// maximum lifetime), for every pool this server opens. sqlx 0.8.6 (and
+/// 0.9.0) can wrap its count of idle connections below zero when a
+/// connection is returned while another is taken (launchbadge/sqlx#3645);
+/// the reaper then loops about 2^64 times inside one poll: a core at 100%
+/// and a process that never exits (seen here: a `glassbox run` of 64
+/// parallel calls, once in about 20). Without the two settings sqlx starts
+/// no reaper. Nothing needs it: a SQLite connection never goes stale, and a
+/// Postgres one is pinged before use (`test_before_acquire`) and replaced
+/// when it has died.
+pub fn pool_options<DB: sqlx::Database>() -> PoolOptions<DB> {
+    PoolOptions::new().idle_timeout(None).max_lifetime(None)
+}
+
 /// Moves the WAL into the database file every second with a PASSIVE
 /// checkpoint, on a reader connection: it never blocks the writer, and no
 /// commit pays for a checkpoint (SQLite's automatic one runs inside the
@@ -481,6 +494,12 @@ mod tests {
         let url = format!("sqlite://{}", dir.path().join("g.db").display());
         let db = Store::open(&url).await.expect("opens");
         assert_eq!(db.backend(), "sqlite");
+        // No sqlx reaper (see `pool_options`): it can spin forever.
+        let options = db.pool().options();
+        assert_eq!(
+            (options.get_idle_timeout(), options.get_max_lifetime()),
+            (None, None)
+        );
         assert!(db.schema_version().await.expect("query") >= 2);
         db.close().await;
         let db = Store::open(&url).await.expect("reopens");
