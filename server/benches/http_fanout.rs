@@ -14,34 +14,95 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 use common::{glassbox_run, report};
 
 use serde_json::{json, Value};
+use tokio::io::AsyncReadExt;
 
 const DELAY: Duration = Duration::from_millis(100);
 
-/// A loopback endpoint answering every request after [`DELAY`].
+/// How late the endpoint answered, at most (microseconds past [`DELAY`]).
+static LATEST_ANSWER_US: AtomicU64 = AtomicU64::new(0);
+
+const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{\"ok\":true}";
+
+/// A loopback endpoint answering every request [`DELAY`] after reading it.
+/// It shares the machine's cores with `glassbox`, so it is built to cost
+/// little and to keep time: one thread accepts and reads (a single-threaded
+/// tokio runtime, each connection a task), another answers each request
+/// when it is due (a precise sleep; tokio's timer rounds a sleep up to the
+/// next millisecond). The endpoint it replaces spawned a thread a
+/// connection (a stack mapped, protected and unmapped each time): inside
+/// the measured window at K = 64 it took as much CPU as `glassbox` did
+/// (`perf record -a`: 7.0 ms against 7.0 ms); this one takes about a
+/// fifth of `glassbox`'s. How late it answered is printed beside the
+/// figure: its one answering thread writes the responses one after another.
 fn slow_endpoint() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
     let port = listener.local_addr().expect("addr").port();
+    let (due_tx, due_rx) = mpsc::channel::<(Instant, std::net::TcpStream)>();
+    std::thread::spawn(move || answer_when_due(due_rx));
     std::thread::spawn(move || {
-        for stream in listener.incoming().map_while(Result::ok) {
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut buf = [0u8; 4096];
-                let _ = stream.read(&mut buf);
-                std::thread::sleep(DELAY);
-                let _ = stream.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{\"ok\":true}",
-                );
-            });
-        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let due_tx = due_tx.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = stream.read(&mut buf).await;
+                    let due = Instant::now() + DELAY;
+                    if let Ok(stream) = stream.into_std() {
+                        let _ = stream.set_nonblocking(false);
+                        let _ = due_tx.send((due, stream));
+                    }
+                });
+            }
+        });
     });
     port
+}
+
+/// Answers each request when it is due. Every request waits the same
+/// [`DELAY`] after it was read, so they fall due in the order they arrive.
+fn answer_when_due(requests: mpsc::Receiver<(Instant, std::net::TcpStream)>) {
+    let mut waiting = VecDeque::new();
+    loop {
+        let next = match waiting.front() {
+            None => requests.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some((due, _)) => {
+                let now = Instant::now();
+                if *due <= now {
+                    let (due, mut stream): (Instant, std::net::TcpStream) =
+                        waiting.pop_front().expect("a front");
+                    let late = now.duration_since(due).as_micros() as u64;
+                    LATEST_ANSWER_US.fetch_max(late, Ordering::Relaxed);
+                    let _ = stream.write_all(RESPONSE);
+                    continue;
+                }
+                requests.recv_timeout(*due - now)
+            }
+        };
+        match next {
+            Ok(request) => waiting.push_back(request),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) if waiting.is_empty() => return,
+            Err(RecvTimeoutError::Disconnected) => {
+                let (due, _) = waiting.front().expect("not empty");
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
+        }
+    }
 }
 
 /// The path of the first turn's one call.
@@ -90,6 +151,7 @@ fn main() {
         let mut best = f64::MAX;
         let mut wall_best = f64::MAX;
         let mut first_best = f64::MAX;
+        LATEST_ANSWER_US.store(0, Ordering::Relaxed);
         for _ in 0..3 {
             let allow = [("GLASSBOX_HTTP_ALLOW_HOSTS", format!("127.0.0.1:{port}"))];
             let (wall, printed, _) = glassbox_run(bin, &file, &allow);
@@ -123,8 +185,9 @@ fn main() {
             wall_best = wall_best.min(wall);
         }
         println!(
-            "K = {k:>3}: batch makespan {best:>6.0} ms ({:.2}x the 100 ms ideal); whole `glassbox run` {wall_best:.0} ms; the process's first call {first_best:.0} ms (best of 3)",
-            best / 100.0
+            "K = {k:>3}: batch makespan {best:>6.0} ms ({:.2}x the 100 ms ideal); whole `glassbox run` {wall_best:.0} ms; the process's first call {first_best:.0} ms (best of 3); the endpoint answered at most {:.2} ms late",
+            best / 100.0,
+            LATEST_ANSWER_US.load(Ordering::Relaxed) as f64 / 1000.0
         );
         report(
             &format!("parallel_{k}_calls_of_a_100ms_tool_makespan_over_100ms"),
