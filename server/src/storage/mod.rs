@@ -416,11 +416,11 @@ impl Store {
 /// 0.9.0) can wrap its count of idle connections below zero when a
 /// connection is returned while another is taken (launchbadge/sqlx#3645);
 /// the reaper then loops about 2^64 times inside one poll: a core at 100%
-/// and a process that never exits (seen here: a `glassbox run` of 64
-/// parallel calls, once in about 20). Without the two settings sqlx starts
-/// no reaper. Nothing needs it: a SQLite connection never goes stale, and a
-/// Postgres one is pinged before use (`test_before_acquire`) and replaced
-/// when it has died.
+/// and a process that never exits (seen here: one of about 40 `glassbox
+/// run`s of 64 parallel calls hung at its end). Without the two settings
+/// sqlx starts no reaper. Nothing needs it: a SQLite connection never goes
+/// stale, and a Postgres one is pinged before use (`test_before_acquire`)
+/// and replaced when it has died.
 pub fn pool_options<DB: sqlx::Database>() -> PoolOptions<DB> {
     PoolOptions::new().idle_timeout(None).max_lifetime(None)
 }
