@@ -169,8 +169,13 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// `name@version`, the registry key.
     pub fn key(&self) -> String {
-        format!("{}@{}", self.name, self.version)
+        tool_key(&self.name, &self.version)
     }
+}
+
+/// `name@version`: how the registry keys a tool version.
+pub fn tool_key(name: &str, version: &str) -> String {
+    format!("{name}@{version}")
 }
 
 /// Splits `name@version`; `None` when there is no `@` or a side is empty.

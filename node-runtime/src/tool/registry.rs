@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::{erase, DynTool, Tool};
 use crate::call_id::canonical_json;
 use crate::graph::validate::ToolCatalog;
-use crate::tool_spec::{Lifecycle, SideEffects, ToolCategory, ToolSpec};
+use crate::tool_spec::{tool_key, Lifecycle, SideEffects, ToolCategory, ToolSpec};
 
 /// A registered tool version: its declaration, compiled schemas and code.
 pub struct RegisteredTool {
@@ -116,9 +116,7 @@ pub struct ToolRegistry {
 /// engine used to copy every spec, schemas included, at each run's start).
 impl ToolCatalog for ToolRegistry {
     fn spec(&self, name: &str, version: &str) -> Option<&ToolSpec> {
-        self.tools
-            .get(&format!("{name}@{version}"))
-            .map(|t| &t.spec)
+        self.entry(name, version).map(|t| &t.spec)
     }
 }
 
@@ -181,11 +179,14 @@ impl ToolRegistry {
 
     /// The exact version (`get("calculator", "1.0.0")`), whatever its lifecycle.
     pub fn get(&self, name: &str, version: &str) -> Result<Arc<RegisteredTool>, RegistryError> {
-        let key = format!("{name}@{version}");
-        self.tools
-            .get(&key)
+        self.entry(name, version)
             .cloned()
-            .ok_or(RegistryError::NotFound(key))
+            .ok_or_else(|| RegistryError::NotFound(tool_key(name, version)))
+    }
+
+    /// The registered version, looked up by its key.
+    fn entry(&self, name: &str, version: &str) -> Option<&Arc<RegisteredTool>> {
+        self.tools.get(&tool_key(name, version))
     }
 
     /// The highest active version of `name`, for new nodes.
