@@ -164,6 +164,27 @@ async fn build_wire_save_and_reload_a_workflow() {
             Ok(count(&c, "[data-testid=setting-error]").await? == 0)
         })
         .await?;
+        // The calls of one turn that run at once (issue #30): 1 to 64.
+        for (text, accepted) in [("65", false), ("2", true)] {
+            let parallel = c
+                .find(Locator::Css("[data-setting=max_parallel_calls]"))
+                .await
+                .map_err(|e| e.to_string())?;
+            parallel.clear().await.map_err(|e| e.to_string())?;
+            parallel.send_keys(text).await.map_err(|e| e.to_string())?;
+            click(&c, "[data-testid=node-label]").await?;
+            if accepted {
+                wait_until("the parallel calls accepted", || async {
+                    Ok(count(&c, "[data-testid=setting-error]").await? == 0)
+                })
+                .await?;
+            } else {
+                let refused =
+                    wait_for_text(&c, "[data-testid=setting-error]", Duration::from_secs(10))
+                        .await?;
+                assert!(refused.starts_with("max_parallel_calls"), "{refused}");
+            }
+        }
         // Delete a node and undo it: the node and its edge come back.
         let wired = graph(&c).await?;
         click(&c, "[data-node=output1] .node-label").await?;
@@ -373,6 +394,14 @@ async fn build_wire_save_and_reload_a_workflow() {
         .filter_map(|n| n["config"]["policy"]["max_iterations"].as_u64())
         .collect();
     assert_eq!(iterations, [4], "the policy limit, saved");
+    let parallel: Vec<u64> = saved_doc["workflow"]["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| n["kind"] == "agent")
+        .filter_map(|n| n["config"]["policy"]["max_parallel_calls"].as_u64())
+        .collect();
+    assert_eq!(parallel, [2], "the calls run at once, saved");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
