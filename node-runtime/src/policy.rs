@@ -29,14 +29,32 @@ pub struct Policy {
     /// The most a tool may do: a `reads` node refuses `writes` tools.
     #[serde(default)]
     pub side_effect_ceiling: SideEffects,
-    /// At most this many calls of one model turn run at once (1 to 64;
-    /// the executor's own cap, 64, is the most).
+    /// At most this many calls of one model turn run at once: 1 to 64
+    /// ([`MAX_PARALLEL_CALLS`], also the default and the executor's own
+    /// cap); a workflow with another value is refused (`POLICY_INVALID`).
     #[serde(default = "default_max_parallel_calls")]
     pub max_parallel_calls: u32,
 }
 
+/// The most calls of one model turn that run at once: the top of
+/// `max_parallel_calls`'s range and its default (the executor's own cap).
+pub const MAX_PARALLEL_CALLS: u32 = 64;
+
 fn default_max_parallel_calls() -> u32 {
-    64
+    MAX_PARALLEL_CALLS
+}
+
+/// `max_parallel_calls` when it is in its range (1 to
+/// [`MAX_PARALLEL_CALLS`]), else the message naming the field. The editor
+/// checks what is typed with it, and workflow validation what is saved.
+pub fn check_parallel_calls(n: u32) -> Result<u32, String> {
+    if (1..=MAX_PARALLEL_CALLS).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "max_parallel_calls: a whole number from 1 to {MAX_PARALLEL_CALLS}"
+        ))
+    }
 }
 
 fn default_max_iterations() -> u32 {

@@ -776,3 +776,38 @@ fn fixed_tool_inputs_are_checked_against_the_tools_schema() {
         .collect();
     assert_eq!(codes, ["TYPE_MISMATCH"]);
 }
+
+/// `policy.max_parallel_calls` outside 1 to 64 is an error naming the field
+/// (the API saves the workflow with it; a run is refused), not a value the
+/// executor silently clamps.
+#[test]
+fn max_parallel_calls_out_of_range_is_an_error_naming_the_field() {
+    let set = |n: u32| {
+        let mut wf = weather_graph(true);
+        for node in &mut wf.nodes {
+            if let NodeKind::Agent(c) = &mut node.kind {
+                c.policy.max_parallel_calls = n;
+            }
+        }
+        validate(&wf, &catalog())
+    };
+    for n in [0, 65, 1000] {
+        let diags = set(n);
+        assert!(!runnable(&diags), "{n}: {diags:?}");
+        let d = diags
+            .iter()
+            .find(|d| d.code == "POLICY_INVALID")
+            .expect("POLICY_INVALID");
+        assert_eq!(d.node, "agent");
+        assert!(
+            d.message
+                .starts_with("max_parallel_calls: a whole number from 1 to 64"),
+            "{}",
+            d.message
+        );
+        assert!(d.message.ends_with(&format!("not {n}")), "{}", d.message);
+    }
+    for n in [1, 8, 64] {
+        assert!(set(n).is_empty(), "{n}");
+    }
+}

@@ -2,7 +2,7 @@
 //! edited as text and checked before they reach the document.
 
 use node_runtime::agent_config::{ModelParams, ProviderConfig};
-use node_runtime::policy::Policy;
+use node_runtime::policy::{check_parallel_calls, Policy};
 use node_runtime::tool_spec::SideEffects;
 use serde_json::json;
 
@@ -297,11 +297,7 @@ pub fn set_policy_field(policy: &mut Policy, field: &str, text: &str) -> Result<
     match field {
         "max_iterations" => policy.max_iterations = count(field)?,
         "max_parallel_calls" => {
-            policy.max_parallel_calls = text
-                .parse::<u32>()
-                .ok()
-                .filter(|n| (1..=64).contains(n))
-                .ok_or("max_parallel_calls: a whole number from 1 to 64")?
+            policy.max_parallel_calls = check_parallel_calls(text.parse::<u32>().unwrap_or(0))?
         }
         "max_tool_calls" => policy.max_tool_calls = count(field)?,
         "max_budget" => {
@@ -487,6 +483,8 @@ mod tests {
             ("max_iterations", "0"),
             ("max_iterations", "x"),
             ("max_tool_calls", "1001"),
+            ("max_parallel_calls", "0"),
+            ("max_parallel_calls", "65"),
             ("max_budget", "-1"),
             ("side_effect_ceiling", "all"),
         ] {

@@ -76,7 +76,7 @@ impl Default for ExecutorConfig {
     fn default() -> Self {
         Self {
             max_output_bytes: 2 * 1024 * 1024,
-            max_concurrency: 64,
+            max_concurrency: crate::policy::MAX_PARALLEL_CALLS as usize,
             cache_capacity: 10_000,
         }
     }

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::rules::{check_handles, compatible, schema_type, value_type, HandleError, JsonType};
 use super::{template_variables, FieldSource, Node, NodeKind, Workflow, AGENT_OUTPUTS};
+use crate::policy::check_parallel_calls;
 use crate::tool_spec::{split_tool_ref, Lifecycle, ToolSpec};
 
 pub use super::rules::topological_order;
@@ -166,6 +167,15 @@ pub fn validate(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Diagnosti
     for node in &workflow.nodes {
         match &node.kind {
             NodeKind::Agent(c) => {
+                if let Err(e) = check_parallel_calls(c.policy.max_parallel_calls) {
+                    cx.push(
+                        Severity::Error,
+                        "POLICY_INVALID",
+                        &node.id,
+                        None,
+                        format!("{e}, not {}", c.policy.max_parallel_calls),
+                    );
+                }
                 if let Err(e) = template_variables(&c.prompt) {
                     cx.push(
                         Severity::Error,
