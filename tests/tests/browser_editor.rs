@@ -386,22 +386,22 @@ async fn build_wire_save_and_reload_a_workflow() {
         ["calculator@1.0.0", "json_query@1.0.0"],
         "two tools enabled, saved"
     );
-    let iterations: Vec<u64> = saved_doc["workflow"]["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|n| n["kind"] == "agent")
-        .filter_map(|n| n["config"]["policy"]["max_iterations"].as_u64())
-        .collect();
-    assert_eq!(iterations, [4], "the policy limit, saved");
-    let parallel: Vec<u64> = saved_doc["workflow"]["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|n| n["kind"] == "agent")
-        .filter_map(|n| n["config"]["policy"]["max_parallel_calls"].as_u64())
-        .collect();
-    assert_eq!(parallel, [2], "the calls run at once, saved");
+    // A policy field of the saved agents.
+    let policy = |field: &str| -> Vec<u64> {
+        saved_doc["workflow"]["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|n| n["kind"] == "agent")
+            .filter_map(|n| n["config"]["policy"][field].as_u64())
+            .collect()
+    };
+    assert_eq!(policy("max_iterations"), [4], "the policy limit, saved");
+    assert_eq!(
+        policy("max_parallel_calls"),
+        [2],
+        "the calls run at once, saved"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
