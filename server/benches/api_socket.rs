@@ -1,10 +1,16 @@
 //! 100 concurrent runs through the HTTP API over a real socket, as a
 //! client sees them (issue #30): the release `glassbox serve` on loopback,
-//! a fresh SQLite data dir; each client task POSTs `/api/v1/runs`, follows
+//! a fresh SQLite data dir; a run's client POSTs `/api/v1/runs`, follows
 //! the run's event stream to its end, and the time beyond the ideal (two
 //! scripted turns of 200 ms, three tool calls) is the latency the product
-//! adds. p50/p99 over the rounds, on an otherwise idle machine and with
-//! both cores kept busy by spinning threads (under load).
+//! adds. p50/p99 on an otherwise idle machine and with both cores kept
+//! busy by spinning threads (under load), in two shapes:
+//!
+//! - 100 in flight (the target's figure): 100 clients, started an ideal
+//!   run apart / 100, each starting its next run when its last one ends,
+//!   so 100 runs are in progress at any moment and arrive evenly;
+//! - a burst: 100 runs started at the same instant, which queue behind
+//!   each other (the last waits for about 100 runs' CPU time on 2 cores).
 //!
 //! Then sequential runs of an Agent Node with a model provider: the
 //! end-to-end tests' loopback mock of OpenAI's chat completions API
@@ -15,7 +21,7 @@
 //! build its own TLS configuration, about 0.1 s of CPU.)
 //!
 //!   cargo bench -p glassbox-server --bench api_socket
-//!   GLASSBOX_BENCH_QUICK=1 (2 rounds of each instead of 5)
+//!   GLASSBOX_BENCH_QUICK=1 (2 runs a client and 2 bursts instead of 5)
 
 mod common;
 // The end-to-end tests' loopback provider (its API, its key, its answers).
@@ -168,9 +174,9 @@ async fn one_run(
     (posted, added)
 }
 
-/// `rounds` rounds of `RUNS` concurrent runs: every run's POST ms and
-/// added ms, each sorted.
-async fn rounds(
+/// `rounds` bursts of `RUNS` runs started at the same instant: every
+/// run's POST ms and added ms, each sorted.
+async fn bursts(
     client: &reqwest::Client,
     base: &str,
     token: &str,
@@ -207,6 +213,76 @@ async fn rounds(
     (posts, added)
 }
 
+/// `RUNS` runs in flight at once, in the steady state: `RUNS` clients,
+/// started an ideal run's length / `RUNS` apart, each starting its next
+/// run when its last one ends, `rounds` runs each: every run's added ms,
+/// sorted.
+async fn steady(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    wf: &str,
+    rounds: usize,
+) -> Vec<f64> {
+    let (base, token, wf) = (
+        Arc::new(base.to_string()),
+        Arc::new(token.to_string()),
+        Arc::new(wf.to_string()),
+    );
+    let ideal = 2 * TURN_MS;
+    let tasks: Vec<_> = (0..RUNS)
+        .map(|i| {
+            let (client, base, token, wf) =
+                (client.clone(), base.clone(), token.clone(), wf.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_micros(i as u64 * ideal * 1000 / RUNS as u64))
+                    .await;
+                let mut added = Vec::with_capacity(rounds);
+                for _ in 0..rounds {
+                    let (_, a) = one_run(
+                        client.clone(),
+                        base.clone(),
+                        token.clone(),
+                        wf.clone(),
+                        ideal,
+                    )
+                    .await;
+                    added.push(a);
+                }
+                added
+            })
+        })
+        .collect();
+    let mut added = Vec::new();
+    for t in tasks {
+        added.extend(t.await.expect("client task"));
+    }
+    added.sort_by(f64::total_cmp);
+    added
+}
+
+/// Both cores kept busy by a spinning thread each while `f` runs.
+async fn under_load<T>(f: impl std::future::Future<Output = T>) -> T {
+    let spin = Arc::new(AtomicBool::new(true));
+    let spinners: Vec<_> = (0..2)
+        .map(|_| {
+            let spin = spin.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while spin.load(Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                }
+            })
+        })
+        .collect();
+    let out = f.await;
+    spin.store(false, Ordering::Relaxed);
+    spinners
+        .into_iter()
+        .for_each(|s| s.join().expect("spinner"));
+    out
+}
+
 fn main() {
     let bin = common::glassbox_bin();
     let bin = bin.as_str();
@@ -225,38 +301,41 @@ fn main() {
         let token = session["session_token"].as_str().expect("session token").to_string();
         let created = post(&client, format!("{base}/api/v1/workflows"), &token, workflow()).await;
         let wf = created["id"].as_str().expect("workflow id").to_string();
-        // One warm-up round (connections, caches), not counted.
-        let _ = rounds(&client, &base, &token, &wf, 1).await;
-        println!("{RUNS} concurrent runs over a real socket (`glassbox serve` {bin}), {n} rounds, ideal {} ms a run", 2 * TURN_MS);
-        let (posts, idle) = rounds(&client, &base, &token, &wf, n).await;
+        // One warm-up burst (connections, caches), not counted.
+        let _ = bursts(&client, &base, &token, &wf, 1).await;
+        let ideal = 2 * TURN_MS;
+        println!("{RUNS} concurrent runs over a real socket (`glassbox serve` {bin}), ideal {ideal} ms a run");
+        // The steady state: RUNS runs in flight at once, arriving evenly.
+        let cpu_before = common::cpu_ms(server.id());
+        let idle = steady(&client, &base, &token, &wf, n).await;
+        let cpu = common::cpu_ms(server.id()).zip(cpu_before).map(|(b, a)| (b - a) / (n * RUNS) as f64);
         let (p50, p99) = (percentile(&idle, 0.5), percentile(&idle, 0.99));
-        println!(
-            "  idle machine: POST /runs answered in p50 {:.2} ms, p99 {:.2} ms",
-            percentile(&posts, 0.5),
-            percentile(&posts, 0.99)
-        );
-        println!("  idle machine: added p50 {p50:.2} ms, p99 {p99:.2} ms (target p99 <= 5 ms: {:.1}x), max {:.2} ms", p99 / 5.0, idle[idle.len() - 1]);
+        println!("  {RUNS} in flight ({RUNS} clients started {} ms apart, each starting its next run when its last ends, {n} runs each), idle machine: added p50 {p50:.2} ms, p99 {p99:.2} ms (target p99 <= 5 ms: {:.1}x), max {:.2} ms", ideal as f64 / RUNS as f64, p99 / 5.0, idle[idle.len() - 1]);
+        if let Some(cpu) = cpu {
+            println!("  the server's CPU time: {cpu:.2} ms a run");
+        }
         report("concurrent_100_runs_socket_added_p50", p50, "ms", None);
         report("concurrent_100_runs_socket_added_p99", p99, "ms", Some(5.0));
-        // Under load: a spinning thread per core for the whole rounds.
-        let spin = Arc::new(AtomicBool::new(true));
-        let spinners: Vec<_> = (0..2)
-            .map(|_| {
-                let spin = spin.clone();
-                std::thread::spawn(move || {
-                    let mut x = 0u64;
-                    while spin.load(Ordering::Relaxed) {
-                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-                    }
-                })
-            })
-            .collect();
-        let (_, loaded) = rounds(&client, &base, &token, &wf, n).await;
-        spin.store(false, Ordering::Relaxed);
-        spinners.into_iter().for_each(|s| s.join().expect("spinner"));
+        let loaded = under_load(steady(&client, &base, &token, &wf, n)).await;
         let (p50, p99) = (percentile(&loaded, 0.5), percentile(&loaded, 0.99));
-        println!("  both cores busy (two spinning threads): added p50 {p50:.2} ms, p99 {p99:.2} ms, max {:.2} ms", loaded[loaded.len() - 1]);
+        println!("  {RUNS} in flight, both cores busy (two spinning threads): added p50 {p50:.2} ms, p99 {p99:.2} ms, max {:.2} ms", loaded[loaded.len() - 1]);
         report("concurrent_100_runs_socket_added_p99_under_load", p99, "ms", None);
+        // A burst: RUNS runs started at the same instant, which queue
+        // behind each other's CPU time (RUNS times a run's on 2 cores).
+        let (posts, burst) = bursts(&client, &base, &token, &wf, n).await;
+        let (p50, p99) = (percentile(&burst, 0.5), percentile(&burst, 0.99));
+        println!(
+            "  a burst of {RUNS} runs started at once, idle machine ({n} bursts): POST /runs answered in p50 {:.2} ms, p99 {:.2} ms; added p50 {p50:.2} ms, p99 {p99:.2} ms, max {:.2} ms",
+            percentile(&posts, 0.5),
+            percentile(&posts, 0.99),
+            burst[burst.len() - 1]
+        );
+        report("burst_100_runs_socket_added_p50", p50, "ms", None);
+        report("burst_100_runs_socket_added_p99", p99, "ms", None);
+        let (_, loaded) = under_load(bursts(&client, &base, &token, &wf, n)).await;
+        let p99 = percentile(&loaded, 0.99);
+        println!("  a burst of {RUNS}, both cores busy: added p50 {:.2} ms, p99 {p99:.2} ms", percentile(&loaded, 0.5));
+        report("burst_100_runs_socket_added_p99_under_load", p99, "ms", None);
 
         // Sequential runs with a model provider.
         let res = client

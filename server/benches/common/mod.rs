@@ -80,3 +80,15 @@ fn bytes_under(dir: &Path) -> u64 {
         })
         .sum()
 }
+
+/// The CPU time (user and system, milliseconds) process `pid` has used so
+/// far, from Linux's `/proc/<pid>/stat` (in clock ticks, 100 a second);
+/// `None` elsewhere.
+pub fn cpu_ms(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command's name, which is in parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // utime and stime are the 14th and 15th fields: 12th and 13th here.
+    Some((ticks(11)? + ticks(12)?) * 10.0)
+}
