@@ -67,7 +67,7 @@ impl CallFacts {
             _ => None,
         };
         Self {
-            tool: format!("{}@{}", i.tool_name, i.tool_version),
+            tool: node_runtime::tool_spec::tool_key(&i.tool_name, &i.tool_version),
             call_id: i.call_id.clone(),
             status: i.status.to_string(),
             approval_status: i.approval_status.map(|a| a.to_string()),

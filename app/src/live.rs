@@ -299,7 +299,7 @@ impl LiveRun {
             }
             AgentEvent::ToolCallFinished { envelope } => {
                 let row = row_for(rows, &envelope.call_id);
-                row.tool = format!("{}@{}", envelope.name, envelope.version);
+                row.tool = envelope.tool_ref();
                 row.latency_ms = latency_ms(&envelope.t_start, &envelope.t_end);
                 row.cached = envelope.cached;
                 row.truncated = envelope.truncated;

@@ -96,7 +96,7 @@ impl ToolEnvelope {
 
     /// `name@version`.
     pub fn tool_ref(&self) -> String {
-        format!("{}@{}", self.name, self.version)
+        crate::tool_spec::tool_key(&self.name, &self.version)
     }
 
     pub fn is_success(&self) -> bool {

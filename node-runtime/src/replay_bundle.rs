@@ -12,6 +12,7 @@
 //! `integrity` hash over all of it. Its JSON is hashed: field order and
 //! names are part of the format.
 
+#[cfg(feature = "runtime")]
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
@@ -109,17 +110,20 @@ pub(crate) fn integrity_of(mut value: Value) -> String {
 }
 
 /// A value's canonical JSON text.
+#[cfg(feature = "runtime")] // for `ReplayBundle::of_finished`
 fn canonical_text<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
     Ok(canonical_json(&serde_json::to_value(value)?))
 }
 
 /// Canonical JSON written into a BLAKE3 hasher piece by piece.
+#[cfg(feature = "runtime")] // for `ReplayBundle::of_finished`
 struct CanonicalHasher {
     hasher: blake3::Hasher,
     /// Whether the open object has had a key yet.
     first: bool,
 }
 
+#[cfg(feature = "runtime")]
 impl CanonicalHasher {
     fn raw(&mut self, text: &str) {
         self.hasher.update(text.as_bytes());
@@ -214,6 +218,7 @@ impl CanonicalHasher {
 /// that was the largest allocation of a run's end); it keeps only the
 /// envelopes' canonical texts, to write them again where the outputs
 /// repeat them. The same bytes; a test checks it.
+#[cfg(feature = "runtime")]
 pub(crate) fn integrity_of_bundle(bundle: &ReplayBundle) -> Result<String, serde_json::Error> {
     // Every field by name, so a new field does not compile until it is
     // hashed here too.

@@ -75,20 +75,40 @@ pub fn test(args: &[String]) -> Result<(), String> {
     check(&mut phases, "cargo fmt --check", &mut || {
         run_cmd(cargo().args(["fmt", "--all", "--check"]).current_dir(&root))
     });
-    check(&mut phases, "cargo clippy -D warnings", &mut || {
-        run_cmd(
-            cargo()
-                .args([
-                    "clippy",
-                    "--workspace",
-                    "--all-targets",
-                    "--",
-                    "-D",
-                    "warnings",
-                ])
-                .current_dir(&root),
-        )
-    });
+    check(
+        &mut phases,
+        "cargo clippy -D warnings (workspace; app as wasm32)",
+        &mut || {
+            run_cmd(
+                cargo()
+                    .args([
+                        "clippy",
+                        "--workspace",
+                        "--all-targets",
+                        "--",
+                        "-D",
+                        "warnings",
+                    ])
+                    .current_dir(&root),
+            )?;
+            // The app as the browser gets it: node-runtime without its
+            // `runtime` feature, and the wasm-only code.
+            run_cmd(
+                cargo()
+                    .args([
+                        "clippy",
+                        "-p",
+                        "glassbox-app",
+                        "--target",
+                        "wasm32-unknown-unknown",
+                        "--",
+                        "-D",
+                        "warnings",
+                    ])
+                    .current_dir(&root),
+            )
+        },
+    );
     check(
         &mut phases,
         "build app (wasm32 release, split, wasm-opt)",

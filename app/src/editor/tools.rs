@@ -340,7 +340,7 @@ mod tests {
         ToolInfo {
             name: name.into(),
             version: version.into(),
-            reference: format!("{name}@{version}"),
+            reference: node_runtime::tool_spec::tool_key(name, version),
             description: format!("{name} does things"),
             category: serde_json::from_value(Value::String(category.into())).expect("category"),
             side_effects: node_runtime::tool_spec::SideEffects::None,

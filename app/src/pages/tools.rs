@@ -205,7 +205,7 @@ fn InvocationsTab() -> impl IntoView {
                                 view! {
                                     <tr data-invocation=i.call_id.clone() class="timeline-row" tabindex="0"
                                         on:click=move |_| open_record(id.clone())>
-                                        <td><code>{format!("{}@{}", i.tool_name, i.tool_version)}</code></td>
+                                        <td><code>{node_runtime::tool_spec::tool_key(&i.tool_name, &i.tool_version)}</code></td>
                                         <td><span class=format!("badge run-status status-{}", i.status)>{i.status.as_str()}</span></td>
                                         <td>{i.approval_status.map(|a| a.as_str()).unwrap_or_default()}</td>
                                         <td class="muted">{crate::runs_view::short_time(&i.created_at)}</td>

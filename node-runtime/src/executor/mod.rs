@@ -236,7 +236,7 @@ impl Executor {
         let span = tracing::info_span!(
             "tool_call",
             call_id = %envelope_base.0,
-            tool = %format!("{}@{}", envelope_base.1, envelope_base.2),
+            tool = %call.tool.spec.key(),
             cached = tracing::field::Empty,
             error = tracing::field::Empty,
         );

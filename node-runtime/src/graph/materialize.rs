@@ -109,7 +109,7 @@ pub fn materialize(
         label,
         position: Position { x, y },
         kind: NodeKind::Tool(ToolNodeConfig {
-            tool: format!("{}@{}", envelope.name, envelope.version),
+            tool: envelope.tool_ref(),
             inputs,
             secret_scope,
             output_path: pin.and_then(|p| p.path.clone()),

@@ -134,7 +134,7 @@ impl StoreJournal {
 impl WriteJournal for StoreJournal {
     fn begin<'a>(&'a self, agent_run: &'a str, call: &'a ToolCall) -> BoxFuture<'a, JournalEntry> {
         Box::pin(async move {
-            let tool = format!("{}@{}", call.tool.spec.name, call.tool.spec.version);
+            let tool = call.tool.spec.key();
             // A run given up here for another instance starts no write.
             if self.abandoned.is_set() {
                 return JournalEntry::Unknown;
