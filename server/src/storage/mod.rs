@@ -185,7 +185,24 @@ pub struct Store {
     /// The group writer's own connection to the SQLite file (see
     /// [`Store::with_direct`]).
     direct: std::sync::Arc<std::sync::Mutex<DirectSlot>>,
+    /// The store's own read connections to the SQLite file (see
+    /// [`Store::read_direct`]).
+    readers: std::sync::Arc<std::sync::Mutex<ReadSlots>>,
 }
+
+/// The read connections of [`Store::read_direct`]: the idle ones, how
+/// many are open in all, and whether the store is closed (or a file
+/// could not be opened), when reads go through the pool.
+#[derive(Debug, Default)]
+struct ReadSlots {
+    idle: Vec<rusqlite::Connection>,
+    open: usize,
+    done: bool,
+}
+
+/// At most this many read connections of [`Store::read_direct`]; a read
+/// beyond them goes through the pool.
+const MAX_DIRECT_READERS: usize = 4;
 
 /// The group writer's own connection to a SQLite file: opened on its
 /// first batch, closed by [`Store::close`] before the pools (SQLite moves
@@ -333,6 +350,7 @@ impl Store {
             backend,
             url: Unshown(url.into()),
             direct: Default::default(),
+            readers: Default::default(),
         })
     }
 
@@ -398,13 +416,70 @@ impl Store {
         slot.conn.as_mut().map(f)
     }
 
+    /// Runs the read `f` on one of the store's own connections to the
+    /// SQLite file, on the calling thread; None on Postgres, for an
+    /// in-memory database, once closed, when the file cannot be opened,
+    /// or when [`MAX_DIRECT_READERS`] are busy: the caller then reads
+    /// through the pool. For the reads every run makes (its caller's
+    /// token, its workflow, its events): through sqlx's pool each one is a
+    /// round trip to the connection's worker thread, and one more when the
+    /// connection comes back (sqlx pings every connection it takes back),
+    /// four thread switches around a read of a few microseconds (issue
+    /// #30). A read in WAL mode never waits for the writer.
+    pub(crate) fn read_direct<R>(
+        &self,
+        f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<R>,
+    ) -> Option<Result<R, StoreError>> {
+        if self.backend != Backend::Sqlite {
+            return None;
+        }
+        let conn = {
+            let mut slots = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+            if slots.done {
+                return None;
+            }
+            match slots.idle.pop() {
+                Some(conn) => conn,
+                None if slots.open < MAX_DIRECT_READERS => {
+                    let file = self.sqlite_file()?;
+                    match open_direct(&file) {
+                        Ok(conn) => {
+                            slots.open += 1;
+                            conn
+                        }
+                        Err(e) => {
+                            slots.done = true;
+                            tracing::warn!(error = %e, "cannot open the database file for reads; reads go through the pool");
+                            return None;
+                        }
+                    }
+                }
+                None => return None,
+            }
+        };
+        let result = f(&conn).map_err(StoreError::from);
+        let mut slots = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if slots.done {
+            slots.open -= 1;
+        } else {
+            slots.idle.push(conn);
+        }
+        Some(result)
+    }
+
     pub async fn close(&self) {
-        // The writer's own connection first, so that the pools' last
+        // The store's own connections first, so that the pools' last
         // connection is the file's last and removes the WAL.
         {
             let mut slot = self.direct.lock().unwrap_or_else(|e| e.into_inner());
             slot.conn = None;
             slot.done = true;
+        }
+        {
+            let mut slots = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+            slots.done = true;
+            slots.open -= slots.idle.len();
+            slots.idle.clear();
         }
         self.writer.close().await;
         self.pool.close().await;
@@ -504,5 +579,45 @@ mod tests {
         db.close().await;
         let db = Store::open(&url).await.expect("reopens");
         assert!(db.schema_version().await.expect("query") >= 2);
+    }
+
+    /// Reads nested `depth` deep, each on its own direct connection while
+    /// the outer ones are busy: how many got one.
+    fn nested_direct_reads(db: &Store, depth: usize) -> usize {
+        if depth == 0 {
+            return 0;
+        }
+        match db.read_direct(|conn| {
+            conn.query_row("SELECT COUNT(*) FROM workspaces", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|_| 1 + nested_direct_reads(db, depth - 1))
+        }) {
+            Some(got) => got.expect("reads"),
+            None => 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn reads_use_the_stores_own_sqlite_connections_up_to_their_cap_and_not_once_closed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("g.db").display());
+        let db = Store::open(&url).await.expect("opens");
+        assert_eq!(nested_direct_reads(&db, 1), 1);
+        // Beyond the cap, a read goes through the pool (None here).
+        assert_eq!(
+            nested_direct_reads(&db, MAX_DIRECT_READERS + 2),
+            MAX_DIRECT_READERS
+        );
+        // The connections came back: all of them serve again.
+        assert_eq!(
+            nested_direct_reads(&db, MAX_DIRECT_READERS),
+            MAX_DIRECT_READERS
+        );
+        db.close().await;
+        assert_eq!(nested_direct_reads(&db, 1), 0, "closed: through the pool");
+        // An in-memory database has no file another connection could share.
+        let memory = Store::open("sqlite::memory:").await.expect("opens");
+        assert_eq!(nested_direct_reads(&memory, 1), 0);
     }
 }

@@ -138,12 +138,36 @@ impl Store {
         run_id: &str,
         after: i64,
     ) -> Result<Vec<EventRow>, StoreError> {
-        self.get_run(workspace_id, run_id).await?;
-        let rows: Vec<(i64, String, String, Option<String>)> = sqlx::query_as("SELECT seq, event, created_at, refs FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq")
-            .bind(run_id)
-            .bind(after)
-            .fetch_all(self.pool())
-            .await?;
+        type Row = (i64, String, String, Option<String>);
+        const RUN: &str = "SELECT 1 FROM runs WHERE workspace_id = $1 AND id = $2";
+        const EVENTS: &str = "SELECT seq, event, created_at, refs FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq";
+        let direct = self.read_direct(|conn| {
+            use rusqlite::OptionalExtension;
+            let found = conn
+                .prepare_cached(RUN)?
+                .query_row(rusqlite::params![workspace_id, run_id], |_| Ok(()))
+                .optional()?;
+            if found.is_none() {
+                return Ok(None);
+            }
+            conn.prepare_cached(EVENTS)?
+                .query_map(rusqlite::params![run_id, after], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })?
+                .collect::<rusqlite::Result<Vec<Row>>>()
+                .map(Some)
+        });
+        let rows: Vec<Row> = match direct {
+            Some(rows) => rows?.ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?,
+            None => {
+                self.get_run(workspace_id, run_id).await?;
+                sqlx::query_as(EVENTS)
+                    .bind(run_id)
+                    .bind(after)
+                    .fetch_all(self.pool())
+                    .await?
+            }
+        };
         let (heads, texts): (Vec<_>, Vec<_>) = rows
             .into_iter()
             .map(|(seq, event, created_at, refs)| ((seq, created_at), (event, refs)))

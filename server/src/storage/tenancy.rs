@@ -147,17 +147,29 @@ impl Store {
         token_hash: &str,
     ) -> Result<Option<(String, Vec<(String, String, Option<String>)>)>, StoreError> {
         type Row = (String, Option<String>, Option<String>, Option<String>);
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT t.user_id, m.workspace_id, m.role, w.org_id FROM api_tokens t \
+        const SQL: &str = "SELECT t.user_id, m.workspace_id, m.role, w.org_id FROM api_tokens t \
              LEFT JOIN memberships m ON m.user_id = t.user_id \
              LEFT JOIN workspaces w ON w.id = m.workspace_id \
              WHERE t.token_hash = $1 AND t.kind IN ('session', 'api') \
-             AND (t.expires_at IS NULL OR t.expires_at > $2) ORDER BY COALESCE(m.joined_at, ''), m.workspace_id",
-        )
-        .bind(token_hash)
-        .bind(now())
-        .fetch_all(self.pool())
-        .await?;
+             AND (t.expires_at IS NULL OR t.expires_at > $2) ORDER BY COALESCE(m.joined_at, ''), m.workspace_id";
+        let at = now();
+        let direct = self.read_direct(|conn| {
+            conn.prepare_cached(SQL)?
+                .query_map(rusqlite::params![token_hash, at], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })?
+                .collect::<rusqlite::Result<Vec<Row>>>()
+        });
+        let rows: Vec<Row> = match direct {
+            Some(rows) => rows?,
+            None => {
+                sqlx::query_as(SQL)
+                    .bind(token_hash)
+                    .bind(&at)
+                    .fetch_all(self.pool())
+                    .await?
+            }
+        };
         let Some(user) = rows.first().map(|r| r.0.clone()) else {
             return Ok(None);
         };

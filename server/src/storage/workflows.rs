@@ -45,12 +45,35 @@ impl Store {
         workspace_id: &str,
         id: &str,
     ) -> Result<WorkflowRow, StoreError> {
-        sqlx::query_as("SELECT id, workspace_id, name, description, revision, document, created_at, updated_at FROM workflows WHERE workspace_id = $1 AND id = $2")
-            .bind(workspace_id)
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("workflow {id}")))
+        const SQL: &str = "SELECT id, workspace_id, name, description, revision, document, created_at, updated_at FROM workflows WHERE workspace_id = $1 AND id = $2";
+        let direct = self.read_direct(|conn| {
+            use rusqlite::OptionalExtension;
+            conn.prepare_cached(SQL)?
+                .query_row(rusqlite::params![workspace_id, id], |r| {
+                    Ok(WorkflowRow {
+                        id: r.get(0)?,
+                        workspace_id: r.get(1)?,
+                        name: r.get(2)?,
+                        description: r.get(3)?,
+                        revision: r.get(4)?,
+                        document: r.get(5)?,
+                        created_at: r.get(6)?,
+                        updated_at: r.get(7)?,
+                    })
+                })
+                .optional()
+        });
+        let row = match direct {
+            Some(row) => row?,
+            None => {
+                sqlx::query_as(SQL)
+                    .bind(workspace_id)
+                    .bind(id)
+                    .fetch_optional(self.pool())
+                    .await?
+            }
+        };
+        row.ok_or_else(|| StoreError::NotFound(format!("workflow {id}")))
     }
 
     /// Saves a new revision if `base_revision` is the stored one; a stale
