@@ -4,17 +4,34 @@
 use super::*;
 
 impl Store {
-    /// Every connection of a workspace, by name.
+    /// Every connection of a workspace, by name. Every run reads them (its
+    /// tools' connections), on SQLite through the store's own connections
+    /// ([`Store::read_direct`]).
     pub async fn list_connections(
         &self,
         workspace_id: &str,
     ) -> Result<Vec<ConnectionRow>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT name, kind, config, created_at, updated_at FROM connections WHERE workspace_id = $1 ORDER BY name",
-        )
-        .bind(workspace_id)
-        .fetch_all(self.pool())
-        .await?)
+        const SQL: &str = "SELECT name, kind, config, created_at, updated_at FROM connections WHERE workspace_id = $1 ORDER BY name";
+        let direct = self.read_direct(|conn| {
+            conn.prepare_cached(SQL)?
+                .query_map([workspace_id], |r| {
+                    Ok(ConnectionRow {
+                        name: r.get(0)?,
+                        kind: r.get(1)?,
+                        config: r.get(2)?,
+                        created_at: r.get(3)?,
+                        updated_at: r.get(4)?,
+                    })
+                })?
+                .collect()
+        });
+        match direct {
+            Some(rows) => rows,
+            None => Ok(sqlx::query_as(SQL)
+                .bind(workspace_id)
+                .fetch_all(self.pool())
+                .await?),
+        }
     }
 
     /// One connection.
