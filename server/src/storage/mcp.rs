@@ -6,6 +6,7 @@ use super::*;
 impl Store {
     /// Every stored MCP tool version of a workspace, by connection, tool
     /// and version.
+    ///
     /// Every run reads them (its tools), on SQLite through the store's
     /// own connections ([`Store::read_direct`]).
     pub async fn mcp_tools(&self, workspace_id: &str) -> Result<Vec<McpToolRow>, StoreError> {

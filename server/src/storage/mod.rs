@@ -275,8 +275,11 @@ impl Store {
         let backend = if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url).map_err(connect_err)?;
             // A new database file is readable by its owner only (SQLite
-            // gives its -wal and -shm files the same mode).
-            create_private(options.get_filename());
+            // gives its -wal and -shm files the same mode). An in-memory
+            // database has no file (sqlx names it `file:sqlx-in-memory-N`).
+            if crate::instance::sqlite_file(url).is_some() {
+                create_private(options.get_filename());
+            }
             let options = options
                 .create_if_missing(true)
                 .journal_mode(SqliteJournalMode::Wal)
@@ -421,7 +424,8 @@ impl Store {
     /// in-memory database, once closed, when the file cannot be opened,
     /// or when [`MAX_DIRECT_READERS`] are busy: the caller then reads
     /// through the pool. For the reads every run makes (its caller's
-    /// token, its workflow, its events): through sqlx's pool each one is a
+    /// token, its workflow, its events, the workspace's connections and
+    /// MCP tools): through sqlx's pool each one is a
     /// round trip to the connection's worker thread, and one more when the
     /// connection comes back (sqlx pings every connection it takes back),
     /// four thread switches around a read of a few microseconds (issue
@@ -616,8 +620,16 @@ mod tests {
         );
         db.close().await;
         assert_eq!(nested_direct_reads(&db, 1), 0, "closed: through the pool");
-        // An in-memory database has no file another connection could share.
+        // An in-memory database has no file another connection could
+        // share (and opening one leaves no file behind).
+        let cwd = std::env::current_dir().expect("cwd");
         let memory = Store::open("sqlite::memory:").await.expect("opens");
         assert_eq!(nested_direct_reads(&memory, 1), 0);
+        let strays: Vec<_> = std::fs::read_dir(&cwd)
+            .expect("cwd")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains("sqlx-in-memory"))
+            .collect();
+        assert!(strays.is_empty(), "{strays:?}");
     }
 }
