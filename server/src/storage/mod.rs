@@ -204,6 +204,10 @@ struct ReadSlots {
 /// beyond them goes through the pool.
 const MAX_DIRECT_READERS: usize = 4;
 
+/// How long a read of [`Store::read_direct`] waits for a lock before it
+/// goes through the pool.
+const DIRECT_READ_BUSY_WAIT: Duration = Duration::from_millis(20);
+
 /// The group writer's own connection to a SQLite file: opened on its
 /// first batch, closed by [`Store::close`] before the pools (SQLite moves
 /// the WAL into the file and removes it when its last connection closes).
@@ -446,7 +450,15 @@ impl Store {
                 Some(conn) => conn,
                 None if slots.open < MAX_DIRECT_READERS => {
                     let file = self.sqlite_file()?;
-                    match open_direct(&file) {
+                    let opened = open_direct(&file).and_then(|conn| {
+                        // A read waits for a lock only in SQLite's rare
+                        // moments (a WAL being recovered or restarted), and
+                        // it must not hold a runtime thread for long: after
+                        // this wait it goes through the pool instead.
+                        conn.busy_timeout(DIRECT_READ_BUSY_WAIT)?;
+                        Ok(conn)
+                    });
+                    match opened {
                         Ok(conn) => {
                             slots.open += 1;
                             conn
@@ -461,14 +473,21 @@ impl Store {
                 None => return None,
             }
         };
-        let result = f(&conn).map_err(StoreError::from);
+        let result = f(&conn);
         let mut slots = self.readers.lock().unwrap_or_else(|e| e.into_inner());
         if slots.done {
             slots.open -= 1;
         } else {
             slots.idle.push(conn);
         }
-        Some(result)
+        match result {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                None
+            }
+            result => Some(result.map_err(StoreError::from)),
+        }
     }
 
     pub async fn close(&self) {
@@ -614,6 +633,24 @@ mod tests {
             MAX_DIRECT_READERS
         );
         // The connections came back: all of them serve again.
+        assert_eq!(
+            nested_direct_reads(&db, MAX_DIRECT_READERS),
+            MAX_DIRECT_READERS
+        );
+        // A read that could not get its lock in time (SQLite says busy)
+        // goes through the pool; another error is the caller's.
+        let busy = db.read_direct(|_| -> rusqlite::Result<()> {
+            Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+                None,
+            ))
+        });
+        assert!(busy.is_none(), "busy: through the pool");
+        let other = db.read_direct(|conn| conn.query_row("SELECT nope", [], |_| Ok(())));
+        assert!(
+            matches!(other, Some(Err(StoreError::Sqlite(_)))),
+            "{other:?}"
+        );
         assert_eq!(
             nested_direct_reads(&db, MAX_DIRECT_READERS),
             MAX_DIRECT_READERS
