@@ -314,7 +314,12 @@ fn start_thread(
 /// [`apply_direct`]).
 async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>, direct: bool) {
     let mut batch: Vec<Job> = Vec::new();
+    let mut wal_checked = std::time::Instant::now();
     while let Some(first) = rx.recv().await {
+        if direct && wal_checked.elapsed() >= super::WAL_CHECK_EVERY {
+            wal_checked = std::time::Instant::now();
+            store.restart_large_wal();
+        }
         batch.push(first);
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
