@@ -11,27 +11,20 @@ impl Store {
         &self,
         workspace_id: &str,
     ) -> Result<Vec<ConnectionRow>, StoreError> {
-        const SQL: &str = "SELECT name, kind, config, created_at, updated_at FROM connections WHERE workspace_id = $1 ORDER BY name";
-        let direct = self.read_direct(|conn| {
-            conn.prepare_cached(SQL)?
-                .query_map([workspace_id], |r| {
-                    Ok(ConnectionRow {
-                        name: r.get(0)?,
-                        kind: r.get(1)?,
-                        config: r.get(2)?,
-                        created_at: r.get(3)?,
-                        updated_at: r.get(4)?,
-                    })
-                })?
-                .collect()
-        });
-        match direct {
-            Some(rows) => rows,
-            None => Ok(sqlx::query_as(SQL)
-                .bind(workspace_id)
-                .fetch_all(self.pool())
-                .await?),
-        }
+        self.workspace_rows(
+            "SELECT name, kind, config, created_at, updated_at FROM connections WHERE workspace_id = $1 ORDER BY name",
+            workspace_id,
+            |r| {
+                Ok(ConnectionRow {
+                    name: r.get(0)?,
+                    kind: r.get(1)?,
+                    config: r.get(2)?,
+                    created_at: r.get(3)?,
+                    updated_at: r.get(4)?,
+                })
+            },
+        )
+        .await
     }
 
     /// One connection.

@@ -10,29 +10,22 @@ impl Store {
     /// Every run reads them (its tools), on SQLite through the store's
     /// own connections ([`Store::read_direct`]).
     pub async fn mcp_tools(&self, workspace_id: &str) -> Result<Vec<McpToolRow>, StoreError> {
-        const SQL: &str = "SELECT connection, tool, version, spec, annotations, current, discovered_at FROM mcp_tools WHERE workspace_id = $1 ORDER BY connection, tool, version";
-        let direct = self.read_direct(|conn| {
-            conn.prepare_cached(SQL)?
-                .query_map([workspace_id], |r| {
-                    Ok(McpToolRow {
-                        connection: r.get(0)?,
-                        tool: r.get(1)?,
-                        version: r.get(2)?,
-                        spec: r.get(3)?,
-                        annotations: r.get(4)?,
-                        current: r.get(5)?,
-                        discovered_at: r.get(6)?,
-                    })
-                })?
-                .collect()
-        });
-        match direct {
-            Some(rows) => rows,
-            None => Ok(sqlx::query_as(SQL)
-                .bind(workspace_id)
-                .fetch_all(self.pool())
-                .await?),
-        }
+        self.workspace_rows(
+            "SELECT connection, tool, version, spec, annotations, current, discovered_at FROM mcp_tools WHERE workspace_id = $1 ORDER BY connection, tool, version",
+            workspace_id,
+            |r| {
+                Ok(McpToolRow {
+                    connection: r.get(0)?,
+                    tool: r.get(1)?,
+                    version: r.get(2)?,
+                    spec: r.get(3)?,
+                    annotations: r.get(4)?,
+                    current: r.get(5)?,
+                    discovered_at: r.get(6)?,
+                })
+            },
+        )
+        .await
     }
 
     /// What each `mcp` connection's server said at its last refresh.

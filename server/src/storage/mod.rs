@@ -559,6 +559,32 @@ impl Store {
         }
     }
 
+    /// Every row of `sql`, whose one parameter is `workspace_id`: on
+    /// SQLite read through [`Store::read_direct`] with `row` (the columns
+    /// in the order `sql` selects them), through the pool otherwise.
+    pub(crate) async fn workspace_rows<R>(
+        &self,
+        sql: &str,
+        workspace_id: &str,
+        row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<R>,
+    ) -> Result<Vec<R>, StoreError>
+    where
+        R: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+    {
+        let direct = self.read_direct(|conn| {
+            conn.prepare_cached(sql)?
+                .query_map([workspace_id], row)?
+                .collect()
+        });
+        match direct {
+            Some(rows) => rows,
+            None => Ok(sqlx::query_as(sql)
+                .bind(workspace_id)
+                .fetch_all(self.pool())
+                .await?),
+        }
+    }
+
     pub async fn close(&self) {
         // The store's own connections first, so that the pools' last
         // connection is the file's last and removes the WAL.
