@@ -218,12 +218,23 @@ struct DirectSlot {
     done: bool,
 }
 
+/// 128 MiB, written once for [`WAL_RESTART_BYTES`] and the pragma's text.
+macro_rules! wal_restart_bytes {
+    () => {
+        134217728
+    };
+}
+
 /// Every SQLite connection of a store, the pools' and the group writer's
 /// own: WAL with `synchronous = NORMAL` (see [`Store::open`]), SQLite's
 /// busy handler for up to 5 s, foreign keys, and no automatic checkpoint
 /// (checkpoints run in the background, see `checkpoint_in_background`,
 /// not inside a commit).
-const SQLITE_CONNECTION_PRAGMAS: &str = "PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 134217728;";
+const SQLITE_CONNECTION_PRAGMAS: &str = concat!(
+    "PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = ",
+    wal_restart_bytes!(),
+    ";"
+);
 
 /// The WAL size (bytes) beyond which the group writer checkpoints it
 /// itself, between two batches, so that it starts again from its
@@ -234,7 +245,7 @@ const SQLITE_CONNECTION_PRAGMAS: &str = "PRAGMA synchronous = NORMAL; PRAGMA bus
 /// commits never lets it do: 100 runs in flight grew the WAL by about
 /// 40 MB a second, without end, every frame appended to a longer file and
 /// the WAL's index growing with it (issue #30).
-const WAL_RESTART_BYTES: u64 = 128 << 20;
+const WAL_RESTART_BYTES: u64 = wal_restart_bytes!();
 
 /// How often the group writer looks at the WAL's size (a `stat`).
 pub(crate) const WAL_CHECK_EVERY: Duration = Duration::from_millis(100);
