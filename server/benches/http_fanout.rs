@@ -155,6 +155,8 @@ fn main() {
         let mut walls = Vec::with_capacity(runs);
         let mut firsts = Vec::with_capacity(runs);
         let mut lateness = Vec::with_capacity(runs);
+        let mut start_spreads = Vec::with_capacity(runs);
+        let mut end_spreads = Vec::with_capacity(runs);
         for _ in 0..runs {
             LATEST_ANSWER_US.store(0, Ordering::Relaxed);
             let allow = [("GLASSBOX_HTTP_ALLOW_HOSTS", format!("127.0.0.1:{port}"))];
@@ -183,20 +185,26 @@ fn main() {
                 .expect("the first turn's call");
             calls.remove(&warm_up.0);
             firsts.push((warm_up.1 .1 - warm_up.1 .0) * 1000.0);
-            let start = calls.values().map(|c| span(c).0).fold(f64::MAX, f64::min);
-            let end = calls.values().map(|c| span(c).1).fold(0.0, f64::max);
+            let spans: Vec<(f64, f64)> = calls.values().map(span).collect();
+            let first = |f: fn(&(f64, f64)) -> f64| spans.iter().map(f).fold(f64::MAX, f64::min);
+            let last = |f: fn(&(f64, f64)) -> f64| spans.iter().map(f).fold(0.0, f64::max);
+            let (start, end) = (first(|s| s.0), last(|s| s.1));
             makespans.push((end - start) * 1000.0);
+            start_spreads.push((last(|s| s.0) - start) * 1000.0);
+            end_spreads.push((end - first(|s| s.1)) * 1000.0);
             walls.push(wall);
             lateness.push(LATEST_ANSWER_US.load(Ordering::Relaxed) as f64 / 1000.0);
         }
         let best = makespans.iter().copied().fold(f64::MAX, f64::min);
         let makespan = median(makespans);
         println!(
-            "K = {k:>3}: batch makespan {makespan:>6.0} ms ({:.2}x the 100 ms ideal; best {best:.0} ms); whole `glassbox run` {:.0} ms; the process's first call {:.0} ms (medians of {runs}); the endpoint's latest answer in a run was {:.2} ms late (median)",
+            "K = {k:>3}: batch makespan {makespan:>6.0} ms ({:.2}x the 100 ms ideal; best {best:.0} ms); whole `glassbox run` {:.0} ms; the process's first call {:.0} ms (medians of {runs}); the endpoint's latest answer in a run was {:.2} ms late; the calls started over {:.0} ms and ended over {:.0} ms (medians)",
             makespan / 100.0,
             median(walls),
             median(firsts),
-            median(lateness)
+            median(lateness),
+            median(start_spreads),
+            median(end_spreads)
         );
         report(
             &format!("parallel_{k}_calls_of_a_100ms_tool_makespan_over_100ms"),
