@@ -111,12 +111,15 @@ async fn open_with_admin(config: &Config) -> Result<Store, Failure> {
 }
 
 /// What a command that executes runs in this process needs (`glassbox
-/// run`, `glassbox suite run`): the database opened and bootstrapped, and
+/// run`, `glassbox suite run`): the database opened and bootstrapped (its
+/// WAL kept small, see [`WalBound::COMMAND`](crate::storage::WalBound::COMMAND)), and
 /// the run manager with the configured limits, secrets key and approval
 /// key.
 pub async fn open_runs(db: &DbArgs) -> Result<(Store, std::sync::Arc<crate::runs::Runs>), Failure> {
     let config = db.config(IpAddr::from([127, 0, 0, 1]), 0, None);
-    let store = open_with_admin(&config).await?;
+    let store = open_with_admin(&config)
+        .await?
+        .with_wal_bound(crate::storage::WalBound::COMMAND);
     let runs = crate::runs::Runs::new(
         store.clone(),
         crate::config::RunsConfig::from_config(&config),

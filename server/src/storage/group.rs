@@ -316,7 +316,7 @@ async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>, direct: bool) {
     let mut batch: Vec<Job> = Vec::new();
     let mut wal_checked = std::time::Instant::now();
     while let Some(first) = rx.recv().await {
-        if direct && wal_checked.elapsed() >= super::WAL_CHECK_EVERY {
+        if direct && wal_checked.elapsed() >= store.wal_check_every() {
             wal_checked = std::time::Instant::now();
             store.restart_large_wal();
         }

@@ -188,6 +188,8 @@ pub struct Store {
     /// The store's own read connections to the SQLite file (see
     /// [`Store::read_direct`]).
     readers: std::sync::Arc<std::sync::Mutex<ReadSlots>>,
+    /// When the group writer restarts the WAL (SQLite).
+    wal: WalBound,
 }
 
 /// The read connections of [`Store::read_direct`]: the idle ones, how
@@ -218,7 +220,7 @@ struct DirectSlot {
     done: bool,
 }
 
-/// 128 MiB, written once for [`WAL_RESTART_BYTES`] and the pragma's text.
+/// 128 MiB, written once for [`WalBound::SERVER`] and the pragma's text.
 macro_rules! wal_restart_bytes {
     () => {
         134217728
@@ -236,19 +238,45 @@ const SQLITE_CONNECTION_PRAGMAS: &str = concat!(
     ";"
 );
 
-/// The WAL size (bytes) beyond which the group writer checkpoints it
-/// itself, between two batches, so that it starts again from its
-/// beginning; also SQLite's `journal_size_limit`, the size a restarted
-/// WAL file is cut back to (its disk space after a busy spell). The
-/// background checkpoint (PASSIVE, every second) only starts the WAL
-/// again when it caught up with the last commit, which a steady stream of
-/// commits never lets it do: 100 runs in flight grew the WAL by about
-/// 40 MB a second, without end, every frame appended to a longer file and
-/// the WAL's index growing with it (issue #30).
-const WAL_RESTART_BYTES: u64 = wal_restart_bytes!();
+/// When the group writer checkpoints the WAL itself, between two batches,
+/// so that it starts again from its beginning (see
+/// [`Store::restart_large_wal`]): beyond `bytes`, looked at (a `stat`)
+/// once per `every`. The background checkpoint (PASSIVE, every second)
+/// only starts the WAL again when it caught up with the last commit, which
+/// a steady stream of commits never lets it do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalBound {
+    pub bytes: u64,
+    pub every: Duration,
+}
 
-/// How often the group writer looks at the WAL's size (a `stat`).
-pub(crate) const WAL_CHECK_EVERY: Duration = Duration::from_millis(100);
+impl WalBound {
+    /// A server's: 128 MiB (also SQLite's `journal_size_limit`, the size a
+    /// restarted WAL file is cut back to), looked at every 100 ms. Commits
+    /// wait for the writer's checkpoint (its two `fsync`s, 23-25 ms when
+    /// frames were left), and a server's concurrent runs wait with them, so
+    /// the bound is large: it only bounds the WAL on disk. Without it, 100
+    /// runs in flight grew the WAL by about 40 MB a second, without end,
+    /// every frame appended to a longer file and the WAL's index growing
+    /// with it (issue #30).
+    pub const SERVER: WalBound = WalBound {
+        bytes: wal_restart_bytes!(),
+        every: Duration::from_millis(100),
+    };
+
+    /// A command that runs workflows in its own process and exits
+    /// (`glassbox run`, `glassbox suite run`): 4 MiB, looked at after every
+    /// batch. Nothing waits on one commit there but the run's end, while
+    /// all the WAL holds when the store closes is flushed, copied and
+    /// deleted on the way out: a 400-call run left a 14 MB WAL, whose
+    /// `fsync` and removal took 30 ms of the command's time (75 us a call,
+    /// issue #30). Checkpointed during the run instead, its I/O overlaps
+    /// the run's work, and the close has at most 4 MiB left.
+    pub const COMMAND: WalBound = WalBound {
+        bytes: 4 << 20,
+        every: Duration::ZERO,
+    };
+}
 
 /// Opens `file` for the group writer with the pools' settings (the
 /// store created and migrated it, in WAL mode, which the file keeps).
@@ -383,7 +411,20 @@ impl Store {
             url: Unshown(url.into()),
             direct: Default::default(),
             readers: Default::default(),
+            wal: WalBound::SERVER,
         })
+    }
+
+    /// The store with another [`WalBound`] (for its group writer, so set
+    /// it before one starts).
+    pub fn with_wal_bound(mut self, wal: WalBound) -> Self {
+        self.wal = wal;
+        self
+    }
+
+    /// How often the group writer looks at the WAL's size.
+    pub(crate) fn wal_check_every(&self) -> Duration {
+        self.wal.every
     }
 
     /// The pool for reads.
@@ -516,19 +557,17 @@ impl Store {
     }
 
     /// On the group writer's thread, between batches (no write in
-    /// flight): when the WAL file has grown beyond [`WAL_RESTART_BYTES`],
-    /// checkpoints it on the writer's own connection. With no commit
+    /// flight): when the WAL file has grown beyond the store's
+    /// [`WalBound`], checkpoints it on the writer's own connection. With no commit
     /// landing meanwhile it catches up with the last one (a reader still
     /// on an older snapshot holds it back; reads are short, and it waits
     /// for none), so the next commit writes from the WAL's beginning again.
     /// Commits wait for it (measured: 0.05 ms to finish 30,000 frames the
     /// background checkpoint had copied; 23-25 ms when frames were left,
-    /// mostly the two `fsync`s a checkpoint makes), so the bound is large:
-    /// it only bounds the WAL's size on disk under a steady stream of
-    /// commits, once every few seconds at 100 runs in flight. Busy when
-    /// the background checkpoint is running: the next check retries.
+    /// mostly the two `fsync`s a checkpoint makes). Busy when the
+    /// background checkpoint is running: the next check retries.
     pub(crate) fn restart_large_wal(&self) {
-        self.restart_wal_beyond(WAL_RESTART_BYTES);
+        self.restart_wal_beyond(self.wal.bytes);
     }
 
     /// [`Store::restart_large_wal`] with the size it waits for.
@@ -741,6 +780,65 @@ mod tests {
         write("INSERT INTO scratch VALUES ('b')");
         assert_eq!(wal_bytes(dir.path()), appended);
         db.close().await;
+    }
+
+    /// The group writer restarts the WAL by its store's bound: beyond its
+    /// bytes, looked at once per its interval (every batch for
+    /// [`WalBound::COMMAND`]); a server's leaves a WAL below 128 MiB alone.
+    #[tokio::test]
+    async fn the_group_writer_keeps_the_wal_within_its_stores_bound() {
+        let hour = Duration::from_secs(3600);
+        for (bound, restarts) in [
+            (
+                WalBound {
+                    bytes: 1,
+                    ..WalBound::COMMAND
+                },
+                true,
+            ),
+            (
+                WalBound {
+                    bytes: 1,
+                    every: hour,
+                },
+                false,
+            ),
+            (WalBound::SERVER, false),
+        ] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let url = format!("sqlite://{}", dir.path().join("g.db").display());
+            let db = Store::open(&url)
+                .await
+                .expect("opens")
+                .with_wal_bound(bound);
+            // The background checkpoint's first one, at once, is over
+            // (the next is a second away): only the writer restarts the
+            // WAL below.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let writer = group::GroupWriter::start(db.clone());
+            // The writer's first batch opens its connection.
+            writer.flush().await.expect("flush");
+            let write = |sql: &str| {
+                db.with_direct(|conn| conn.execute_batch(sql))
+                    .expect("the writer's connection")
+                    .expect("writes")
+            };
+            write("CREATE TABLE scratch (x TEXT)");
+            for _ in 0..20 {
+                write("INSERT INTO scratch VALUES (hex(randomblob(2000)))");
+            }
+            let grown = wal_bytes(dir.path());
+            // A batch: the writer looks at the WAL first.
+            writer.flush().await.expect("flush");
+            write("INSERT INTO scratch VALUES ('a')");
+            let after = wal_bytes(dir.path());
+            if restarts {
+                assert_eq!(after, grown, "{bound:?}: written from the WAL's beginning");
+            } else {
+                assert!(after > grown, "{bound:?}: appended, {after} > {grown}");
+            }
+            db.close().await;
+        }
     }
 
     /// Reads nested `depth` deep, each on its own direct connection while
