@@ -754,21 +754,30 @@ mod tests {
         std::fs::metadata(dir.join("g.db-wal")).map_or(0, |m| m.len())
     }
 
+    /// `sql` on the store's own writer connection.
+    fn write_direct(db: &Store, sql: &str) {
+        db.with_direct(|conn| conn.execute_batch(sql))
+            .expect("the writer's connection")
+            .expect("writes")
+    }
+
+    /// Writes 20 rows of 4 KB to a new table through the writer's
+    /// connection; the WAL's size after them.
+    fn grow_wal(db: &Store, dir: &std::path::Path) -> u64 {
+        write_direct(db, "CREATE TABLE scratch (x TEXT)");
+        for _ in 0..20 {
+            write_direct(db, "INSERT INTO scratch VALUES (hex(randomblob(2000)))");
+        }
+        wal_bytes(dir)
+    }
+
     #[tokio::test]
     async fn the_writer_starts_a_large_wal_again_from_its_beginning() {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("g.db").display());
         let db = Store::open(&url).await.expect("opens");
-        let write = |sql: &str| {
-            db.with_direct(|conn| conn.execute_batch(sql))
-                .expect("the writer's connection")
-                .expect("writes")
-        };
-        write("CREATE TABLE scratch (x TEXT)");
-        for _ in 0..20 {
-            write("INSERT INTO scratch VALUES (hex(randomblob(2000)))");
-        }
-        let grown = wal_bytes(dir.path());
+        let write = |sql: &str| write_direct(&db, sql);
+        let grown = grow_wal(&db, dir.path());
         // Below the bound nothing happens: the next commit appends.
         db.restart_wal_beyond(grown);
         write("INSERT INTO scratch VALUES ('a')");
@@ -818,19 +827,10 @@ mod tests {
             let writer = group::GroupWriter::start(db.clone());
             // The writer's first batch opens its connection.
             writer.flush().await.expect("flush");
-            let write = |sql: &str| {
-                db.with_direct(|conn| conn.execute_batch(sql))
-                    .expect("the writer's connection")
-                    .expect("writes")
-            };
-            write("CREATE TABLE scratch (x TEXT)");
-            for _ in 0..20 {
-                write("INSERT INTO scratch VALUES (hex(randomblob(2000)))");
-            }
-            let grown = wal_bytes(dir.path());
+            let grown = grow_wal(&db, dir.path());
             // A batch: the writer looks at the WAL first.
             writer.flush().await.expect("flush");
-            write("INSERT INTO scratch VALUES ('a')");
+            write_direct(&db, "INSERT INTO scratch VALUES ('a')");
             let after = wal_bytes(dir.path());
             if restarts {
                 assert_eq!(after, grown, "{bound:?}: written from the WAL's beginning");
