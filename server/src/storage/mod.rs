@@ -190,6 +190,9 @@ pub struct Store {
     readers: std::sync::Arc<std::sync::Mutex<ReadSlots>>,
     /// When the group writer restarts the WAL (SQLite).
     wal: WalBound,
+    /// The SQLite file's WAL (`<file>-wal`), whose size the group writer
+    /// looks at; none for Postgres or an in-memory database.
+    wal_file: Option<std::sync::Arc<std::path::Path>>,
 }
 
 /// The read connections of [`Store::read_direct`]: the idle ones, how
@@ -412,6 +415,11 @@ impl Store {
             direct: Default::default(),
             readers: Default::default(),
             wal: WalBound::SERVER,
+            wal_file: crate::instance::sqlite_file(url).map(|file| {
+                let mut wal = file.into_os_string();
+                wal.push("-wal");
+                std::path::PathBuf::from(wal).into()
+            }),
         })
     }
 
@@ -572,12 +580,10 @@ impl Store {
 
     /// [`Store::restart_large_wal`] with the size it waits for.
     fn restart_wal_beyond(&self, bytes: u64) {
-        let Some(file) = self.sqlite_file() else {
+        let Some(wal) = &self.wal_file else {
             return;
         };
-        let mut wal = file.into_os_string();
-        wal.push("-wal");
-        match std::fs::metadata(&wal) {
+        match std::fs::metadata(wal) {
             Ok(m) if m.len() > bytes => {}
             _ => return,
         }
