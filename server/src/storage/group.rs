@@ -314,10 +314,8 @@ fn start_thread(
 /// [`apply_direct`]).
 async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>, direct: bool) {
     let mut batch: Vec<Job> = Vec::new();
-    let mut wal_checked = std::time::Instant::now();
     while let Some(first) = rx.recv().await {
-        if direct && wal_checked.elapsed() >= store.wal_check_every() {
-            wal_checked = std::time::Instant::now();
+        if direct && store.wal_restart_due() {
             store.restart_large_wal();
         }
         batch.push(first);
