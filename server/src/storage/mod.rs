@@ -268,9 +268,9 @@ const SQLITE_CONNECTION_PRAGMAS: &str = concat!(
 /// When the WAL is started again from its beginning, so that it stays
 /// within `bytes` on disk (also SQLite's `journal_size_limit`, the size a
 /// restarted WAL file is cut back to, for [`WalBound::SERVER`]). The
-/// background checkpoint (PASSIVE, every second) only lets the next commit
-/// start it again when it caught up with the last commit, which a steady
-/// stream of commits never lets it do: the group writer then checkpoints
+/// background checkpoint (PASSIVE, see `checkpoint_in_background`) only
+/// lets the next commit start it again when it caught up with the last
+/// commit, which a steady stream of commits never lets it do: the group writer then checkpoints
 /// it itself, between two batches (see [`Store::restart_large_wal`]), and
 /// `check` says when.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -878,8 +878,8 @@ mod tests {
         db.close().await;
     }
 
-    /// How many frames the WAL's log holds (a checkpoint's answer; it
-    /// restarts nothing).
+    /// How many frames the WAL's log holds (a checkpoint's answer, so
+    /// looked at last).
     fn wal_frames(db: &Store) -> i64 {
         db.with_direct(|conn| conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1)))
             .expect("the writer's connection")
