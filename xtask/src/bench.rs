@@ -15,7 +15,8 @@
 //! `local` profile CI builds anyway; every figure named in the committed
 //! baseline (`server/benches/baseline.txt`, measured the same way) must stay
 //! within 3x of it (with a floor per unit, so a figure near zero does not
-//! fail on noise).
+//! fail on noise); when one is over, the scenarios run once more and each
+//! figure is the better of the two runs.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -102,16 +103,20 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("the bench baseline {}: {e}", path.display()))?;
         let baseline = parse_baseline(&text);
         print_table(&figures, Some(&baseline));
-        let mut problems = Vec::new();
-        for (name, base) in &baseline {
-            match figures.iter().find(|f| &f.name == name) {
-                None => problems.push(format!("{name}: not measured (the baseline names it)")),
-                Some(f) if regressed(f, *base) => problems.push(format!(
-                    "{name}: {} {} is more than {REGRESSION}x the baseline {base}",
-                    f.value, f.unit
-                )),
-                Some(_) => {}
-            }
+        let mut problems = problems(&figures, &baseline);
+        if !problems.is_empty() {
+            // The same build's figures move with the rest of a shared
+            // 2-core machine (one build's 100-in-flight p99 went from 8 to
+            // 24 ms within an hour on 2026-11-27, as the machine's CPU a
+            // run went from 3.5 to 5.5 ms): measured once more, each
+            // figure is the better of the two. A regression fails both.
+            println!(
+                "xtask: over {REGRESSION}x the baseline:\n  {}\nxtask: measuring once more; each figure is the better of the two runs",
+                problems.join("\n  ")
+            );
+            figures = better_of(figures, product_figures(&root, smoke)?);
+            print_table(&figures, Some(&baseline));
+            problems = self::problems(&figures, &baseline);
         }
         if !problems.is_empty() {
             return Err(format!("speed regressed:\n  {}", problems.join("\n  ")));
@@ -120,6 +125,36 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         print_table(&figures, None);
     }
     Ok(())
+}
+
+/// Each figure of `baseline` that is missing from `figures` or regressed.
+fn problems(figures: &[Figure], baseline: &[(String, f64)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, base) in baseline {
+        match figures.iter().find(|f| &f.name == name) {
+            None => problems.push(format!("{name}: not measured (the baseline names it)")),
+            Some(f) if regressed(f, *base) => problems.push(format!(
+                "{name}: {} {} is more than {REGRESSION}x the baseline {base}",
+                f.value, f.unit
+            )),
+            Some(_) => {}
+        }
+    }
+    problems
+}
+
+/// `first` with each figure replaced by the same figure of `again` where
+/// that is lower (every figure is a cost: time, bytes, a ratio).
+fn better_of(first: Vec<Figure>, again: Vec<Figure>) -> Vec<Figure> {
+    let mut figures = first;
+    for a in again {
+        match figures.iter_mut().find(|f| f.name == a.name) {
+            Some(f) if a.value < f.value => f.value = a.value,
+            Some(_) => {}
+            None => figures.push(a),
+        }
+    }
+    figures
 }
 
 /// Runs the black-box scenarios and collects their figures.
@@ -305,6 +340,29 @@ mod tests {
         // 0.4 ms of p99 becoming 2 ms is noise, not a 3x regression.
         assert!(!regressed(&f(2.0, "ms"), 0.4));
         assert!(regressed(&f(15.1, "ms"), 0.4));
+    }
+
+    #[test]
+    fn measured_again_each_figure_is_the_lower_of_the_two() {
+        let f = |name: &str, value: f64| Figure {
+            name: name.into(),
+            value,
+            unit: "ms".into(),
+            target: None,
+        };
+        let baseline = vec![("p99".to_string(), 8.0), ("burst".to_string(), 95.0)];
+        let first = vec![f("p99", 24.3), f("burst", 50.0)];
+        assert_eq!(problems(&first, &baseline).len(), 1);
+        let both = better_of(first, vec![f("p99", 12.0), f("burst", 60.0), f("new", 1.0)]);
+        assert_eq!(both, vec![f("p99", 12.0), f("burst", 50.0), f("new", 1.0)]);
+        assert!(problems(&both, &baseline).is_empty());
+        // A regression measured twice still fails.
+        let again = better_of(vec![f("p99", 30.0)], vec![f("p99", 26.0)]);
+        assert_eq!(
+            problems(&again, &baseline).len(),
+            2,
+            "p99 regressed, burst missing"
+        );
     }
 
     #[test]
