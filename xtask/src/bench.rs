@@ -103,7 +103,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("the bench baseline {}: {e}", path.display()))?;
         let baseline = parse_baseline(&text);
         print_table(&figures, Some(&baseline));
-        let mut problems = problems(&figures, &baseline);
+        let mut problems = regressions(&figures, &baseline);
         if !problems.is_empty() {
             // The same build's figures move with the rest of a shared
             // 2-core machine (one build's 100-in-flight p99 went from 8 to
@@ -116,7 +116,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             );
             figures = better_of(figures, product_figures(&root, smoke)?);
             print_table(&figures, Some(&baseline));
-            problems = self::problems(&figures, &baseline);
+            problems = regressions(&figures, &baseline);
         }
         if !problems.is_empty() {
             return Err(format!("speed regressed:\n  {}", problems.join("\n  ")));
@@ -128,7 +128,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
 }
 
 /// Each figure of `baseline` that is missing from `figures` or regressed.
-fn problems(figures: &[Figure], baseline: &[(String, f64)]) -> Vec<String> {
+fn regressions(figures: &[Figure], baseline: &[(String, f64)]) -> Vec<String> {
     let mut problems = Vec::new();
     for (name, base) in baseline {
         match figures.iter().find(|f| &f.name == name) {
@@ -352,14 +352,14 @@ mod tests {
         };
         let baseline = vec![("p99".to_string(), 8.0), ("burst".to_string(), 95.0)];
         let first = vec![f("p99", 24.3), f("burst", 50.0)];
-        assert_eq!(problems(&first, &baseline).len(), 1);
+        assert_eq!(regressions(&first, &baseline).len(), 1);
         let both = better_of(first, vec![f("p99", 12.0), f("burst", 60.0), f("new", 1.0)]);
         assert_eq!(both, vec![f("p99", 12.0), f("burst", 50.0), f("new", 1.0)]);
-        assert!(problems(&both, &baseline).is_empty());
+        assert!(regressions(&both, &baseline).is_empty());
         // A regression measured twice still fails.
         let again = better_of(vec![f("p99", 30.0)], vec![f("p99", 26.0)]);
         assert_eq!(
-            problems(&again, &baseline).len(),
+            regressions(&again, &baseline).len(),
             2,
             "p99 regressed, burst missing"
         );

@@ -315,7 +315,7 @@ fn start_thread(
 async fn run(store: Store, mut rx: mpsc::UnboundedReceiver<Job>, direct: bool) {
     let mut batch: Vec<Job> = Vec::new();
     while let Some(first) = rx.recv().await {
-        if direct && store.wal_restart_due() {
+        if direct {
             store.restart_large_wal();
         }
         batch.push(first);

@@ -270,9 +270,9 @@ const SQLITE_CONNECTION_PRAGMAS: &str = concat!(
 /// restarted WAL file is cut back to, for [`WalBound::SERVER`]). The
 /// background checkpoint (PASSIVE, see `checkpoint_in_background`) only
 /// lets the next commit start it again when it caught up with the last
-/// commit, which a steady stream of commits never lets it do: the group writer then checkpoints
-/// it itself, between two batches (see [`Store::restart_large_wal`]), and
-/// `check` says when.
+/// commit, which a steady stream of commits never lets it do: the group
+/// writer then checkpoints it itself, between two batches (see
+/// [`Store::restart_large_wal`]), and `check` says when.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WalBound {
     pub bytes: u64,
@@ -487,18 +487,6 @@ impl Store {
         self
     }
 
-    /// Whether the group writer, before its next batch, should look at
-    /// the WAL's size (see [`WalCheck`]).
-    pub(crate) fn wal_restart_due(&self) -> bool {
-        match self.wal.bound().check {
-            WalCheck::EveryBatch => true,
-            WalCheck::AfterBackground { .. } => self
-                .wal
-                .due
-                .swap(false, std::sync::atomic::Ordering::Relaxed),
-        }
-    }
-
     /// The pool for reads.
     pub fn pool(&self) -> &AnyPool {
         &self.pool
@@ -638,8 +626,20 @@ impl Store {
     /// checkpoint left (measured: 0.05 ms when that had copied everything;
     /// 23-25 ms for a second's frames). Busy when the background
     /// checkpoint is running: the next check retries.
+    /// When it looks is the bound's [`WalCheck`]: before every batch, or
+    /// once the background checkpoint has asked.
     pub(crate) fn restart_large_wal(&self) {
-        self.restart_wal_beyond(self.wal.bound().bytes);
+        let bound = self.wal.bound();
+        let due = match bound.check {
+            WalCheck::EveryBatch => true,
+            WalCheck::AfterBackground { .. } => self
+                .wal
+                .due
+                .swap(false, std::sync::atomic::Ordering::Relaxed),
+        };
+        if due {
+            self.restart_wal_beyond(bound.bytes);
+        }
     }
 
     /// [`Store::restart_large_wal`] with the size it waits for.
