@@ -3,7 +3,9 @@
 //! The filters that reach outside the data are removed: `env` (the server's
 //! environment), `input`/`inputs`, `debug`/`stderr` (they write to the
 //! server's log). A program yields at most [`MAX_RESULTS`]
-//! values and runs on a blocking thread under the executor's timeout.
+//! values and runs on a blocking thread under the executor's timeout,
+//! except a compiled program whose work is linear in a small input (see
+//! [`runs_inline`]), which runs in the call's own task.
 
 use std::time::{Duration, Instant};
 
@@ -63,6 +65,10 @@ impl Tool for JsonQuery {
 
     async fn execute(&self, input: JsonQueryInput, ctx: &ToolContext) -> Result<Value, ToolError> {
         let deadline = Instant::now() + Duration::from_secs(30);
+        if runs_inline(&input.program, &input.data) {
+            let results = run_jq(&input.program, &input.data, deadline, &ctx.cancel)?;
+            return Ok(json!({ "results": results }));
+        }
         let cancel = ctx.cancel.clone();
         let task = tokio::task::spawn_blocking(move || {
             run_jq(&input.program, &input.data, deadline, &cancel)
@@ -74,6 +80,138 @@ impl Tool for JsonQuery {
     }
 }
 
+/// The most input a program runs on in the call's own task: a linear pass
+/// over it takes well under a millisecond.
+const INLINE_INPUT_BYTES: usize = 64 * 1024;
+
+/// Whether the call runs `program` in its own task rather than on a
+/// blocking thread (issue #30: the hand-off there and back was two of a
+/// sequential call's context switches and about a sixth of its CPU). Only
+/// when nothing can make it long: the program is compiled already (no
+/// loading and compiling of jq's definitions on the runtime's thread), its
+/// input is at most [`INLINE_INPUT_BYTES`], and its work is linear in that
+/// input ([`linear`]). Anything else may run long, beyond the executor's
+/// timeout, which a blocking thread leaves the runtime free to enforce.
+pub fn runs_inline(program: &str, data: &Value) -> bool {
+    let mut budget = INLINE_INPUT_BYTES;
+    KEPT.contains_key(program)
+        && within(data, &mut budget)
+        && jaq_core::load::parse(program, |p| p.term())
+            .as_ref()
+            .and_then(linear)
+            .is_some()
+}
+
+/// Subtracts `value`'s size (its strings' bytes, and one a value) from
+/// `budget`; false once it is spent.
+fn within(value: &Value, budget: &mut usize) -> bool {
+    let cost = match value {
+        Value::String(s) => s.len() + 1,
+        _ => 1,
+    };
+    let Some(left) = budget.checked_sub(cost) else {
+        return false;
+    };
+    *budget = left;
+    match value {
+        Value::Array(items) => items.iter().all(|v| within(v, budget)),
+        Value::Object(map) => map.iter().all(|(k, v)| {
+            *budget = budget.saturating_sub(k.len());
+            within(v, budget)
+        }),
+        _ => true,
+    }
+}
+
+/// How many values a term yields for one input.
+#[derive(Clone, Copy, PartialEq)]
+enum Yields {
+    /// At most one.
+    One,
+    /// One for each element it iterates.
+    Many,
+}
+
+/// No-argument filters whose work is linear in their input and whose
+/// result is no bigger.
+const LINEAR_FILTERS: &[&str] = &[
+    "length",
+    "keys",
+    "keys_unsorted",
+    "type",
+    "not",
+    "first",
+    "last",
+    "true",
+    "false",
+    "null",
+    "empty",
+    "ascii_downcase",
+    "ascii_upcase",
+];
+
+/// `Some` when `term`'s work is linear in its input: paths from `.` with
+/// literal indices, `.[]` and slices, the [`LINEAR_FILTERS`], `map`,
+/// `select`, `[...]`, literals, comparisons, `and`, `or`, `//` and pipes of
+/// these. A value flowing through them is a part of the input or no
+/// bigger than one, and none is used twice (no `,`, no object
+/// construction, no variables), so each stage sees each part of the input
+/// at most once. Everything else (`..`, `range`, `recurse`, `reduce`,
+/// definitions, string formats, ...) is `None`.
+fn linear(term: &jaq_core::load::parse::Term<&str>) -> Option<Yields> {
+    use jaq_core::load::lex::StrPart;
+    use jaq_core::load::parse::{BinaryOp, Term};
+    use jaq_core::path::Part;
+    let literal = |t: &Term<&str>| match t {
+        Term::Num(_) => true,
+        Term::Neg(n) => matches!(**n, Term::Num(_)),
+        Term::Str(None, parts) => parts.iter().all(|p| matches!(p, StrPart::Str(_))),
+        _ => false,
+    };
+    let one = |t: &Term<&str>| linear(t).filter(|y| *y == Yields::One);
+    match term {
+        Term::Id => Some(Yields::One),
+        t if literal(t) => Some(Yields::One),
+        Term::Call(name, args) => match (*name, args.as_slice()) {
+            (name, []) if LINEAR_FILTERS.contains(&name) => Some(Yields::One),
+            ("map", [f]) => linear(f).map(|_| Yields::One),
+            ("select", [cond]) => one(cond),
+            _ => None,
+        },
+        Term::Arr(None) => Some(Yields::One),
+        Term::Arr(Some(items)) => linear(items).map(|_| Yields::One),
+        Term::Path(base, path) if matches!(**base, Term::Id) => {
+            let mut yields = Yields::One;
+            for (part, _) in &path.0 {
+                match part {
+                    Part::Index(i) if literal(i) => {}
+                    Part::Range(None, None) => yields = Yields::Many,
+                    Part::Range(from, to) if from.iter().chain(to.iter()).all(&literal) => {}
+                    _ => return None,
+                }
+            }
+            Some(yields)
+        }
+        Term::BinOp(l, BinaryOp::Pipe(None), r) => {
+            let (l, r) = (linear(l)?, linear(r)?);
+            Some(if l == Yields::One && r == Yields::One {
+                Yields::One
+            } else {
+                Yields::Many
+            })
+        }
+        Term::BinOp(l, BinaryOp::Cmp(_) | BinaryOp::And | BinaryOp::Or | BinaryOp::Alt, r) => {
+            one(l)?;
+            one(r)
+        }
+        _ => None,
+    }
+}
+
+/// The most recently compiled programs (see [`compiled`]).
+static KEPT: std::sync::LazyLock<moka::sync::Cache<String, std::sync::Arc<Program>>> =
+    std::sync::LazyLock::new(|| moka::sync::Cache::new(256));
+
 /// A compiled jq program.
 type Program = jaq_core::compile::Filter<jaq_core::Native<data::JustLut<Val>>>;
 
@@ -82,8 +220,6 @@ type Program = jaq_core::compile::Filter<jaq_core::Native<data::JustLut<Val>>>;
 /// than running a small program, and agents call the same few programs
 /// over and over.
 fn compiled(program: &str) -> Result<std::sync::Arc<Program>, ToolError> {
-    static KEPT: std::sync::LazyLock<moka::sync::Cache<String, std::sync::Arc<Program>>> =
-        std::sync::LazyLock::new(|| moka::sync::Cache::new(256));
     if let Some(hit) = KEPT.get(program) {
         return Ok(hit);
     }
@@ -213,6 +349,75 @@ mod tests {
             (Err(got), Err(want)) => assert!(got.message.contains(want), "{program}: {got:?}"),
             (got, want) => panic!("{program}: got {got:?}, want {want:?}"),
         }
+    }
+
+    /// Whether `program` parses to a term [`linear`] accepts.
+    fn is_linear(program: &str) -> bool {
+        jaq_core::load::parse(program, |p| p.term())
+            .as_ref()
+            .and_then(linear)
+            .is_some()
+    }
+
+    #[test]
+    fn only_programs_linear_in_their_input_are_linear() {
+        for program in [
+            ".note | length",
+            ".a.b[0]",
+            ".[\"x\"]?",
+            ".[-1]",
+            ".[1:2]",
+            ".items[] | .name",
+            "map(.x) | length",
+            "[.[] | select(.n == \"x\")] | length",
+            "select(.a > 1 and .b) | keys",
+            ".x // 3",
+            "first | type",
+            ".",
+        ] {
+            assert!(is_linear(program), "{program}");
+        }
+        for program in [
+            "..",
+            "range(10)",
+            "[range(1e9)] | length",
+            ".[], .[]",
+            "[.[], .[]]",
+            "{a: ., b: .}",
+            "def f: f; f",
+            "reduce .[] as $x (0; . + $x)",
+            ". + .",
+            ". * 1000000",
+            "tojson",
+            "@base64",
+            "\"\\(.a)\"",
+            "select(.[])",
+            ".[] == .[]",
+            "recurse",
+            "limit(3; .[])",
+            "until(. > 3; . + 1)",
+            ". as $x | $x",
+            ".[.a]",
+            "map(.)(",
+        ] {
+            assert!(!is_linear(program), "{program}");
+        }
+    }
+
+    #[test]
+    fn a_call_runs_inline_only_when_compiled_linear_and_small() {
+        let program = ".inline_probe | length";
+        let small = json!({"inline_probe": "x".repeat(1024)});
+        assert!(!runs_inline(program, &small), "not compiled yet");
+        compiled(program).expect("compiles");
+        assert!(runs_inline(program, &small));
+        let big = json!({"inline_probe": "x".repeat(INLINE_INPUT_BYTES)});
+        assert!(!runs_inline(program, &big), "input over the bound");
+        let many = json!({"inline_probe": vec![0; INLINE_INPUT_BYTES]});
+        assert!(!runs_inline(program, &many), "values over the bound");
+        let looping = "[range(.inline_probe)] | length";
+        compiled(looping).expect("compiles");
+        assert!(!runs_inline(looping, &json!({"inline_probe": 3})));
     }
 
     #[test]
