@@ -388,51 +388,6 @@ async fn parallel_batch_keeps_order_and_isolates_failures() {
     );
 }
 
-/// A turn's only call runs in the caller's own task (no hand-off to
-/// another worker and back on every sequential call, issue #30), and a
-/// panic there still ends as that call's failed envelope; a turn of
-/// several calls runs each in a task of its own, concurrently.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_single_call_runs_in_the_callers_task_and_several_in_their_own() {
-    let mut f = fixture();
-    let scope = Arc::new(f.scope());
-    let one = vec![f.call("task_id", json!({}))];
-    let two = vec![
-        f.call("task_id", json!({"n": 1})),
-        f.call("task_id", json!({"n": 2})),
-    ];
-    let panics = vec![f.call("panic", json!({}))];
-    let executor = f.executor.clone();
-    let caller = tokio::spawn(async move {
-        let me = tokio::task::id().to_string();
-        let one = executor
-            .execute_batch(scope.clone(), one, Usage::default())
-            .await;
-        let two = executor
-            .execute_batch(scope.clone(), two, Usage::default())
-            .await;
-        let panics = executor
-            .execute_batch(scope, panics, Usage::default())
-            .await;
-        (me, one, two, panics)
-    });
-    let (me, one, two, panics) = caller.await.expect("caller task");
-    let task = |e: &node_runtime::ToolEnvelope| e.output["task"].as_str().map(str::to_string);
-    assert_eq!(task(&one[0]).as_deref(), Some(me.as_str()), "{:?}", one[0]);
-    let (a, b) = (
-        task(&two[0]).expect("a task"),
-        task(&two[1]).expect("a task"),
-    );
-    assert!(a != me && b != me && a != b, "{a} {b} {me}");
-    assert_eq!(panics.len(), 1);
-    assert_eq!(
-        code(&panics[0]),
-        Some(ErrorCode::Unknown),
-        "{:?}",
-        panics[0]
-    );
-}
-
 /// The node's policy lowers how many calls of a turn run at once: one at
 /// a time, three sleeps of 100 ms take at least their sum.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

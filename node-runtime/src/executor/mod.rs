@@ -289,10 +289,6 @@ impl Executor {
         calls: Vec<ToolCall>,
         usage: Usage,
     ) -> Vec<ToolEnvelope> {
-        let calls = match <[ToolCall; 1]>::try_from(calls) {
-            Ok([call]) => return vec![self.execute_alone(scope, call, usage).await],
-            Err(calls) => calls,
-        };
         // The executor's cap, lowered by the node's policy.
         let parallel = self
             .config
@@ -343,38 +339,6 @@ impl Executor {
             envelopes.push(envelope);
         }
         envelopes
-    }
-
-    /// A turn's only call, run in the caller's own task: a task of its own
-    /// would be a hand-off to another worker and back on every sequential
-    /// call (issue #30). A panic in the executor's own code still ends this
-    /// call alone, as its failed envelope.
-    async fn execute_alone(
-        self: &Arc<Self>,
-        scope: Arc<CallScope>,
-        call: ToolCall,
-        usage: Usage,
-    ) -> ToolEnvelope {
-        let fallback = (
-            call.call_id.clone(),
-            call.tool.spec.name.clone(),
-            call.tool.spec.version.clone(),
-            call.input.clone(),
-        );
-        let run = std::panic::AssertUnwindSafe(self.execute(scope, call, usage));
-        match futures::FutureExt::catch_unwind(run).await {
-            Ok(envelope) => envelope,
-            Err(_) => {
-                let (call_id, name, version, input) = fallback;
-                error_envelope(
-                    call_id,
-                    name,
-                    version,
-                    input,
-                    ToolError::unknown("tool call task failed: the executor panicked"),
-                )
-            }
-        }
     }
 }
 

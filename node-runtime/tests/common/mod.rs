@@ -80,7 +80,6 @@ impl Tool for Probe {
                 Ok(Value::String("x".repeat(len)))
             }
             "counter" => Ok(json!({"n": input["n"].clone()})),
-            "task_id" => Ok(json!({"task": tokio::task::try_id().map(|id| id.to_string())})),
             "bad_output" => Ok(json!({"count": "not a number"})),
             other => Err(ToolError::unknown(format!("unknown probe {other}"))),
         }
@@ -100,9 +99,7 @@ pub struct Fixture {
 pub fn fixture_with(config: ExecutorConfig, secrets: MemorySecrets) -> Fixture {
     let mut registry = ToolRegistry::new();
     node_runtime::builtins::register_builtins(&mut registry).expect("builtins register");
-    for name in [
-        "noop", "echo", "sleep", "panic", "big", "counter", "task_id",
-    ] {
+    for name in ["noop", "echo", "sleep", "panic", "big", "counter"] {
         registry.register(Probe::new(name)).expect("register");
     }
     let mut leak = Probe::new("leak");
