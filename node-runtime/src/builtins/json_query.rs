@@ -155,8 +155,9 @@ const LINEAR_FILTERS: &[&str] = &[
 /// `select`, `[...]`, literals, comparisons, `and`, `or`, `//` and pipes of
 /// these. A value flowing through them is a part of the input or no
 /// bigger than one, and none is used twice (no `,`, no object
-/// construction, no variables), so each stage sees each part of the input
-/// at most once. Everything else (`..`, `range`, `recurse`, `reduce`,
+/// construction, no variables), so each stage meets each part of the
+/// input a bounded number of times (a `select` looks at its input, then
+/// passes it on). Everything else (`..`, `range`, `recurse`, `reduce`,
 /// definitions, string formats, ...) is `None`.
 fn linear(term: &jaq_core::load::parse::Term<&str>) -> Option<Yields> {
     use jaq_core::load::lex::StrPart;
