@@ -94,12 +94,7 @@ const INLINE_INPUT_BYTES: usize = 64 * 1024;
 /// timeout, which a blocking thread leaves the runtime free to enforce.
 pub fn runs_inline(program: &str, data: &Value) -> bool {
     let mut budget = INLINE_INPUT_BYTES;
-    KEPT.contains_key(program)
-        && within(data, &mut budget)
-        && jaq_core::load::parse(program, |p| p.term())
-            .as_ref()
-            .and_then(linear)
-            .is_some()
+    KEPT.get(program).is_some_and(|kept| kept.linear) && within(data, &mut budget)
 }
 
 /// Subtracts `value`'s size (its strings' bytes, and one a value) from
@@ -210,17 +205,25 @@ fn linear(term: &jaq_core::load::parse::Term<&str>) -> Option<Yields> {
 }
 
 /// The most recently compiled programs (see [`compiled`]).
-static KEPT: std::sync::LazyLock<moka::sync::Cache<String, std::sync::Arc<Program>>> =
+static KEPT: std::sync::LazyLock<moka::sync::Cache<String, std::sync::Arc<Kept>>> =
     std::sync::LazyLock::new(|| moka::sync::Cache::new(256));
 
 /// A compiled jq program.
 type Program = jaq_core::compile::Filter<jaq_core::Native<data::JustLut<Val>>>;
 
+/// A program as [`compiled`] keeps it: its filter, and whether its work is
+/// linear in its input ([`linear`], decided once, when it is compiled on
+/// a blocking thread, not on every call).
+struct Kept {
+    filter: Program,
+    linear: bool,
+}
+
 /// `program` compiled, from the most recent programs when it is one of
 /// them: loading jq's standard definitions and compiling costs far more
 /// than running a small program, and agents call the same few programs
 /// over and over.
-fn compiled(program: &str) -> Result<std::sync::Arc<Program>, ToolError> {
+fn compiled(program: &str) -> Result<std::sync::Arc<Kept>, ToolError> {
     if let Some(hit) = KEPT.get(program) {
         return Ok(hit);
     }
@@ -249,9 +252,15 @@ fn compiled(program: &str) -> Result<std::sync::Arc<Program>, ToolError> {
         .with_funs(funs)
         .compile(modules)
         .map_err(|errs| bad_program(format!("jq program does not compile: {errs:?}")))?;
-    let filter = std::sync::Arc::new(filter);
-    KEPT.insert(program.to_string(), filter.clone());
-    Ok(filter)
+    let kept = std::sync::Arc::new(Kept {
+        filter,
+        linear: jaq_core::load::parse(program, |p| p.term())
+            .as_ref()
+            .and_then(linear)
+            .is_some(),
+    });
+    KEPT.insert(program.to_string(), kept.clone());
+    Ok(kept)
 }
 
 /// Compiles and runs `program` over `data`.
@@ -261,7 +270,8 @@ pub fn run_jq(
     deadline: Instant,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Vec<Value>, ToolError> {
-    let filter = compiled(program)?;
+    let kept = compiled(program)?;
+    let filter = &kept.filter;
     // Straight from the `Value`, not written to text and parsed again
     // (issue #30: about 30 K instructions a call for a 1 KB input).
     let input = Val::deserialize(data)
