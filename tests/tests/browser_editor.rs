@@ -1235,8 +1235,16 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
             .await
             .map_err(|e| e.to_string())?;
         click(&c, &format!("[data-call='{drop}'] [data-testid=deny]")).await?;
+        // The drawer opened on a waiting call follows it to its end.
+        click(&c, &format!("[data-call='{keep}'] td")).await?;
+        let asked = wait_for_text(&c, "[data-testid=drawer-status]", Duration::from_secs(5)).await?;
         click(&c, &format!("[data-call='{keep}'] [data-testid=approve]")).await?;
         wait_run_succeeded(&c, "the run to finish").await?;
+        wait_until("the open drawer to show the call's record", || async {
+            Ok(text_or_empty(&c, "[data-testid=drawer-status]").await? == "completed")
+        })
+        .await?;
+        let followed = wait_for_text(&c, "[data-testid=call-drawer]", Duration::from_secs(5)).await?;
         let denied = wait_for_text(&c, &format!("[data-call='{drop}'] [data-testid=call-error]"), Duration::from_secs(10)).await?;
         let kept = find(&c, &format!("[data-call='{keep}']")).await?.attr("data-state").await.map_err(|e| e.to_string())?;
         let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
@@ -1250,12 +1258,17 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
             Some(&token),
             None,
         );
-        Ok::<_, String>((waiting, refused, denied, kept, run, body, failed_calls))
+        Ok::<_, String>((waiting, refused, denied, kept, run, body, failed_calls, asked, followed))
     }
     .await;
     browser.close().await;
-    let (waiting, refused, denied, kept, run, invocations, failed_calls) =
+    let (waiting, refused, denied, kept, run, invocations, failed_calls, asked, followed) =
         outcome.expect("approvals work in the timeline");
+    assert_eq!(asked, "waiting for approval");
+    assert!(
+        followed.contains("approval: approved") && followed.contains("keep.txt"),
+        "the drawer shows the ended call's record: {followed}"
+    );
     assert_eq!(failed_calls, "1 tool call failed or denied");
     assert_eq!(waiting.as_deref(), Some("waiting for approval"));
     assert!(refused.contains("reason"), "{refused}");
@@ -1590,10 +1603,17 @@ async fn an_approved_write_cut_off_by_a_crash_shows_as_outcome_unknown() {
         // The drawer holds what is known: the input, the approval, the
         // message asking an operator to reconcile.
         click(&c, "[data-testid=timeline] tr").await?;
-        wait_until("the drawer's record", || async {
+        if let Err(e) = wait_until("the drawer's record", || async {
             Ok(text_or_empty(&c, "[data-testid=drawer-status]").await? == "outcome_unknown")
         })
-        .await?;
+        .await
+        {
+            // What the page showed instead, for the failure's message.
+            let drawer = text_or_empty(&c, "[data-testid=call-drawer]").await?;
+            let row = text_or_empty(&c, "[data-testid=timeline] tr").await?;
+            browser.screenshot("editor-outcome-unknown-failed").await?;
+            return Err(format!("{e}; the drawer: {drawer:?}; the row: {row:?}"));
+        }
         let drawer = wait_for_text(&c, "[data-testid=call-drawer]", Duration::from_secs(5)).await?;
         browser.screenshot("editor-outcome-unknown").await?;
         Ok::<_, String>((state, text, drawer))

@@ -98,8 +98,18 @@ pub fn materialize_pin(
 }
 
 /// The drawer's facts of a row: its envelope, then the invocation record
-/// (approval, cost, lifecycle status) once fetched.
-fn open_drawer(row: ToolRow, run_id: String, tools: Registry, open: RwSignal<Option<CallFacts>>) {
+/// (approval, cost, lifecycle status) once fetched. `asked` counts the
+/// fetches: a record that comes back after a newer fetch began is not
+/// shown (it may hold an older status). A record that cannot be read is
+/// said in `problem`.
+fn open_drawer(
+    row: ToolRow,
+    run_id: String,
+    tools: Registry,
+    open: RwSignal<Option<CallFacts>>,
+    asked: StoredValue<u64>,
+    problem: RwSignal<Option<String>>,
+) {
     let Some(envelope) = row.envelope.as_ref() else {
         open.set(Some(CallFacts {
             tool: row.tool.clone(),
@@ -113,17 +123,26 @@ fn open_drawer(row: ToolRow, run_id: String, tools: Registry, open: RwSignal<Opt
     facts.side_effects = with_tool(tools, &facts.tool, |t| t.side_effects.to_string());
     open.set(Some(facts.clone()));
     let call_id = row.call_id;
+    asked.update_value(|n| *n += 1);
+    let this = asked.get_value();
     leptos::task::spawn_local(async move {
-        if let Ok(page) =
-            api::list_invocations(&[("run_id", &run_id), ("call_id", &call_id)], 1).await
-        {
-            if let Some(record) = page.invocations.first() {
-                open.update(|o| {
-                    if let Some(f) = o.as_mut().filter(|f| f.call_id == call_id) {
-                        *f = f.clone().with_record(record);
-                    }
-                });
+        let listed = api::list_invocations(&[("run_id", &run_id), ("call_id", &call_id)], 1).await;
+        if asked.get_value() != this {
+            return;
+        }
+        match listed {
+            Ok(page) => {
+                if let Some(record) = page.invocations.first() {
+                    open.update(|o| {
+                        if let Some(f) = o.as_mut().filter(|f| f.call_id == call_id) {
+                            *f = f.clone().with_record(record);
+                        }
+                    });
+                }
             }
+            Err(e) => problem.set(Some(format!(
+                "Cannot read the record of call {call_id}: {e}"
+            ))),
         }
     });
 }
@@ -137,10 +156,14 @@ pub fn AgentTimeline(
     tools: Registry,
 ) -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
+    // The drawer: the call it shows (`opened`) and that call's facts
+    // (`open`), which follow its row (see below).
+    let opened = RwSignal::new(None::<String>);
     let open = RwSignal::new(None::<CallFacts>);
+    let asked = StoredValue::new(0u64);
     let table_agent = agent.clone();
     let table = move || {
-        let (run_id, live) = watched.get()?;
+        let (_, live) = watched.get()?;
         let agent = table_agent.clone();
         let rows = live.rows(&agent);
         let model = live.models.get(&agent).cloned();
@@ -155,7 +178,7 @@ pub fn AgentTimeline(
             <table class="timeline" data-testid="timeline" data-agent=agent.clone()>
                 <tbody>
                     {rows.into_iter().map(|r| {
-                        let (row, run) = (r.clone(), run_id.clone());
+                        let opens = r.call_id.clone();
                         let (menu_row, button_row) = (r.clone(), r.clone());
                         let (menu_agent, button_agent) = (agent.clone(), agent.clone());
                         let ended = r.envelope.is_some();
@@ -168,7 +191,7 @@ pub fn AgentTimeline(
                         };
                         view! {
                             <tr data-call=r.call_id.clone() data-state=r.state.clone() class="timeline-row"
-                                tabindex="0" on:click=move |_| open_drawer(row.clone(), run.clone(), tools, open)
+                                tabindex="0" on:click=move |_| opened.set(Some(opens.clone()))
                                 on:contextmenu=move |ev| {
                                     if menu_row.envelope.is_some() {
                                         ev.prevent_default();
@@ -260,7 +283,43 @@ pub fn AgentTimeline(
     let run_id = Memo::new(move |_| watched.with(|w| w.as_ref().map(|(id, _)| id.clone())));
     Effect::new(move |_| {
         run_id.track();
-        open.set(None);
+        opened.set(None);
+    });
+    // The drawer follows its row: it shows the row when opened and again
+    // whenever the call's state changes (it ends, its approval is
+    // decided), then the call's record, read again each time.
+    let followed = {
+        let agent = agent.clone();
+        Memo::new(move |_| {
+            let call = opened.get()?;
+            watched.with(|w| {
+                let (run, live) = w.as_ref()?;
+                let row = live
+                    .timeline
+                    .get(&agent)?
+                    .iter()
+                    .find(|r| r.call_id == call)?;
+                Some((run.clone(), call, row.state.clone(), row.envelope.is_some()))
+            })
+        })
+    };
+    let follow_agent = agent.clone();
+    Effect::new(move |_| {
+        let Some((run, call, ..)) = followed.get() else {
+            open.set(None);
+            return;
+        };
+        let row = watched.with_untracked(|w| {
+            let (_, live) = w.as_ref()?;
+            live.timeline
+                .get(&follow_agent)?
+                .iter()
+                .find(|r| r.call_id == call)
+                .cloned()
+        });
+        if let Some(row) = row {
+            open_drawer(row, run, tools, open, asked, problem);
+        }
     });
     view! {
         <Show when=move || run_id.with(Option::is_some)>
@@ -268,7 +327,7 @@ pub fn AgentTimeline(
                 <h3>"Tool calls of " {move || heading.get()}</h3>
                 {move || problem.get().map(|p| view! { <p class="error" role="alert" data-testid="run-problem">{p}</p> })}
                 {table.clone()}
-                {move || open.get().map(|facts| view! { <CallDrawer facts=facts close=move |()| open.set(None) /> })}
+                {move || open.get().map(|facts| view! { <CallDrawer facts=facts close=move |()| opened.set(None) /> })}
                 {outputs.clone()}
             </div>
         </Show>
