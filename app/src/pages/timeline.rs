@@ -1,7 +1,8 @@
 //! An Agent node's live tool timeline (seed 003 §4.4): one row per call in
 //! tool order with name@version, state, latency, cached, truncated, the
 //! error code and a one-line preview; pending writes are decided inline; a
-//! row opens the invocation drawer; a finished call can be materialized as
+//! row opens the invocation drawer, which follows the call until it ends
+//! (its state, then its record); a finished call can be materialized as
 //! a Tool node (button or right-click). Once the run ends, the node's
 //! outputs follow: the five fixed ones and each pinned handle's value.
 //! The inspector shows it for the selected Agent node; the run panel for
