@@ -65,8 +65,8 @@ impl Tool for JsonQuery {
 
     async fn execute(&self, input: JsonQueryInput, ctx: &ToolContext) -> Result<Value, ToolError> {
         let deadline = Instant::now() + Duration::from_secs(30);
-        if runs_inline(&input.program, &input.data) {
-            let results = run_jq(&input.program, &input.data, deadline, &ctx.cancel)?;
+        if let Some(kept) = runs_inline(&input.program, &input.data) {
+            let results = run_compiled(&kept.filter, &input.data, deadline, &ctx.cancel)?;
             return Ok(json!({ "results": results }));
         }
         let cancel = ctx.cancel.clone();
@@ -92,9 +92,12 @@ const INLINE_INPUT_BYTES: usize = 64 * 1024;
 /// input is at most [`INLINE_INPUT_BYTES`], and its work is linear in that
 /// input ([`linear`]). Anything else may run long, beyond the executor's
 /// timeout, which a blocking thread leaves the runtime free to enforce.
-pub fn runs_inline(program: &str, data: &Value) -> bool {
+/// The compiled program when it does, so the call runs it without a second
+/// lookup.
+fn runs_inline(program: &str, data: &Value) -> Option<std::sync::Arc<Kept>> {
     let mut budget = INLINE_INPUT_BYTES;
-    KEPT.get(program).is_some_and(|kept| kept.linear) && within(data, &mut budget)
+    KEPT.get(program)
+        .filter(|kept| kept.linear && within(data, &mut budget))
 }
 
 /// Subtracts `value`'s size (its strings' bytes, and one a value) from
@@ -270,8 +273,16 @@ pub fn run_jq(
     deadline: Instant,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Vec<Value>, ToolError> {
-    let kept = compiled(program)?;
-    let filter = &kept.filter;
+    run_compiled(&compiled(program)?.filter, data, deadline, cancel)
+}
+
+/// Runs the compiled `filter` over `data`.
+fn run_compiled(
+    filter: &Program,
+    data: &Value,
+    deadline: Instant,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Vec<Value>, ToolError> {
     // Straight from the `Value`, not written to text and parsed again
     // (issue #30: about 30 K instructions a call for a 1 KB input).
     let input = Val::deserialize(data)
@@ -419,16 +430,17 @@ mod tests {
     fn a_call_runs_inline_only_when_compiled_linear_and_small() {
         let program = ".inline_probe | length";
         let small = json!({"inline_probe": "x".repeat(1024)});
-        assert!(!runs_inline(program, &small), "not compiled yet");
+        let inline = |program: &str, data: &Value| runs_inline(program, data).is_some();
+        assert!(!inline(program, &small), "not compiled yet");
         compiled(program).expect("compiles");
-        assert!(runs_inline(program, &small));
+        assert!(inline(program, &small));
         let big = json!({"inline_probe": "x".repeat(INLINE_INPUT_BYTES)});
-        assert!(!runs_inline(program, &big), "input over the bound");
+        assert!(!inline(program, &big), "input over the bound");
         let many = json!({"inline_probe": vec![0; INLINE_INPUT_BYTES]});
-        assert!(!runs_inline(program, &many), "values over the bound");
+        assert!(!inline(program, &many), "values over the bound");
         let looping = "[range(.inline_probe)] | length";
         compiled(looping).expect("compiles");
-        assert!(!runs_inline(looping, &json!({"inline_probe": 3})));
+        assert!(!inline(looping, &json!({"inline_probe": 3})));
     }
 
     #[test]
