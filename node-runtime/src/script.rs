@@ -59,7 +59,9 @@ impl Script {
     /// Parses a script; the error names what is wrong (an unknown field,
     /// a missing `turns`, a wrong type).
     pub fn parse(script: &Value) -> Result<Self, String> {
-        let script: Self = serde_json::from_value(script.clone())
+        // Read from the borrowed value: a clone of it first would copy a
+        // long script's every answer twice (issue #30).
+        let script = <Self as serde::Deserialize>::deserialize(script)
             .map_err(|e| format!("invalid scripted provider script: {e}"))?;
         for (i, turn) in script.turns.iter().enumerate() {
             if let Some(call) = turn.tool_calls.iter().find(|c| c.name.trim().is_empty()) {

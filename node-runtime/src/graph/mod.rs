@@ -466,7 +466,20 @@ pub enum WorkflowError {
 
 impl Workflow {
     /// Parses and checks a workflow document; errors name the JSON path.
+    ///
+    /// A document of the current format is read straight into its types;
+    /// only one that does not read that way goes through a `Value`, whose
+    /// errors name the JSON path. Both ways accept the same documents and
+    /// give the same workflow (no type here keeps its keys' order), but the
+    /// `Value` costs a copy of every string of the document: a workflow
+    /// carrying a long scripted conversation paid that on every run (issue
+    /// #30).
     pub fn from_json(text: &str) -> Result<Self, WorkflowError> {
+        if let Ok(wf) = serde_json::from_str::<Workflow>(text) {
+            if wf.format_version == WORKFLOW_FORMAT_VERSION {
+                return wf.checked();
+            }
+        }
         let value: Value =
             serde_json::from_str(text).map_err(|e| WorkflowError::NotJson(e.to_string()))?;
         Self::from_value(&value)
@@ -492,6 +505,12 @@ impl Workflow {
                 path: e.path().to_string(),
                 message: e.inner().to_string(),
             })?;
+        wf.checked()
+    }
+
+    /// The workflow if its node and edge ids are unique and not empty.
+    fn checked(self) -> Result<Self, WorkflowError> {
+        let wf = self;
         let mut seen = BTreeSet::new();
         for (i, node) in wf.nodes.iter().enumerate() {
             if node.id.is_empty() {
@@ -546,6 +565,47 @@ mod tests {
         let err = Workflow::from_json(&described.replace("\"Does a thing.\"", "7"))
             .expect_err("not text");
         assert!(err.to_string().contains("`description`"), "{err}");
+    }
+
+    /// `from_json` reads a document straight into its types and falls back
+    /// to the `Value` path; both must give the same workflow, or the same
+    /// error, for every document.
+    #[test]
+    fn the_typed_path_and_the_value_path_agree() {
+        let via_value = |text: &str| -> Result<Workflow, String> {
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| super::WorkflowError::NotJson(e.to_string()).to_string())?;
+            Workflow::from_value(&value).map_err(|e| e.to_string())
+        };
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let mut docs: Vec<String> = std::fs::read_dir(&examples)
+            .expect("the examples directory")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .map(|p| std::fs::read_to_string(p).expect("an example"))
+            .collect();
+        assert!(docs.len() >= 5, "the examples were read");
+        let plain =
+            r#"{"format_version":1,"id":"w","name":"n","revision":1,"nodes":[],"edges":[]}"#;
+        docs.extend([
+            plain.to_string(),
+            // A repeated key: the `Value` keeps the last; so must the typed path.
+            plain.replace(r#""name":"n""#, r#""name":"a","name":"n""#),
+            plain.replace(r#""format_version":1"#, r#""format_version":2"#),
+            plain.replace(r#""format_version":1"#, r#""format_version":1.0"#),
+            plain.replace(r#""format_version":1,"#, ""),
+            plain.replace(r#""revision":1"#, r#""revision":"one""#),
+            plain.replace(r#""nodes":[]"#, r#""nodes":[{"id":"a","kind":"input","config":{}},{"id":"a","kind":"input","config":{}}]"#),
+            plain.replace(r#""edges":[]"#, r#""edges":[],"extra":true"#),
+            "[]".to_string(),
+            "{".to_string(),
+        ]);
+        for doc in &docs {
+            let typed = Workflow::from_json(doc).map_err(|e| e.to_string());
+            assert_eq!(typed, via_value(doc), "{doc}");
+        }
+        let repeated = plain.replace(r#""name":"n""#, r#""name":"a","name":"n""#);
+        assert_eq!(Workflow::from_json(&repeated).expect("reads").name, "n");
     }
 
     #[test]

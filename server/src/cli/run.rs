@@ -62,50 +62,68 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
             .unwrap_or(serde_json::Value::Null)
     };
-    // The record with its bundles only when it is printed; the agents'
-    // outputs need the nodes' outputs and which nodes have a bundle.
-    let (record, with_bundle) = if args.json {
-        let record = db.run_record(&row).await.map_err(Failure::runtime)?;
-        (record, None)
+    // The agents' outputs: their contract keys, from each Agent node's
+    // stored outputs. With `--json` the whole record is printed too, with
+    // its bundles; without it the record is not read at all.
+    let contract = |mut outputs: serde_json::Value| -> serde_json::Value {
+        serde_json::Value::Object(
+            node_runtime::graph::AGENT_OUTPUTS
+                .iter()
+                .map(|k| {
+                    (
+                        k.to_string(),
+                        outputs.get_mut(*k).map(std::mem::take).unwrap_or_default(),
+                    )
+                })
+                .collect(),
+        )
+    };
+    let mut agents = serde_json::Map::new();
+    let record = if args.json {
+        let record = db
+            .run_record(&row)
+            .await
+            .map_err(Failure::runtime)?
+            .unwrap_or(serde_json::Value::Null);
+        if let Some(nodes) = record.get("nodes").and_then(serde_json::Value::as_object) {
+            for (id, node) in nodes {
+                if node.get("bundle").is_some_and(|b| !b.is_null()) {
+                    agents.insert(id.clone(), contract(node["outputs"].clone()));
+                }
+            }
+        }
+        record
     } else {
-        match db
-            .run_record_outline(&row)
+        for (id, text) in db
+            .bundled_node_outputs(&row.id)
             .await
             .map_err(Failure::runtime)?
         {
-            Some((record, nodes)) => (Some(record), Some(nodes)),
-            None => (None, None),
+            let outputs = serde_json::from_str(&text).map_err(|e| {
+                Failure::runtime(format!("the stored outputs of node {id} are not JSON: {e}"))
+            })?;
+            agents.insert(id, contract(outputs));
         }
+        serde_json::Value::Null
     };
-    let record = record.unwrap_or(serde_json::Value::Null);
-    let has_bundle = |id: &str, node: &serde_json::Value| match &with_bundle {
-        Some(nodes) => nodes.iter().any(|n| n == id),
-        None => node.get("bundle").is_some_and(|b| !b.is_null()),
-    };
-    let mut agents = serde_json::Map::new();
-    if let Some(nodes) = record.get("nodes").and_then(serde_json::Value::as_object) {
-        for (id, node) in nodes {
-            if has_bundle(id, node) {
-                let outputs = &node["outputs"];
-                let contract: serde_json::Map<String, serde_json::Value> =
-                    node_runtime::graph::AGENT_OUTPUTS
-                        .iter()
-                        .map(|k| (k.to_string(), outputs[*k].clone()))
-                        .collect();
-                agents.insert(id.clone(), serde_json::Value::Object(contract));
-            }
-        }
-    }
     let printed = if args.json {
         serde_json::json!({"run_id": row.id, "status": row.status, "outputs": parse(&row.outputs), "agent_outputs": agents, "record": record})
     } else {
         serde_json::json!({"run_id": row.id, "status": row.status, "outputs": parse(&row.outputs), "agent_outputs": agents, "error": row.error})
     };
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&printed).unwrap_or_default()
-    );
+    // Written as it is formatted, not built as one text first: a long
+    // run's calls are megabytes of it (issue #30).
+    let written = {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        serde_json::to_writer_pretty(&mut out, &printed)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out))
+            .and_then(|()| out.flush())
+    };
+    drop(printed);
     db.close().await;
+    written.map_err(|e| Failure::runtime(format!("cannot write the run's result: {e}")))?;
     if row.status == "succeeded" {
         Ok(())
     } else {

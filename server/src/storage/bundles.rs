@@ -62,44 +62,30 @@ impl Store {
         Ok(Some(record))
     }
 
-    /// A finished run's record without its bundles (None before it has
-    /// one), and the nodes that have a bundle (its agent nodes): what
-    /// reads only the nodes' outputs pays for the record alone, not for
-    /// inflating and parsing every bundle too (`glassbox run` without
-    /// `--json`). A record from before bundles were stored apart carries
-    /// them inline, and its nodes with one are listed too.
-    pub async fn run_record_outline(
+    /// The outputs of a run's nodes that have a replay bundle (its Agent
+    /// nodes), by node id, as their node rows store them: what `glassbox
+    /// run` prints without `--json`. It reads neither the run's record
+    /// (which carries the workflow it ran, scripted answers and all) nor
+    /// any bundle (issue #30: reading and parsing the whole record back
+    /// cost a 400-call run about 25 us a call).
+    pub async fn bundled_node_outputs(
         &self,
-        run: &RunRow,
-    ) -> Result<Option<(Value, Vec<String>)>, StoreError> {
-        let Some(text) = &run.record else {
-            return Ok(None);
-        };
-        let mut with_bundle: Vec<String> =
-            sqlx::query_scalar("SELECT node_id FROM replay_bundles WHERE run_id = $1")
-                .bind(&run.id)
-                .fetch_all(self.pool())
-                .await?;
-        let texts = vec![(text.clone(), run.record_refs.clone())];
-        let Some(Ok(record)) = self
-            .inflate(&run.id, texts)
-            .await?
+        run_id: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+            "SELECT n.node_id, n.outputs, n.outputs_refs FROM node_runs n \
+             JOIN replay_bundles b ON b.run_id = n.run_id AND b.node_id = n.node_id \
+             WHERE n.run_id = $1 ORDER BY n.node_id",
+        )
+        .bind(run_id)
+        .fetch_all(self.pool())
+        .await?;
+        let (ids, texts): (Vec<String>, Vec<(String, Option<String>)>) = rows
             .into_iter()
-            .next()
-            .map(|t| serde_json::from_str::<Value>(&t))
-        else {
-            return Ok(None);
-        };
-        if let Some(nodes) = record.get("nodes").and_then(Value::as_object) {
-            let inline = nodes
-                .iter()
-                .filter(|(_, n)| n.get("bundle").is_some_and(|b| !b.is_null()))
-                .map(|(id, _)| id.clone());
-            with_bundle.extend(inline);
-        }
-        with_bundle.sort();
-        with_bundle.dedup();
-        Ok(Some((record, with_bundle)))
+            .map(|(node_id, text, refs)| (node_id, (text, refs)))
+            .unzip();
+        let texts = self.inflate(run_id, texts).await?;
+        Ok(ids.into_iter().zip(texts).collect())
     }
 
     pub async fn get_bundle(
