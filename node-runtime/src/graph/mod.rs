@@ -510,9 +510,8 @@ impl Workflow {
 
     /// The workflow if its node and edge ids are unique and not empty.
     fn checked(self) -> Result<Self, WorkflowError> {
-        let wf = self;
         let mut seen = BTreeSet::new();
-        for (i, node) in wf.nodes.iter().enumerate() {
+        for (i, node) in self.nodes.iter().enumerate() {
             if node.id.is_empty() {
                 return Err(WorkflowError::Invalid {
                     path: format!("nodes[{i}].id"),
@@ -527,7 +526,7 @@ impl Workflow {
             }
         }
         let mut edge_ids = BTreeSet::new();
-        for (i, edge) in wf.edges.iter().enumerate() {
+        for (i, edge) in self.edges.iter().enumerate() {
             if !edge_ids.insert(edge.id.as_str()) {
                 return Err(WorkflowError::Invalid {
                     path: format!("edges[{i}].id"),
@@ -535,7 +534,7 @@ impl Workflow {
                 });
             }
         }
-        Ok(wf)
+        Ok(self)
     }
 
     pub fn node(&self, id: &str) -> Option<&Node> {

@@ -66,8 +66,11 @@ impl Store {
     /// nodes), by node id, as their node rows store them: what `glassbox
     /// run` prints without `--json`. It reads neither the run's record
     /// (which carries the workflow it ran, scripted answers and all) nor
-    /// any bundle (issue #30: reading and parsing the whole record back
-    /// cost a 400-call run about 25 us a call).
+    /// any bundle (issue #30: in a profile of a 400-call run, reading,
+    /// inflating, parsing and dropping the whole record took about 25 us a
+    /// call; the outputs alone are part of that). Only a run that ended
+    /// with this version is sure to have its bundles in `replay_bundles`,
+    /// which is what `glassbox run` asks about.
     pub async fn bundled_node_outputs(
         &self,
         run_id: &str,
