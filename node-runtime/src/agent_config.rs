@@ -14,7 +14,10 @@ use crate::pricing::Price;
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ProviderConfig {
     /// Deterministic turns from a script (offline default).
-    Scripted { script: serde_json::Value },
+    Scripted {
+        #[serde(serialize_with = "crate::fast_json::value")]
+        script: serde_json::Value,
+    },
     /// OpenAI Chat Completions or any compatible server (Ollama, vLLM, ...).
     Openai {
         base_url: String,

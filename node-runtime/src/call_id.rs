@@ -35,15 +35,14 @@ pub fn canonical_json(value: &Value) -> String {
     match fast_path(value) {
         // `serde_json::to_string` writes straight into a buffer; `Display`
         // (`value.to_string()`) goes through a formatter and is twice as slow.
-        Fast::Plain => {
-            serde_json::to_string(value).unwrap_or_else(|_| canonical_json_general(value))
-        }
+        // Long strings escaped by SIMD, the same bytes (`fast_json`).
+        Fast::Plain => crate::fast_json::to_string(value),
         // RFC 8785 writes an integral float as an integer (2.0 -> "2"); the
         // formatter does so as it writes, without a converted copy.
         Fast::IntegralFloats => {
             let mut out = Vec::with_capacity(256);
             let mut ser = serde_json::Serializer::with_formatter(&mut out, IntegralFloats);
-            match value.serialize(&mut ser) {
+            match crate::fast_json::FastValue(value).serialize(&mut ser) {
                 Ok(()) => String::from_utf8(out).unwrap_or_else(|_| canonical_json_general(value)),
                 Err(_) => canonical_json_general(value),
             }

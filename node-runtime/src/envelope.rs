@@ -44,9 +44,10 @@ pub struct ToolEnvelope {
     pub name: String,
     pub version: String,
     /// The arguments as sent to the tool.
+    #[serde(serialize_with = "crate::fast_json::value")]
     pub input: Value,
     /// The tool's result; null when the call failed.
-    #[serde(default)]
+    #[serde(default, serialize_with = "crate::fast_json::value")]
     pub output: Value,
     /// The failure; null when the call succeeded.
     #[serde(default)]

@@ -25,6 +25,7 @@ pub mod chat;
 pub mod connections;
 pub mod envelope;
 pub mod error;
+pub mod fast_json;
 pub mod graph;
 pub mod policy;
 pub mod pricing;

@@ -29,7 +29,9 @@ pub enum NodeStatus {
 pub struct NodeRecord {
     pub node_id: String,
     pub status: NodeStatus,
+    #[serde(serialize_with = "crate::fast_json::values")]
     pub inputs: BTreeMap<String, Value>,
+    #[serde(serialize_with = "crate::fast_json::values")]
     pub outputs: BTreeMap<String, Value>,
     pub error: Option<String>,
     pub started_at: String,

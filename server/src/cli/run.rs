@@ -116,7 +116,7 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
     let written = {
         use std::io::Write;
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        serde_json::to_writer_pretty(&mut out, &printed)
+        serde_json::to_writer_pretty(&mut out, &node_runtime::fast_json::FastValue(&printed))
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
             .and_then(|()| out.flush())

@@ -236,9 +236,10 @@ pub(super) fn event_blobs(event: &WorkflowEvent) -> Vec<BlobRef> {
 
 /// A value's JSON text. `serde_json::to_string` writes straight into a
 /// buffer; `Display` (`value.to_string()`) goes through a formatter and
-/// costs twice as much on a 1 KB tool input (issue #30). The same bytes.
+/// costs twice as much on a 1 KB tool input, and `fast_json` escapes its
+/// long strings by SIMD (issue #30). The same bytes.
 fn json_text(value: &Value) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+    node_runtime::fast_json::to_string(value)
 }
 
 /// The invocation record one event creates or moves along, if any.
