@@ -15,7 +15,7 @@ use crate::pricing::Price;
 pub enum ProviderConfig {
     /// Deterministic turns from a script (offline default).
     Scripted {
-        #[serde(serialize_with = "crate::fast_json::value")]
+        #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
         script: serde_json::Value,
     },
     /// OpenAI Chat Completions or any compatible server (Ollama, vLLM, ...).

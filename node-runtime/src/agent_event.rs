@@ -37,7 +37,7 @@ pub enum AgentEvent {
     ToolCallStarted {
         call_id: String,
         tool: String,
-        #[serde(serialize_with = "crate::fast_json::value")]
+        #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
         input: Value,
     },
     /// How far a running call has come, as the tool reported it (an MCP

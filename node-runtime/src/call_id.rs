@@ -35,20 +35,33 @@ pub fn canonical_json(value: &Value) -> String {
     match fast_path(value) {
         // `serde_json::to_string` writes straight into a buffer; `Display`
         // (`value.to_string()`) goes through a formatter and is twice as slow.
-        // Long strings escaped by SIMD, the same bytes (`fast_json`).
-        Fast::Plain => crate::fast_json::to_string(value),
+        Fast::Plain => plain_text(value),
         // RFC 8785 writes an integral float as an integer (2.0 -> "2"); the
         // formatter does so as it writes, without a converted copy.
         Fast::IntegralFloats => {
             let mut out = Vec::with_capacity(256);
             let mut ser = serde_json::Serializer::with_formatter(&mut out, IntegralFloats);
-            match crate::fast_json::FastValue(value).serialize(&mut ser) {
+            // Long strings escaped by SIMD, the same bytes (`fast_json`).
+            #[cfg(feature = "runtime")]
+            let written = crate::fast_json::FastValue(value).serialize(&mut ser);
+            #[cfg(not(feature = "runtime"))]
+            let written = value.serialize(&mut ser);
+            match written {
                 Ok(()) => String::from_utf8(out).unwrap_or_else(|_| canonical_json_general(value)),
                 Err(_) => canonical_json_general(value),
             }
         }
         Fast::No => canonical_json_general(value),
     }
+}
+
+/// serde_json's compact output of `value`: long strings escaped by SIMD
+/// in the native build (`fast_json`), the same bytes.
+fn plain_text(value: &Value) -> String {
+    #[cfg(feature = "runtime")]
+    return crate::fast_json::to_string(value);
+    #[cfg(not(feature = "runtime"))]
+    serde_json::to_string(value).unwrap_or_else(|_| canonical_json_general(value))
 }
 
 /// serde_json's compact output, except that a float is written as an

@@ -16,7 +16,7 @@ use crate::tool_spec::ToolSpec;
 pub struct ProviderToolCall {
     pub id: String,
     pub name: String,
-    #[serde(serialize_with = "crate::fast_json::value")]
+    #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
     pub arguments: Value,
 }
 
@@ -39,7 +39,7 @@ pub enum Message {
         provider_call_id: String,
         name: String,
         /// The output, or `{"error": {code, message, details}}`.
-        #[serde(serialize_with = "crate::fast_json::value")]
+        #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
         content: Value,
         is_error: bool,
     },

@@ -44,10 +44,11 @@ pub struct ToolEnvelope {
     pub name: String,
     pub version: String,
     /// The arguments as sent to the tool.
-    #[serde(serialize_with = "crate::fast_json::value")]
+    #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
     pub input: Value,
     /// The tool's result; null when the call failed.
-    #[serde(default, serialize_with = "crate::fast_json::value")]
+    #[serde(default)]
+    #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
     pub output: Value,
     /// The failure; null when the call succeeded.
     #[serde(default)]

@@ -9,17 +9,17 @@
 //! [`SIMD_FROM`] bytes with `json_escape_simd` (sonic-rs' kernel, a register
 //! at a time) and hands serde_json the escaped text as a raw value
 //! ([`RawValue`](serde_json::value::RawValue)'s protocol), which it copies
-//! as is. Both
-//! escape the same characters the same way (`"`, `\`, `\b \t \n \f \r`, other
-//! controls as lowercase `\u00xx`, nothing else), which the tests check on
-//! every character class and on arbitrary strings, so stored texts, call
-//! ids and bundle hashes do not change.
+//! as is. Both escape the same characters the same way (`"`, `\`,
+//! `\b \t \n \f \r`, other controls as lowercase `\u00xx`, nothing else),
+//! which the tests check on every character class and on arbitrary
+//! strings, so stored texts, call ids and bundle hashes do not change.
 //!
-//! The fields that carry payloads serialize through it
-//! (`#[serde(serialize_with = "crate::fast_json::value")]`). A serializer
-//! other than serde_json's text writer (`serde_json::to_value`) gets the
-//! same value: it reads the raw text back as a string. The wasm build
-//! (no `runtime` feature) writes strings the plain way.
+//! The fields that carry payloads serialize through it (`serialize_with =
+//! "crate::fast_json::value"`, in the native build). A serializer other
+//! than serde_json's text writer (`serde_json::to_value`) gets the same
+//! value: it reads the raw text back as a string. Only the native build
+//! (`runtime`) has it: the wasm app writes its few payloads the plain way
+//! and keeps its size.
 
 use std::collections::BTreeMap;
 
@@ -63,10 +63,8 @@ impl Serialize for FastValue<'_> {
 /// parse the escaped text again to check it, which costs more than the
 /// escaping saves; the escaper's output is a JSON string by construction,
 /// and the tests fail if serde_json ever handles the name differently.
-#[cfg(feature = "runtime")]
 const RAW_VALUE: &str = "$serde_json::private::RawValue";
 
-#[cfg(feature = "runtime")]
 fn string<S: Serializer>(s: &str, serializer: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeStruct;
     if s.len() < SIMD_FROM {
@@ -76,11 +74,6 @@ fn string<S: Serializer>(s: &str, serializer: S) -> Result<S::Ok, S::Error> {
     let mut raw = serializer.serialize_struct(RAW_VALUE, 1)?;
     raw.serialize_field(RAW_VALUE, text.as_str())?;
     raw.end()
-}
-
-#[cfg(not(feature = "runtime"))]
-fn string<S: Serializer>(s: &str, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(s)
 }
 
 /// `serialize_with` for a [`Value`] field.

@@ -25,6 +25,7 @@ pub mod chat;
 pub mod connections;
 pub mod envelope;
 pub mod error;
+#[cfg(feature = "runtime")]
 pub mod fast_json;
 pub mod graph;
 pub mod policy;

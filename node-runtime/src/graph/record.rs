@@ -29,9 +29,15 @@ pub enum NodeStatus {
 pub struct NodeRecord {
     pub node_id: String,
     pub status: NodeStatus,
-    #[serde(serialize_with = "crate::fast_json::values")]
+    #[cfg_attr(
+        feature = "runtime",
+        serde(serialize_with = "crate::fast_json::values")
+    )]
     pub inputs: BTreeMap<String, Value>,
-    #[serde(serialize_with = "crate::fast_json::values")]
+    #[cfg_attr(
+        feature = "runtime",
+        serde(serialize_with = "crate::fast_json::values")
+    )]
     pub outputs: BTreeMap<String, Value>,
     pub error: Option<String>,
     pub started_at: String,
