@@ -26,8 +26,8 @@ use std::collections::BTreeMap;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
-/// Strings at least this long take the SIMD path; below it a raw value's
-/// allocation and check cost more than they save.
+/// Strings at least this long take the SIMD path; below it the escaped
+/// copy's allocation costs more than the faster escaping saves.
 pub const SIMD_FROM: usize = 128;
 
 /// A [`Value`] that serializes as serde_json's own text, long strings
