@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde::ser::{Serialize, Serializer};
 use serde_json::Value;
 
 /// Strings at least this long take the SIMD path; below it the escaped
@@ -38,19 +38,9 @@ impl Serialize for FastValue<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.0 {
             Value::String(s) => string(s, serializer),
-            Value::Array(items) => {
-                let mut seq = serializer.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(&FastValue(item))?;
-                }
-                seq.end()
-            }
+            Value::Array(items) => serializer.collect_seq(items.iter().map(FastValue)),
             Value::Object(map) => {
-                let mut out = serializer.serialize_map(Some(map.len()))?;
-                for (k, v) in map {
-                    out.serialize_entry(k, &FastValue(v))?;
-                }
-                out.end()
+                serializer.collect_map(map.iter().map(|(k, v)| (k, FastValue(v))))
             }
             other => other.serialize(serializer),
         }
@@ -86,11 +76,7 @@ pub fn values<S: Serializer>(
     map: &BTreeMap<String, Value>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    let mut out = serializer.serialize_map(Some(map.len()))?;
-    for (k, v) in map {
-        out.serialize_entry(k, &FastValue(v))?;
-    }
-    out.end()
+    serializer.collect_map(map.iter().map(|(k, v)| (k, FastValue(v))))
 }
 
 /// `serde_json::to_string(v)`, the same bytes.
