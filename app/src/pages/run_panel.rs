@@ -71,6 +71,8 @@ fn follow(
 ) {
     leptos::task::spawn_local(async move {
         let mut attempt = 0u32;
+        // Set once the run was found final and its stream read once more.
+        let mut read_final = false;
         loop {
             // The page went away (or another run is watched): stop.
             let Some(Some(after)) = watched.try_with_untracked(|w| {
@@ -99,8 +101,17 @@ fn follow(
                 return;
             }
             // The stream ended without the last event: the run may have
-            // ended anyway (one recorded before it had events); ask it.
+            // ended anyway (one recorded before it had events, or one
+            // finished by another process while this one reconnected);
+            // ask it. A final run's stream is read once more from the last
+            // event applied, so what it did after the drop (a resumed
+            // call's end) shows too; its status is taken as it stands only
+            // when that read fails as well.
             if let Ok(d) = api::get_run(&run_id).await {
+                if d.status.is_final() && !read_final {
+                    read_final = true;
+                    continue;
+                }
                 if d.status.is_final() {
                     watched.update(|w| {
                         if let Some((id, live)) = w {
