@@ -163,6 +163,99 @@ pub async fn add_node(c: &Client, kind: &str) -> Result<String, String> {
     Ok(format!("{kind}{want}"))
 }
 
+/// Opens node `id`'s panel (after fitting the graph to the view, so a
+/// new node placed beyond it can be clicked).
+pub async fn select(c: &Client, id: &str) -> Result<(), String> {
+    click(c, "[data-testid=fit]").await?;
+    click(c, &format!("[data-node={id}] .node-label")).await?;
+    wait_until("its panel", || async {
+        Ok(text_or_empty(c, "[data-testid=inspector] h2").await? == id)
+    })
+    .await
+}
+
+/// Wires `from` (node.handle) to `to` (node.handle) with the panel's
+/// Connect form.
+pub async fn connect(c: &Client, from: (&str, &str), to: (&str, &str)) -> Result<(), String> {
+    select(c, from.0).await?;
+    click(
+        c,
+        &format!("[data-testid=connect-from] option[value='{}']", from.1),
+    )
+    .await?;
+    click(c, "[data-testid=connect-to]").await?;
+    let target = format!("[data-testid=connect-to] option[value='{}:{}']", to.0, to.1);
+    appear(c, &target).await?;
+    click(c, &target).await?;
+    let edges = count(c, "path.edge[data-edge]").await?;
+    click(c, "[data-testid=connect]").await?;
+    wait_until("the new wire", || async {
+        Ok(count(c, "path.edge[data-edge]").await? == edges + 1)
+    })
+    .await
+}
+
+/// In the open editor: a new Agent node with `prompt`, the `tools`
+/// (`name@version`) enabled in its tool list, and the scripted provider's
+/// `script` (`{"turns": [...]}`) typed into its turns editor, as a user
+/// builds one; returns the node's id (its panel stays open).
+pub async fn scripted_agent(
+    c: &Client,
+    prompt: &str,
+    tools: &[&str],
+    script: &serde_json::Value,
+) -> Result<String, String> {
+    let agent = add_node(c, "agent").await?;
+    select(c, &agent).await?;
+    type_and_leave(c, "[data-testid=agent-prompt]", prompt).await?;
+    for tool in tools {
+        click(
+            c,
+            &format!("[data-tool='{tool}'] [data-testid=tool-enable]"),
+        )
+        .await?;
+    }
+    type_and_leave(c, "[data-testid=script-turns]", &script.to_string()).await?;
+    Ok(agent)
+}
+
+/// In the open editor: a new Output node with `fields` (comma-separated,
+/// as typed in its panel); returns its id.
+pub async fn output_node(c: &Client, fields: &str) -> Result<String, String> {
+    let output = add_node(c, "output").await?;
+    select(c, &output).await?;
+    type_and_leave(c, "[data-testid=output-fields]", fields).await?;
+    Ok(output)
+}
+
+/// In the open editor: a new Template node with `text`; returns its id.
+pub async fn template_node(c: &Client, text: &str) -> Result<String, String> {
+    let template = add_node(c, "template").await?;
+    select(c, &template).await?;
+    type_and_leave(c, "[data-testid=template-text]", text).await?;
+    Ok(template)
+}
+
+/// Runs, and waits for that run (not the one shown before) to end.
+pub async fn run_and_wait(c: &Client) -> Result<String, String> {
+    let before = text_or_empty(c, "[data-testid=live-run-id]").await?;
+    click(c, "[data-testid=run]").await?;
+    wait_until("the new run", || async {
+        let now = text_or_empty(c, "[data-testid=live-run-id]").await?;
+        Ok(!now.is_empty() && now != before)
+    })
+    .await?;
+    wait_until("the run's end", || async {
+        let state = text_or_empty(c, "[data-testid=live-run-state]").await?;
+        Ok(matches!(
+            state.as_str(),
+            "succeeded" | "failed" | "cancelled"
+        ))
+    })
+    .await?;
+    text_or_empty(c, "[data-testid=live-run-state]").await
+}
+
 /// On the Settings page (open): saves secret `name` = `value` in `scope`
 /// with the form and waits for its row.
 pub async fn save_secret(c: &Client, scope: &str, name: &str, value: &str) -> Result<(), String> {

@@ -12,65 +12,12 @@
 use std::time::Duration;
 
 use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
-use fantoccini::Client;
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
 use glassbox_tests::mock_provider::{Api, MockProvider};
 use glassbox_tests::ui::{
-    add_node, appear, click, count, drag_by, find, new_workflow, save_secret, text_or_empty,
-    type_and_leave, value_of, wait_until,
+    add_node, appear, click, connect, count, drag_by, find, new_workflow, run_and_wait,
+    save_secret, select, text_or_empty, type_and_leave, value_of, wait_until,
 };
-
-/// Opens node `id`'s panel (after fitting the graph to the view, so a
-/// new node placed beyond it can be clicked).
-async fn select(c: &Client, id: &str) -> Result<(), String> {
-    click(c, "[data-testid=fit]").await?;
-    click(c, &format!("[data-node={id}] .node-label")).await?;
-    wait_until("its panel", || async {
-        Ok(text_or_empty(c, "[data-testid=inspector] h2").await? == id)
-    })
-    .await
-}
-
-/// Wires `from` (node.handle) to `to` (node.handle) with the panel's
-/// Connect form.
-async fn connect(c: &Client, from: (&str, &str), to: (&str, &str)) -> Result<(), String> {
-    select(c, from.0).await?;
-    click(
-        c,
-        &format!("[data-testid=connect-from] option[value='{}']", from.1),
-    )
-    .await?;
-    click(c, "[data-testid=connect-to]").await?;
-    let target = format!("[data-testid=connect-to] option[value='{}:{}']", to.0, to.1);
-    appear(c, &target).await?;
-    click(c, &target).await?;
-    let edges = count(c, "path.edge[data-edge]").await?;
-    click(c, "[data-testid=connect]").await?;
-    wait_until("the new wire", || async {
-        Ok(count(c, "path.edge[data-edge]").await? == edges + 1)
-    })
-    .await
-}
-
-/// Runs, and waits for that run (not the one shown before) to end.
-async fn run_and_wait(c: &Client) -> Result<String, String> {
-    let before = text_or_empty(c, "[data-testid=live-run-id]").await?;
-    click(c, "[data-testid=run]").await?;
-    wait_until("the new run", || async {
-        let now = text_or_empty(c, "[data-testid=live-run-id]").await?;
-        Ok(!now.is_empty() && now != before)
-    })
-    .await?;
-    wait_until("the run's end", || async {
-        let state = text_or_empty(c, "[data-testid=live-run-state]").await?;
-        Ok(matches!(
-            state.as_str(),
-            "succeeded" | "failed" | "cancelled"
-        ))
-    })
-    .await?;
-    text_or_empty(c, "[data-testid=live-run-state]").await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workflow_built_from_scratch_in_the_browser_runs() {

@@ -2,7 +2,9 @@
 //! server: from an empty canvas, add Input -> Agent -> Output from the
 //! palette, wire them by dragging between handles, move a node, undo and
 //! redo, save, reload: the same graph, the same positions, the same
-//! revision.
+//! revision. The run, approval, reconnect, materialize and crash tests
+//! build their workflows in the editor too (a scripted Agent typed in its
+//! panel, wired with the Connect form).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -11,8 +13,9 @@ use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON
 use fantoccini::{Client, Locator};
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text, Server};
 use glassbox_tests::ui::{
-    add_node, appear, attr_or_none, click, click_and_answer, count, find, grab, new_workflow,
-    text_or_empty, type_and_leave, value_of, wait_until,
+    add_node, appear, attr_or_none, click, click_and_answer, connect, count, find, grab,
+    new_workflow, output_node, scripted_agent, template_node, text_or_empty, type_and_leave,
+    value_of, wait_until,
 };
 
 type Nodes = BTreeSet<(String, String, String, String)>;
@@ -615,9 +618,14 @@ async fn rename_duplicate_and_delete_from_the_workflow_list() {
     };
     let c = browser.client.clone();
     let outcome = async {
-        let token = browser.sign_in(&server).await?;
-        let doc = serde_json::json!({"format_version": 1, "id": "x", "name": "Alpha", "revision": 0, "nodes": [], "edges": []});
-        let id = tokio::task::block_in_place(|| server.create_workflow(&token, &doc));
+        // Created from the workflows page; its id is in the editor's address.
+        let token = new_workflow(&browser, &server, "Alpha").await?;
+        let address = c.current_url().await.map_err(|e| e.to_string())?;
+        let id = address
+            .path_segments()
+            .and_then(|mut s| s.nth(1))
+            .unwrap_or_default()
+            .to_string();
         browser.open(&format!("{}/workflows", server.url)).await?;
         wait_until("the list", || async { Ok(listed(&c).await? == ["Alpha"]) }).await?;
         let row = format!("[data-workflow='{id}']");
@@ -642,8 +650,17 @@ async fn rename_duplicate_and_delete_from_the_workflow_list() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let kept = listed(&c).await?.len();
         click_and_answer(&c, &format!("{row} [data-testid=delete]"), true).await?;
-        wait_until("the delete", || async { Ok(listed(&c).await? == ["Copy of Beta"]) }).await?;
-        let (status, _) = glassbox_tests::harness::http(&server.url, "GET", &format!("/api/v1/workflows/{id}"), Some(&token), None);
+        wait_until("the delete", || async {
+            Ok(listed(&c).await? == ["Copy of Beta"])
+        })
+        .await?;
+        let (status, _) = glassbox_tests::harness::http(
+            &server.url,
+            "GET",
+            &format!("/api/v1/workflows/{id}"),
+            Some(&token),
+            None,
+        );
         Ok::<_, String>((kept, status))
     }
     .await;
@@ -1068,37 +1085,40 @@ async fn a_run_from_the_editor_shows_node_states_and_the_tool_timeline_live() {
     };
     let c = browser.client.clone();
     let outcome = async {
-        let token = browser.sign_in(&server).await?;
-        // Parallel calls in one turn, a pin on the calculator wired to a
-        // template, and the answer to the output.
-        let workflow = serde_json::json!({
-            "format_version": 1, "id": "live", "name": "Live run", "revision": 0,
-            "nodes": [
-                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go",
-                    "tools": [{"tool": "calculator@1.0.0"}, {"tool": "json_query@1.0.0"}],
-                    "pins": [{"name": "sum", "selector": {"tool": "calculator"}}],
-                    "provider": {"kind": "scripted", "script": {"turns": [
-                        {"latency_ms": 300, "tool_calls": [
-                            {"name": "calculator", "arguments": {"expression": "6*7"}},
-                            {"name": "json_query", "arguments": {"data": {"a": 1}, "program": ".a"}},
-                            {"name": "calculator", "arguments": {"expression": "1/"}}]},
-                        {"latency_ms": 300, "text": "done"}]}}}},
-                {"id": "tpl", "kind": "template", "position": {"x": 300, "y": 0}, "config": {"template": "sum={{ value }}"}},
-                {"id": "out", "kind": "output", "position": {"x": 600, "y": 0}, "config": {"fields": ["answer", "sum"]}}
-            ],
-            "edges": [
-                {"id": "e1", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}},
-                {"id": "e2", "source": {"node": "agent", "handle": "sum"}, "target": {"node": "tpl", "handle": "value"}},
-                {"id": "e3", "source": {"node": "tpl", "handle": "text"}, "target": {"node": "out", "handle": "sum"}}
-            ]
-        });
-        let wf = server.create_workflow(&token, &workflow);
-        browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
-        appear(&c, "[data-node=agent]").await?;
+        let token = new_workflow(&browser, &server, "Live run").await?;
+        // Built in the editor: parallel calls in one turn, a pin on the
+        // calculator (renamed `sum`) wired to a template, and the answer to
+        // the output.
+        let script = serde_json::json!({"turns": [
+            {"latency_ms": 300, "tool_calls": [
+                {"name": "calculator", "arguments": {"expression": "6*7"}},
+                {"name": "json_query", "arguments": {"data": {"a": 1}, "program": ".a"}},
+                {"name": "calculator", "arguments": {"expression": "1/"}}]},
+            {"latency_ms": 300, "text": "done"}]});
+        let agent =
+            scripted_agent(&c, "go", &["calculator@1.0.0", "json_query@1.0.0"], &script).await?;
+        click(&c, "[data-tool='calculator@1.0.0'] [data-testid=pin]").await?;
+        type_and_leave(
+            &c,
+            "[data-pin=calculator_result] [data-pin-field=name]",
+            "sum",
+        )
+        .await?;
+        appear(&c, "[data-pin=sum]").await?;
+        let tpl = template_node(&c, "sum={{ value }}").await?;
+        let out = output_node(&c, "answer, sum").await?;
+        connect(&c, (&agent, "response"), (&out, "answer")).await?;
+        connect(&c, (&agent, "sum"), (&tpl, "value")).await?;
+        connect(&c, (&tpl, "text"), (&out, "sum")).await?;
         click(&c, "[data-testid=run]").await?;
         // While it runs, the agent lights up as running.
         wait_until("the agent running", || async {
-            Ok(attr_or_none(&c, "[data-node=agent]", "data-run-state").await?.as_deref() == Some("running"))
+            Ok(
+                attr_or_none(&c, &format!("[data-node={agent}]"), "data-run-state")
+                    .await?
+                    .as_deref()
+                    == Some("running"),
+            )
         })
         .await?;
         let state = wait_run_succeeded(&c, "the run to finish").await;
@@ -1112,28 +1132,46 @@ async fn a_run_from_the_editor_shows_node_states_and_the_tool_timeline_live() {
         let mut seen = Vec::new();
         for r in rows {
             seen.push((
-                r.attr("data-call").await.map_err(|e| e.to_string())?.unwrap_or_default(),
-                r.attr("data-state").await.map_err(|e| e.to_string())?.unwrap_or_default(),
+                r.attr("data-call")
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or_default(),
+                r.attr("data-state")
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or_default(),
                 r.text().await.map_err(|e| e.to_string())?,
             ));
         }
         let mut states = Vec::new();
-        for n in ["agent", "tpl", "out"] {
-            states.push(find(&c, &format!("[data-node={n}]")).await?.attr("data-run-state").await.map_err(|e| e.to_string())?.unwrap_or_default());
+        for n in [&agent, &tpl, &out] {
+            states.push(
+                find(&c, &format!("[data-node={n}]"))
+                    .await?
+                    .attr("data-run-state")
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or_default(),
+            );
         }
-        let outputs = wait_for_text(&c, "[data-testid=live-outputs] [data-node=tpl]", Duration::from_secs(10)).await?;
+        let outputs = wait_for_text(
+            &c,
+            &format!("[data-testid=live-outputs] [data-node={tpl}]"),
+            Duration::from_secs(10),
+        )
+        .await?;
         // A row opens the call's envelope.
         click(&c, "[data-testid=timeline] tr").await?;
         let drawer = wait_for_text(&c, "[data-testid=call-drawer]", Duration::from_secs(5)).await?;
         browser.screenshot("editor-live-run").await?;
         let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
         let run = server.finished_run(&token, &run_id);
-        Ok::<_, String>((seen, states, outputs, drawer, run))
+        Ok::<_, String>((seen, states, outputs, drawer, run, agent))
     }
     .await;
     browser.close().await;
-    let (seen, states, outputs, drawer, run) = outcome.expect("the live run view works");
-    let order: Vec<String> = run["agent_outputs"]["agent"]["tool_order"]
+    let (seen, states, outputs, drawer, run, agent) = outcome.expect("the live run view works");
+    let order: Vec<String> = run["agent_outputs"][&agent]["tool_order"]
         .as_array()
         .map(|a| {
             a.iter()
@@ -1184,30 +1222,21 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
     };
     let c = browser.client.clone();
     let outcome = async {
-        let token = browser.sign_in(&server).await?;
-        let workflow = serde_json::json!({
-            "format_version": 1, "id": "writes", "name": "Two writes", "revision": 0,
-            "nodes": [
-                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "write",
-                    "tools": [{"tool": "write_file@1.0.0"}],
-                    "provider": {"kind": "scripted", "script": {"turns": [
-                        {"tool_calls": [
-                            {"name": "write_file", "arguments": {"path": "keep.txt", "content": "yes"}},
-                            {"name": "write_file", "arguments": {"path": "drop.txt", "content": "no"}}]},
-                        {"text": "Done writing."}]}}}},
-                {"id": "out", "kind": "output", "position": {"x": 300, "y": 0}, "config": {"fields": ["answer"]}}
-            ],
-            "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
-        });
-        let wf = server.create_workflow(&token, &workflow);
-        browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
-        appear(&c, "[data-node=agent]").await?;
+        let token = new_workflow(&browser, &server, "Two writes").await?;
+        let script = serde_json::json!({"turns": [
+            {"tool_calls": [
+                {"name": "write_file", "arguments": {"path": "keep.txt", "content": "yes"}},
+                {"name": "write_file", "arguments": {"path": "drop.txt", "content": "no"}}]},
+            {"text": "Done writing."}]});
+        let agent = scripted_agent(&c, "write", &["write_file@1.0.0"], &script).await?;
+        let out = output_node(&c, "answer").await?;
+        connect(&c, (&agent, "response"), (&out, "answer")).await?;
         click(&c, "[data-testid=run]").await?;
         wait_until("two writes waiting", || async {
             Ok(count(&c, "[data-testid=approval]").await? == 2)
         })
         .await?;
-        let waiting = attr_or_none(&c, "[data-node=agent]", "data-run-state").await?;
+        let waiting = attr_or_none(&c, &format!("[data-node={agent}]"), "data-run-state").await?;
         browser.screenshot("editor-approvals").await?;
         // The timeline is a module fetched when the run is first watched.
         appear(&c, "[data-testid=timeline] tr").await?;
@@ -1219,7 +1248,11 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
         let mut drop = String::new();
         for r in rows {
             let text = r.text().await.map_err(|e| e.to_string())?;
-            let id = r.attr("data-call").await.map_err(|e| e.to_string())?.unwrap_or_default();
+            let id = r
+                .attr("data-call")
+                .await
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default();
             if text.contains("keep.txt") {
                 keep = id;
             } else if text.contains("drop.txt") {
@@ -1228,28 +1261,48 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
         }
         // Deny without a reason is refused in words; with one it goes.
         click(&c, &format!("[data-call='{drop}'] [data-testid=deny]")).await?;
-        let refused = wait_for_text(&c, "[data-testid=run-problem]", Duration::from_secs(5)).await?;
-        find(&c, &format!("[data-call='{drop}'] [data-testid=approval-text]"))
-            .await?
-            .send_keys("not this file")
-            .await
-            .map_err(|e| e.to_string())?;
+        let refused =
+            wait_for_text(&c, "[data-testid=run-problem]", Duration::from_secs(5)).await?;
+        find(
+            &c,
+            &format!("[data-call='{drop}'] [data-testid=approval-text]"),
+        )
+        .await?
+        .send_keys("not this file")
+        .await
+        .map_err(|e| e.to_string())?;
         click(&c, &format!("[data-call='{drop}'] [data-testid=deny]")).await?;
         // The drawer opened on a waiting call follows it to its end.
         click(&c, &format!("[data-call='{keep}'] td")).await?;
-        let asked = wait_for_text(&c, "[data-testid=drawer-status]", Duration::from_secs(5)).await?;
+        let asked =
+            wait_for_text(&c, "[data-testid=drawer-status]", Duration::from_secs(5)).await?;
         click(&c, &format!("[data-call='{keep}'] [data-testid=approve]")).await?;
         wait_run_succeeded(&c, "the run to finish").await?;
         wait_until("the open drawer to show the call's record", || async {
             Ok(text_or_empty(&c, "[data-testid=drawer-status]").await? == "completed")
         })
         .await?;
-        let followed = wait_for_text(&c, "[data-testid=call-drawer]", Duration::from_secs(5)).await?;
-        let denied = wait_for_text(&c, &format!("[data-call='{drop}'] [data-testid=call-error]"), Duration::from_secs(10)).await?;
-        let kept = find(&c, &format!("[data-call='{keep}']")).await?.attr("data-state").await.map_err(|e| e.to_string())?;
+        let followed =
+            wait_for_text(&c, "[data-testid=call-drawer]", Duration::from_secs(5)).await?;
+        let denied = wait_for_text(
+            &c,
+            &format!("[data-call='{drop}'] [data-testid=call-error]"),
+            Duration::from_secs(10),
+        )
+        .await?;
+        let kept = find(&c, &format!("[data-call='{keep}']"))
+            .await?
+            .attr("data-state")
+            .await
+            .map_err(|e| e.to_string())?;
         let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
         // "succeeded", and the denied call said beside it.
-        let failed_calls = wait_for_text(&c, "[data-testid=live-run-failed-calls]", Duration::from_secs(5)).await?;
+        let failed_calls = wait_for_text(
+            &c,
+            "[data-testid=live-run-failed-calls]",
+            Duration::from_secs(5),
+        )
+        .await?;
         let run = server.finished_run(&token, &run_id);
         let (_, body) = glassbox_tests::harness::http(
             &server.url,
@@ -1258,7 +1311,17 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
             Some(&token),
             None,
         );
-        Ok::<_, String>((waiting, refused, denied, kept, run, body, failed_calls, asked, followed))
+        Ok::<_, String>((
+            waiting,
+            refused,
+            denied,
+            kept,
+            run,
+            body,
+            failed_calls,
+            asked,
+            followed,
+        ))
     }
     .await;
     browser.close().await;
@@ -1311,24 +1374,15 @@ async fn the_live_view_recovers_from_a_dropped_connection_without_gaps_or_duplic
     let mut server = Some(server);
     let outcome = async {
         let s = server.as_ref().ok_or("server")?;
-        let token = browser.sign_in(s).await?;
-        let workflow = serde_json::json!({
-            "format_version": 1, "id": "drop", "name": "Dropped", "revision": 0,
-            "nodes": [
-                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go",
-                    "tools": [{"tool": "calculator@1.0.0"}],
-                    "provider": {"kind": "scripted", "script": {"turns": [
-                        {"latency_ms": 200, "tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]},
-                        {"latency_ms": 2500, "tool_calls": [{"name": "calculator", "arguments": {"expression": "2+2"}}]},
-                        {"latency_ms": 200, "tool_calls": [{"name": "calculator", "arguments": {"expression": "3+3"}}]},
-                        {"text": "six"}]}}}},
-                {"id": "out", "kind": "output", "position": {"x": 300, "y": 0}, "config": {"fields": ["answer"]}}
-            ],
-            "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
-        });
-        let wf = s.create_workflow(&token, &workflow);
-        browser.open(&format!("{}/workflows/{wf}", s.url)).await?;
-        appear(&c, "[data-node=agent]").await?;
+        let token = new_workflow(&browser, s, "Dropped").await?;
+        let script = serde_json::json!({"turns": [
+            {"latency_ms": 200, "tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]},
+            {"latency_ms": 2500, "tool_calls": [{"name": "calculator", "arguments": {"expression": "2+2"}}]},
+            {"latency_ms": 200, "tool_calls": [{"name": "calculator", "arguments": {"expression": "3+3"}}]},
+            {"text": "six"}]});
+        let agent = scripted_agent(&c, "go", &["calculator@1.0.0"], &script).await?;
+        let out = output_node(&c, "answer").await?;
+        connect(&c, (&agent, "response"), (&out, "answer")).await?;
         click(&c, "[data-testid=run]").await?;
         wait_until("the first call", || async {
             Ok(count(&c, "[data-testid=timeline] tr[data-state=done]").await? == 1)
@@ -1354,14 +1408,14 @@ async fn the_live_view_recovers_from_a_dropped_connection_without_gaps_or_duplic
         let run_id = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
         let run = server.as_ref().ok_or("server")?.finished_run(&token, &run_id);
         browser.screenshot("editor-live-reconnected").await?;
-        Ok::<_, String>((note, ids, run))
+        Ok::<_, String>((note, ids, run, agent))
     }
     .await;
     browser.close().await;
     drop(server);
-    let (note, ids, run) = outcome.expect("the live view recovers");
+    let (note, ids, run, agent) = outcome.expect("the live view recovers");
     assert!(note.contains("reconnecting"), "{note}");
-    let order: Vec<String> = run["agent_outputs"]["agent"]["tool_order"]
+    let order: Vec<String> = run["agent_outputs"][&agent]["tool_order"]
         .as_array()
         .map(|a| {
             a.iter()
@@ -1380,31 +1434,37 @@ async fn a_materialized_call_runs_as_its_own_node_with_the_same_output() {
     };
     let c = browser.client.clone();
     let outcome = async {
-        let token = browser.sign_in(&server).await?;
-        let workflow = serde_json::json!({
-            "format_version": 1, "id": "eject", "name": "Eject", "revision": 0,
-            "nodes": [
-                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go",
-                    "tools": [{"tool": "calculator@1.0.0"}],
-                    "provider": {"kind": "scripted", "script": {"turns": [
-                        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
-                        {"text": "42"}]}}}},
-                {"id": "out", "kind": "output", "position": {"x": 300, "y": 0}, "config": {"fields": ["answer"]}}
-            ],
-            "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
-        });
-        let wf = server.create_workflow(&token, &workflow);
-        browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
-        appear(&c, "[data-node=agent]").await?;
+        let token = new_workflow(&browser, &server, "Eject").await?;
+        let script = serde_json::json!({"turns": [
+            {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+            {"text": "42"}]});
+        let agent = scripted_agent(&c, "go", &["calculator@1.0.0"], &script).await?;
+        let out = output_node(&c, "answer").await?;
+        connect(&c, (&agent, "response"), (&out, "answer")).await?;
         let finished = || run_succeeded(&c);
         click(&c, "[data-testid=run]").await?;
         wait_until("the first run", finished).await?;
-        let first_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
-        let call = appear(&c, "[data-testid=timeline] tr").await?.attr("data-call").await.map_err(|e| e.to_string())?.unwrap_or_default();
+        let first_run =
+            wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        let call = appear(&c, "[data-testid=timeline] tr")
+            .await?
+            .attr("data-call")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
         click(&c, "[data-testid=timeline] tr [data-testid=materialize]").await?;
         appear(&c, "[data-kind=tool]").await?;
-        let node = find(&c, "[data-kind=tool]").await?.attr("data-node").await.map_err(|e| e.to_string())?.unwrap_or_default();
-        let selected = appear(&c, "[data-testid=inspector] h2").await?.text().await.map_err(|e| e.to_string())?;
+        let node = find(&c, "[data-kind=tool]")
+            .await?
+            .attr("data-node")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let selected = appear(&c, "[data-testid=inspector] h2")
+            .await?
+            .text()
+            .await
+            .map_err(|e| e.to_string())?;
         let dirty = wait_for_text(&c, "[data-testid=dirty]", Duration::from_secs(5)).await?;
         browser.screenshot("editor-materialized").await?;
         save(&c).await?;
@@ -1414,18 +1474,19 @@ async fn a_materialized_call_runs_as_its_own_node_with_the_same_output() {
             Ok(id != first_run && finished().await?)
         })
         .await?;
-        let second_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        let second_run =
+            wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
         let first = server.finished_run(&token, &first_run);
         let second = server.finished_run(&token, &second_run);
-        Ok::<_, String>((call, node, selected, dirty, first, second))
+        Ok::<_, String>((call, node, selected, dirty, first, second, agent))
     }
     .await;
     browser.close().await;
-    let (call, node, selected, dirty, first, second) = outcome.expect("materialize works");
+    let (call, node, selected, dirty, first, second, agent) = outcome.expect("materialize works");
     assert_eq!(selected, node, "the new node is selected");
     assert_eq!(dirty.trim(), "Unsaved changes");
     assert_eq!(second["status"], "succeeded", "{second}");
-    let original = &first["agent_outputs"]["agent"]["tools_by_id"][&call]["output"];
+    let original = &first["agent_outputs"][&agent]["tools_by_id"][&call]["output"];
     assert!(!original.is_null(), "{first}");
     let ejected = &second["nodes"][&node]["envelope"]["output"];
     assert_eq!(
@@ -1458,59 +1519,97 @@ async fn the_inspector_shows_the_agents_timeline_and_a_pin_is_materialized_from_
     };
     let c = browser.client.clone();
     let outcome = async {
-        let token = browser.sign_in(&server).await?;
-        let workflow = serde_json::json!({
-            "format_version": 1, "id": "pinned", "name": "Pinned", "revision": 0,
-            "nodes": [
-                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go",
-                    "tools": [{"tool": "calculator@1.0.0"}],
-                    "pins": [{"name": "calc_result", "selector": {"tool": "calculator"}}],
-                    "provider": {"kind": "scripted", "script": {"turns": [
-                        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
-                        {"text": "done"}]}}}},
-                {"id": "tpl", "kind": "template", "position": {"x": 300, "y": 0}, "config": {"template": "v={{ calc_result }}"}},
-                {"id": "out", "kind": "output", "position": {"x": 600, "y": 0}, "config": {"fields": ["text"]}}
-            ],
-            "edges": [
-                {"id": "p", "source": {"node": "agent", "handle": "calc_result"}, "target": {"node": "tpl", "handle": "calc_result"}},
-                {"id": "t", "source": {"node": "tpl", "handle": "text"}, "target": {"node": "out", "handle": "text"}}
-            ]
-        });
-        let wf = server.create_workflow(&token, &workflow);
-        browser.open(&format!("{}/workflows/{wf}", server.url)).await?;
-        appear(&c, "[data-node=agent]").await?;
+        let token = new_workflow(&browser, &server, "Pinned").await?;
+        let script = serde_json::json!({"turns": [
+            {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+            {"text": "done"}]});
+        let agent = scripted_agent(&c, "go", &["calculator@1.0.0"], &script).await?;
+        click(&c, "[data-tool='calculator@1.0.0'] [data-testid=pin]").await?;
+        type_and_leave(
+            &c,
+            "[data-pin=calculator_result] [data-pin-field=name]",
+            "calc_result",
+        )
+        .await?;
+        appear(&c, "[data-pin=calc_result]").await?;
+        let tpl = template_node(&c, "v={{ calc_result }}").await?;
+        let out = output_node(&c, "text").await?;
+        connect(&c, (&agent, "calc_result"), (&tpl, "calc_result")).await?;
+        connect(&c, (&tpl, "text"), (&out, "text")).await?;
         let finished = || run_succeeded(&c);
         // Before the run ends the pin has nothing to eject: said in words.
-        context_click(&c, "[data-node=agent] [data-handle='out:calc_result']").await?;
-        let early = wait_for_text(&c, "[data-testid=editor-status]", Duration::from_secs(5)).await?;
+        context_click(
+            &c,
+            &format!("[data-node={agent}] [data-handle='out:calc_result']"),
+        )
+        .await?;
+        let early =
+            wait_for_text(&c, "[data-testid=editor-status]", Duration::from_secs(5)).await?;
         click(&c, "[data-testid=run]").await?;
         wait_until("the first run", finished).await?;
-        let first_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        let first_run =
+            wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
         // Selected, the agent's timeline and outputs are in its inspector.
-        click(&c, "[data-node=agent] rect").await?;
+        click(&c, &format!("[data-node={agent}] rect")).await?;
         appear(&c, "[data-testid=inspector] [data-testid=timeline] tr").await?;
         let in_panel = count(&c, "[data-testid=run-panel] [data-testid=timeline]").await?;
         click(&c, "[data-testid=inspector] [data-testid=timeline] tr").await?;
         wait_until("the drawer's record", || async {
-            Ok(text_or_empty(&c, "[data-testid=inspector] [data-testid=drawer-status]").await? == "completed")
+            Ok(
+                text_or_empty(&c, "[data-testid=inspector] [data-testid=drawer-status]").await?
+                    == "completed",
+            )
         })
         .await?;
-        let effect = wait_for_text(&c, "[data-testid=inspector] [data-testid=drawer-effect]", Duration::from_secs(5)).await?;
-        let cost = wait_for_text(&c, "[data-testid=inspector] [data-testid=drawer-cost]", Duration::from_secs(5)).await?;
-        let output = wait_for_text(&c, "[data-testid=inspector] [data-testid=drawer-output]", Duration::from_secs(5)).await?;
-        let pin_value = wait_for_text(&c, "[data-testid=agent-outputs] [data-handle-value=calc_result]", Duration::from_secs(5)).await?;
+        let effect = wait_for_text(
+            &c,
+            "[data-testid=inspector] [data-testid=drawer-effect]",
+            Duration::from_secs(5),
+        )
+        .await?;
+        let cost = wait_for_text(
+            &c,
+            "[data-testid=inspector] [data-testid=drawer-cost]",
+            Duration::from_secs(5),
+        )
+        .await?;
+        let output = wait_for_text(
+            &c,
+            "[data-testid=inspector] [data-testid=drawer-output]",
+            Duration::from_secs(5),
+        )
+        .await?;
+        let pin_value = wait_for_text(
+            &c,
+            "[data-testid=agent-outputs] [data-handle-value=calc_result]",
+            Duration::from_secs(5),
+        )
+        .await?;
         browser.screenshot("inspector-timeline").await?;
         // Right-click the pinned handle: a Tool node takes the pin's edge.
-        context_click(&c, "[data-node=agent] [data-handle='out:calc_result']").await?;
+        context_click(
+            &c,
+            &format!("[data-node={agent}] [data-handle='out:calc_result']"),
+        )
+        .await?;
         appear(&c, "[data-kind=tool]").await?;
-        let node = glassbox_tests::ui::attr_or_none(&c, "[data-kind=tool]", "data-node").await?.unwrap_or_default();
-        let moved = count(&c, &format!("[data-source='{node}.output'][data-target='tpl.calc_result']")).await?;
-        let left = count(&c, "[data-source='agent.calc_result']").await?;
+        let node = glassbox_tests::ui::attr_or_none(&c, "[data-kind=tool]", "data-node")
+            .await?
+            .unwrap_or_default();
+        let moved = count(
+            &c,
+            &format!("[data-source='{node}.output'][data-target='{tpl}.calc_result']"),
+        )
+        .await?;
+        let left = count(&c, &format!("[data-source='{agent}.calc_result']")).await?;
         let told = text_or_empty(&c, "[data-testid=editor-status]").await?;
         // Undone in one step, then the same from the outputs' button.
         click(&c, "[data-testid=undo]").await?;
-        wait_until("the undo", || async { Ok(count(&c, "[data-kind=tool]").await? == 0) }).await?;
-        click(&c, "[data-node=agent] rect").await?;
+        wait_until("the undo", || async {
+            Ok(count(&c, "[data-kind=tool]").await? == 0)
+        })
+        .await?;
+        click(&c, &format!("[data-node={agent}] rect")).await?;
         click(&c, "[data-testid=materialize-pin][data-pin=calc_result]").await?;
         appear(&c, "[data-kind=tool]").await?;
         browser.screenshot("editor-pin-materialized").await?;
@@ -1521,10 +1620,13 @@ async fn the_inspector_shows_the_agents_timeline_and_a_pin_is_materialized_from_
             Ok(id != first_run && finished().await?)
         })
         .await?;
-        let second_run = wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
+        let second_run =
+            wait_for_text(&c, "[data-testid=live-run-id]", Duration::from_secs(5)).await?;
         let first = server.finished_run(&token, &first_run);
         let second = server.finished_run(&token, &second_run);
-        Ok::<_, String>((early, in_panel, effect, cost, output, pin_value, moved, left, told, first, second))
+        Ok::<_, String>((
+            early, in_panel, effect, cost, output, pin_value, moved, left, told, first, second,
+        ))
     }
     .await;
     browser.close().await;
@@ -1570,22 +1672,13 @@ async fn an_approved_write_cut_off_by_a_crash_shows_as_outcome_unknown() {
     let mut server = Some(server);
     let outcome = async {
         let s = server.as_ref().ok_or("server")?;
-        let token = browser.sign_in(s).await?;
-        let workflow = serde_json::json!({
-            "format_version": 1, "id": "cut", "name": "Cut off", "revision": 0,
-            "nodes": [
-                {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "write",
-                    "tools": [{"tool": "write_file@1.0.0"}],
-                    "provider": {"kind": "scripted", "script": {"turns": [
-                        {"tool_calls": [{"name": "write_file", "arguments": {"path": "cut.txt", "content": "?"}}]},
-                        {"text": "I could not tell whether it was written."}]}}}},
-                {"id": "out", "kind": "output", "position": {"x": 300, "y": 0}, "config": {"fields": ["answer"]}}
-            ],
-            "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
-        });
-        let wf = s.create_workflow(&token, &workflow);
-        browser.open(&format!("{}/workflows/{wf}", s.url)).await?;
-        appear(&c, "[data-node=agent]").await?;
+        new_workflow(&browser, s, "Cut off").await?;
+        let script = serde_json::json!({"turns": [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "cut.txt", "content": "?"}}]},
+            {"text": "I could not tell whether it was written."}]});
+        let agent = scripted_agent(&c, "write", &["write_file@1.0.0"], &script).await?;
+        let out = output_node(&c, "answer").await?;
+        connect(&c, (&agent, "response"), (&out, "answer")).await?;
         click(&c, "[data-testid=run]").await?;
         appear(&c, "[data-testid=approval] [data-testid=approve]").await?;
         click(&c, "[data-testid=approval] [data-testid=approve]").await?;

@@ -2,7 +2,9 @@
 //! real server: a finished run is listed with its status, trigger and
 //! duration, the filter narrows the list, and its page shows the outputs
 //! and each node's result; the tools page lists the registry with badges
-//! and schemas, narrowed by search, category and "show deprecated".
+//! and schemas, narrowed by search, category and "show deprecated". Every
+//! workflow is built in the editor and started with its Run button, as a
+//! user does; the API only reads outcomes (and downloads a bundle to edit).
 
 use std::time::Duration;
 
@@ -10,40 +12,79 @@ use glassbox_tests::harness::{
     app_and_browser_signed_in, app_and_browser_with, browser_tests_enabled, built_app_dir,
     wait_for_text, Browser, Server,
 };
-use glassbox_tests::ui::{appear, click, count, find, text_or_empty, wait_until};
+use glassbox_tests::ui::{
+    appear, click, connect, count, create_workflow, find, output_node, scripted_agent,
+    text_or_empty, wait_until,
+};
 use serde_json::{json, Value};
 
-/// A workflow whose Agent node calls `tool` (`name@version`) once with
-/// `arguments`, then answers `answer`, wired to the Output field `answer`.
-fn one_call_workflow(id: &str, name: &str, tool: &str, arguments: Value, answer: &str) -> Value {
+/// What [`one_call_run`] built and started.
+struct OneCall {
+    workflow: String,
+    run: String,
+    agent: String,
+    output: String,
+}
+
+/// Builds a workflow `name` in the editor, as a user does (the browser
+/// signed in): an Agent node that calls `tool` (`name@version`) once with
+/// `arguments`, then answers `answer`, wired to the Output field
+/// `answer`; then presses Run (which saves first) and waits for the run
+/// to be shown (not to end: a write waits for its approval).
+async fn one_call_run(
+    browser: &Browser,
+    server: &Server,
+    name: &str,
+    tool: &str,
+    arguments: Value,
+    answer: &str,
+) -> Result<OneCall, String> {
+    let c = &browser.client;
+    create_workflow(browser, server, name).await?;
     let tool_name = tool.split('@').next().unwrap_or(tool);
-    json!({
-        "format_version": 1, "id": id, "name": name, "revision": 0,
-        "nodes": [
-            {"id": "agent", "kind": "agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go", "tools": [{"tool": tool}],
-                "provider": {"kind": "scripted", "script": {"turns": [
-                    {"tool_calls": [{"name": tool_name, "arguments": arguments}]},
-                    {"text": answer}]}}}},
-            {"id": "out", "kind": "output", "position": {"x": 320, "y": 0}, "config": {"fields": ["answer"]}}
-        ],
-        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": tool_name, "arguments": arguments}]},
+        {"text": answer}]});
+    let agent = scripted_agent(c, "go", &[tool], &script).await?;
+    let output = output_node(c, "answer").await?;
+    connect(c, (&agent, "response"), (&output, "answer")).await?;
+    click(c, "[data-testid=run]").await?;
+    let run = wait_for_text(c, "[data-testid=live-run-id]", Duration::from_secs(20)).await?;
+    let address = c.current_url().await.map_err(|e| e.to_string())?;
+    let workflow = address
+        .path_segments()
+        .and_then(|mut s| s.nth(1))
+        .unwrap_or_default()
+        .to_string();
+    Ok(OneCall {
+        workflow,
+        run,
+        agent,
+        output,
     })
 }
 
-/// A finished run of a new workflow `id` that asks the calculator for 6*7
-/// and answers "42": its id.
-fn finished_calculator_run(server: &Server, token: &str, id: &str, name: &str) -> String {
-    let workflow = one_call_workflow(
-        id,
+/// A finished run of a new workflow `name` built in the editor that asks
+/// the calculator for 6*7 and answers "42".
+async fn finished_calculator_run(
+    browser: &Browser,
+    server: &Server,
+    token: &str,
+    name: &str,
+) -> OneCall {
+    let built = one_call_run(
+        browser,
+        server,
         name,
         "calculator@1.0.0",
         json!({"expression": "6*7"}),
         "42",
-    );
-    let wf = server.create_workflow(token, &workflow);
-    let run_id = server.start_run(token, &wf);
-    server.finished_run(token, &run_id);
-    run_id
+    )
+    .await
+    .expect("the workflow is built and run in the editor");
+    let run = server.finished_run(token, &built.run);
+    assert_eq!(run["status"], "succeeded", "{run}");
+    built
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -53,17 +94,8 @@ async fn the_runs_page_lists_filters_and_opens_a_run() {
     let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
-    let workflow = one_call_workflow(
-        "listed",
-        "Listed run",
-        "calculator@1.0.0",
-        json!({"expression": "6*7"}),
-        "42",
-    );
-    let wf = server.create_workflow(&token, &workflow);
-    let run_id = server.start_run(&token, &wf);
-    let run = server.finished_run(&token, &run_id);
-    assert_eq!(run["status"], "succeeded", "{run}");
+    let built = finished_calculator_run(&browser, &server, &token, "Listed run").await;
+    let (wf, run_id) = (built.workflow.clone(), built.run.clone());
     let c = browser.client.clone();
     let outcome = async {
         browser.open(&format!("{}/runs", server.url)).await?;
@@ -107,10 +139,11 @@ async fn the_runs_page_lists_filters_and_opens_a_run() {
         let outputs =
             wait_for_text(&c, "[data-testid=run-outputs]", Duration::from_secs(5)).await?;
         // The graph as it ran, each node with its result; a click opens one.
-        appear(&c, "[data-testid=run-graph] [data-node=agent]").await?;
+        let agent = &built.agent;
+        appear(&c, &format!("[data-testid=run-graph] [data-node={agent}]")).await?;
         let nodes = count(&c, "[data-testid=run-graph] [data-node]").await?;
         let mut states = Vec::new();
-        for n in ["agent", "out"] {
+        for n in [&built.agent, &built.output] {
             states.push(
                 glassbox_tests::ui::attr_or_none(
                     &c,
@@ -121,10 +154,10 @@ async fn the_runs_page_lists_filters_and_opens_a_run() {
                 .unwrap_or_default(),
             );
         }
-        click(&c, "[data-testid=run-graph] [data-node=agent]").await?;
+        click(&c, &format!("[data-testid=run-graph] [data-node={agent}]")).await?;
         let agent = wait_for_text(
             &c,
-            "[data-testid=run-node][data-node=agent]",
+            &format!("[data-testid=run-node][data-node={agent}]"),
             Duration::from_secs(5),
         )
         .await?;
@@ -226,7 +259,8 @@ async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
     let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
-    let run_id = finished_calculator_run(&server, &token, "replayed", "Replayed");
+    let built = finished_calculator_run(&browser, &server, &token, "Replayed").await;
+    let run_id = built.run.clone();
     // The bundle, edited so a tool result differs from the recording.
     let (_, body) = glassbox_tests::harness::http(
         &server.url,
@@ -236,7 +270,7 @@ async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
         None,
     );
     let mut bundle = glassbox_tests::harness::json(&body);
-    bundle["nodes"]["agent"]["bundle"]["envelopes"][0]["output"] = json!({"result": 43});
+    bundle["nodes"][&built.agent]["bundle"]["envelopes"][0]["output"] = json!({"result": 43});
     let dir = tempfile::tempdir().expect("tmp");
     let edited = dir.path().join("edited-bundle.json");
     std::fs::write(&edited, bundle.to_string()).expect("write bundle");
@@ -296,9 +330,10 @@ async fn a_fork_with_a_new_answer_reuses_the_recorded_call_and_shows_the_differe
     let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
-    let run_id = finished_calculator_run(&server, &token, "forked", "Forked");
+    let built = finished_calculator_run(&browser, &server, &token, "Forked").await;
+    let run_id = built.run.clone();
     // Only the final answer changes: the script's turns with a new text.
-    let changes = json!({"nodes": {"agent": {"provider": {"script": {"turns": [
+    let changes = json!({"nodes": {&built.agent: {"provider": {"script": {"turns": [
         {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
         {"text": "forty-two"}]}}}}});
     let c = browser.client.clone();
@@ -365,15 +400,17 @@ async fn writes_are_approved_from_the_tools_page_and_their_invocations_open_a_dr
     let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
-    let workflow = one_call_workflow(
-        "approve",
+    let run_id = one_call_run(
+        &browser,
+        &server,
         "Approve here",
         "write_file@1.0.0",
         json!({"path": "tab.txt", "content": "ok"}),
         "Written.",
-    );
-    let wf = server.create_workflow(&token, &workflow);
-    let run_id = server.start_run(&token, &wf);
+    )
+    .await
+    .expect("the workflow is built and run in the editor")
+    .run;
     let c = browser.client.clone();
     let outcome = async {
         // The navigation says a write waits, from any page, and leads to it.
@@ -449,15 +486,17 @@ async fn a_truncated_output_opens_in_the_drawer_with_its_full_payload_a_click_aw
         return;
     };
     // 400 numbers: well over the 1 KiB cap.
-    let workflow = one_call_workflow(
-        "big",
+    let run_id = one_call_run(
+        &browser,
+        &server,
         "Big output",
         "json_query@1.0.0",
         json!({"program": "[range(0;400)]", "data": null}),
         "done",
-    );
-    let wf = server.create_workflow(&token, &workflow);
-    let run_id = server.start_run(&token, &wf);
+    )
+    .await
+    .expect("the workflow is built and run in the editor")
+    .run;
     let run = server.finished_run(&token, &run_id);
     let c = browser.client.clone();
     let outcome = async {
@@ -520,18 +559,15 @@ async fn a_page_whose_module_cannot_be_fetched_says_so() {
     let browser = Browser::start_with(&[]).await.expect("browser starts");
     let c = browser.client.clone();
     let outcome = async {
-        let token = browser.sign_in(&server).await?;
-        let workflow = one_call_workflow(
-            "unreachable",
-            "Editor out of reach",
-            "calculator@1.0.0",
-            json!({"expression": "1+1"}),
-            "2",
-        );
-        let wf = server.create_workflow(&token, &workflow);
-        browser
-            .open(&format!("{}/workflows/{wf}", server.url))
-            .await?;
+        // Created from the workflows page, which then opens its editor.
+        browser.sign_in(&server).await?;
+        browser.open(&format!("{}/workflows", server.url)).await?;
+        appear(&c, "[data-testid=new-workflow-name]")
+            .await?
+            .send_keys("Editor out of reach")
+            .await
+            .map_err(|e| e.to_string())?;
+        click(&c, "[data-testid=new-workflow]").await?;
         let message = wait_for_text(
             &c,
             "[data-testid=page-unavailable]",

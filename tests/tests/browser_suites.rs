@@ -8,27 +8,46 @@
 use std::time::{Duration, Instant};
 
 use fantoccini::Client;
-use glassbox_tests::harness::{app_and_browser_signed_in, wait_for_text, Server};
+use glassbox_tests::harness::{app_and_browser_signed_in, wait_for_text, Browser, Server};
 use glassbox_tests::ui::{
-    appear, attr_or_none, click, click_and_answer, count, find, text_or_empty, value_of, wait_until,
+    appear, attr_or_none, click, click_and_answer, connect, count, create_workflow, find,
+    output_node, run_and_wait, scripted_agent, text_or_empty, value_of, wait_until,
 };
 use serde_json::{json, Value};
 
-/// A workflow whose scripted Agent node asks the calculator for 6*7 once,
-/// then answers "42", wired to the Output field `answer`.
-fn calculator_workflow() -> Value {
-    json!({
-        "format_version": 1, "id": "calc", "name": "Calc", "revision": 0,
-        "nodes": [
-            {"id": "agent", "kind": "agent", "label": "Agent", "position": {"x": 0, "y": 0}, "config": {"prompt": "go",
-                "tools": [{"tool": "calculator@1.0.0"}],
-                "provider": {"kind": "scripted", "script": {"turns": [
-                    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
-                    {"text": "42"}]}}}},
-            {"id": "out", "kind": "output", "label": "Answer", "position": {"x": 320, "y": 0}, "config": {"fields": ["answer"]}}
-        ],
-        "edges": [{"id": "e", "source": {"node": "agent", "handle": "response"}, "target": {"node": "out", "handle": "answer"}}]
-    })
+/// Builds, in the editor (the browser signed in), a workflow whose
+/// scripted Agent node asks the calculator for 6*7 once, then answers
+/// "42", wired to the Output field `answer`; runs it `runs` times with
+/// Run, each to its end. Returns the workflow's id, the Agent node's id
+/// and the runs' ids.
+async fn calculator_runs(
+    browser: &Browser,
+    server: &Server,
+    runs: usize,
+) -> Result<(String, String, Vec<String>), String> {
+    let c = &browser.client;
+    create_workflow(browser, server, "Calc").await?;
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+        {"text": "42"}]});
+    let agent = scripted_agent(c, "go", &["calculator@1.0.0"], &script).await?;
+    let output = output_node(c, "answer").await?;
+    connect(c, (&agent, "response"), (&output, "answer")).await?;
+    let mut ids = Vec::new();
+    for _ in 0..runs {
+        let state = run_and_wait(c).await?;
+        if state != "succeeded" {
+            return Err(format!("a run of the calculator workflow {state}"));
+        }
+        ids.push(text_or_empty(c, "[data-testid=live-run-id]").await?);
+    }
+    let address = c.current_url().await.map_err(|e| e.to_string())?;
+    let workflow = address
+        .path_segments()
+        .and_then(|mut s| s.nth(1))
+        .unwrap_or_default()
+        .to_string();
+    Ok((workflow, agent, ids))
 }
 
 /// Types `text` into the element matching `css` after clearing it.
@@ -98,18 +117,12 @@ async fn failures(c: &Client) -> Result<Vec<(String, Vec<String>)>, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_of_three_runs_passes_then_fails_once_the_editor_removes_the_calculator() {
-    let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
+    let Some((server, browser, _)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
-    let workflow = server.create_workflow(&token, &calculator_workflow());
-    let runs: Vec<String> = (0..3)
-        .map(|_| {
-            let run = server.start_run(&token, &workflow);
-            let done = server.finished_run(&token, &run);
-            assert_eq!(done["status"], "succeeded", "{done}");
-            run
-        })
-        .collect();
+    let (workflow, agent, runs) = calculator_runs(&browser, &server, 3)
+        .await
+        .expect("the workflow is built and run in the editor");
     let c = browser.client.clone();
     let outcome = async {
         // Each run's page: Add to suite; the first makes the suite, the
@@ -195,7 +208,7 @@ async fn a_suite_of_three_runs_passes_then_fails_once_the_editor_removes_the_cal
         browser
             .open(&format!("{}/workflows/{workflow}", server.url))
             .await?;
-        click(&c, "[data-node=agent] .node-label").await?;
+        click(&c, &format!("[data-node={agent}] .node-label")).await?;
         let toggle = "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]";
         appear(&c, toggle).await?;
         let was_on = find(&c, toggle)
@@ -376,14 +389,9 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
     let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
         return;
     };
-    let workflow = server.create_workflow(&token, &calculator_workflow());
-    let runs: Vec<String> = (0..3)
-        .map(|_| {
-            let run = server.start_run(&token, &workflow);
-            server.finished_run(&token, &run);
-            run
-        })
-        .collect();
+    let (workflow, _, runs) = calculator_runs(&browser, &server, 3)
+        .await
+        .expect("the workflow is built and run in the editor");
     let (status, body) = glassbox_tests::harness::http(
         &server.url,
         "POST",
