@@ -320,7 +320,7 @@ async fn a_replay_is_identical_and_an_edited_bundle_shows_where_it_diverges() {
     assert!(identical.starts_with("Identical"), "{identical}");
     assert!(diverged.starts_with("Diverged"), "{diverged}");
     assert!(
-        diverged.contains("node `agent`") && diverged.contains("step 2"),
+        diverged.contains(&format!("node `{}`", built.agent)) && diverged.contains("step 2"),
         "names the node and step: {diverged}"
     );
 }

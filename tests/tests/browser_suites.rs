@@ -392,6 +392,10 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
     let (workflow, _, runs) = calculator_runs(&browser, &server, 3)
         .await
         .expect("the workflow is built and run in the editor");
+    // The revision the runs ran (Run saved the built graph as a new one).
+    let revision = server.finished_run(&token, &runs[0])["workflow_revision"]
+        .as_i64()
+        .expect("the run names its revision");
     let (status, body) = glassbox_tests::harness::http(
         &server.url,
         "POST",
@@ -483,12 +487,13 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
         })
         .await?;
 
-        // A revision that is not a number is refused; revision 1 runs.
+        // A revision that is not a number is refused; the runs' revision
+        // runs.
         retype(&c, "[data-testid=suite-revision]", "first").await?;
         click(&c, "[data-testid=run-suite]").await?;
         let bad_revision =
             wait_for_text(&c, "[data-testid=run-suite-error]", Duration::from_secs(10)).await?;
-        retype(&c, "[data-testid=suite-revision]", "1").await?;
+        retype(&c, "[data-testid=suite-revision]", &revision.to_string()).await?;
         click(&c, "[data-testid=run-suite]").await?;
         let (_, status) = suite_run_ended(&c, None).await?;
         let verdict = text_or_empty(&c, "[data-testid=suite-verdict]").await?;
@@ -590,7 +595,7 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
     assert!(bad_revision.contains("whole number"), "{bad_revision}");
     assert_eq!(status, "passed", "{verdict}");
     assert!(
-        verdict.contains("3 of 3 passed against revision 1"),
+        verdict.contains(&format!("3 of 3 passed against revision {revision}")),
         "{verdict}"
     );
     // The last case's Remove is off, and says why.

@@ -98,11 +98,11 @@ pub fn materialize_pin(
     )
 }
 
-/// The drawer's facts of a row: its envelope (once the call ended) or the
-/// row's own facts, then the invocation record (approval, cost, lifecycle
-/// status) once fetched. `asked` counts the fetches: a record that comes
-/// back after a newer fetch began is not shown (it may hold an older
-/// status). A record that cannot be read is said in `problem`.
+/// The drawer's facts of a row: its envelope, then the invocation record
+/// (approval, cost, lifecycle status) once fetched. `asked` counts the
+/// fetches: a record that comes back after a newer fetch began is not
+/// shown (it may hold an older status). A record that cannot be read is
+/// said in `problem`.
 fn open_drawer(
     row: ToolRow,
     run_id: String,
@@ -111,19 +111,18 @@ fn open_drawer(
     asked: StoredValue<u64>,
     problem: RwSignal<Option<String>>,
 ) {
-    // A call that has not ended has no envelope yet: its row's facts, and
-    // its record's (a started call has one) once fetched.
-    let mut facts = match row.envelope.as_ref() {
-        Some(envelope) => CallFacts::from_envelope(envelope, &row.state),
-        None => CallFacts {
+    let Some(envelope) = row.envelope.as_ref() else {
+        open.set(Some(CallFacts {
             tool: row.tool.clone(),
             call_id: row.call_id.clone(),
             status: row.state.clone(),
             ..CallFacts::default()
-        },
+        }));
+        return;
     };
+    let mut facts = CallFacts::from_envelope(envelope, &row.state);
     facts.side_effects = with_tool(tools, &facts.tool, |t| t.side_effects.to_string());
-    open.set(Some(facts));
+    open.set(Some(facts.clone()));
     let call_id = row.call_id;
     asked.update_value(|n| *n += 1);
     let this = asked.get_value();
