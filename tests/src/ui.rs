@@ -151,6 +151,20 @@ pub async fn create_workflow(browser: &Browser, server: &Server, name: &str) -> 
     Ok(())
 }
 
+/// The id of the workflow whose editor is open (from its address,
+/// `/workflows/{id}`).
+pub async fn open_workflow_id(c: &Client) -> Result<String, String> {
+    let address = c.current_url().await.map_err(|e| e.to_string())?;
+    match address
+        .path_segments()
+        .map(|s| s.collect::<Vec<_>>())
+        .as_deref()
+    {
+        Some(["workflows", id]) if !id.is_empty() => Ok((*id).to_string()),
+        _ => Err(format!("{address} is not a workflow's editor")),
+    }
+}
+
 /// Clicks the palette button of `kind` and returns the new node's id.
 pub async fn add_node(c: &Client, kind: &str) -> Result<String, String> {
     let before = count(c, &format!("[data-kind={kind}]")).await?;

@@ -14,8 +14,8 @@ use fantoccini::{Client, Locator};
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text, Server};
 use glassbox_tests::ui::{
     add_node, appear, attr_or_none, click, click_and_answer, connect, count, find, grab,
-    new_workflow, output_node, scripted_agent, template_node, text_or_empty, type_and_leave,
-    value_of, wait_until,
+    new_workflow, open_workflow_id, output_node, scripted_agent, template_node, text_or_empty,
+    type_and_leave, value_of, wait_until,
 };
 
 type Nodes = BTreeSet<(String, String, String, String)>;
@@ -620,12 +620,7 @@ async fn rename_duplicate_and_delete_from_the_workflow_list() {
     let outcome = async {
         // Created from the workflows page; its id is in the editor's address.
         let token = new_workflow(&browser, &server, "Alpha").await?;
-        let address = c.current_url().await.map_err(|e| e.to_string())?;
-        let id = address
-            .path_segments()
-            .and_then(|mut s| s.nth(1))
-            .unwrap_or_default()
-            .to_string();
+        let id = open_workflow_id(&c).await?;
         browser.open(&format!("{}/workflows", server.url)).await?;
         wait_until("the list", || async { Ok(listed(&c).await? == ["Alpha"]) }).await?;
         let row = format!("[data-workflow='{id}']");

@@ -13,8 +13,8 @@ use glassbox_tests::harness::{
     wait_for_text, Browser, Server,
 };
 use glassbox_tests::ui::{
-    appear, click, connect, count, create_workflow, find, output_node, scripted_agent,
-    text_or_empty, wait_until,
+    appear, click, connect, count, create_workflow, find, open_workflow_id, output_node,
+    scripted_agent, text_or_empty, wait_until,
 };
 use serde_json::{json, Value};
 
@@ -50,12 +50,7 @@ async fn one_call_run(
     connect(c, (&agent, "response"), (&output, "answer")).await?;
     click(c, "[data-testid=run]").await?;
     let run = wait_for_text(c, "[data-testid=live-run-id]", Duration::from_secs(20)).await?;
-    let address = c.current_url().await.map_err(|e| e.to_string())?;
-    let workflow = address
-        .path_segments()
-        .and_then(|mut s| s.nth(1))
-        .unwrap_or_default()
-        .to_string();
+    let workflow = open_workflow_id(c).await?;
     Ok(OneCall {
         workflow,
         run,

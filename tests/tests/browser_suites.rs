@@ -11,7 +11,8 @@ use fantoccini::Client;
 use glassbox_tests::harness::{app_and_browser_signed_in, wait_for_text, Browser, Server};
 use glassbox_tests::ui::{
     appear, attr_or_none, click, click_and_answer, connect, count, create_workflow, find,
-    output_node, run_and_wait, scripted_agent, text_or_empty, value_of, wait_until,
+    open_workflow_id, output_node, run_and_wait, scripted_agent, text_or_empty, value_of,
+    wait_until,
 };
 use serde_json::{json, Value};
 
@@ -41,12 +42,7 @@ async fn calculator_runs(
         }
         ids.push(text_or_empty(c, "[data-testid=live-run-id]").await?);
     }
-    let address = c.current_url().await.map_err(|e| e.to_string())?;
-    let workflow = address
-        .path_segments()
-        .and_then(|mut s| s.nth(1))
-        .unwrap_or_default()
-        .to_string();
+    let workflow = open_workflow_id(c).await?;
     Ok((workflow, agent, ids))
 }
 

@@ -108,11 +108,11 @@ fn follow(
             // call's end) shows too; its status is taken as it stands only
             // when that read fails as well.
             if let Ok(d) = api::get_run(&run_id).await {
-                if d.status.is_final() && !read_final {
-                    read_final = true;
-                    continue;
-                }
                 if d.status.is_final() {
+                    if !read_final {
+                        read_final = true;
+                        continue;
+                    }
                     watched.update(|w| {
                         if let Some((id, live)) = w {
                             if *id == run_id {
