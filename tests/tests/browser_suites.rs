@@ -380,6 +380,47 @@ fn api_get(server: &Server, token: &str, path: &str) -> (u16, Value) {
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
+/// On run `run`'s page, adds it with the Add to suite form to a new
+/// suite named `new_suite`, or else to the workflow's one suite, as the
+/// case `case` with `assertions`; returns the suite's id (from the link
+/// in the notice that says it was added).
+async fn add_to_suite(
+    browser: &Browser,
+    server: &Server,
+    run: &str,
+    new_suite: Option<&str>,
+    case: &str,
+    assertions: &str,
+) -> Result<String, String> {
+    let c = &browser.client;
+    browser.open(&format!("{}/runs/{run}", server.url)).await?;
+    click(c, "[data-testid=suite-panel] summary").await?;
+    appear(c, "[data-testid=suite-assertions]").await?;
+    match new_suite {
+        Some(name) => retype(c, "[data-testid=suite-new-name]", name).await?,
+        None => {
+            wait_until("the suite offered", || async {
+                Ok(count(c, "[data-testid=suite-choice] option:not([value=''])").await? == 1)
+            })
+            .await?;
+            click(c, "[data-testid=suite-choice] option:not([value=''])").await?;
+        }
+    }
+    retype(c, "[data-testid=suite-case-name]", case).await?;
+    retype(c, "[data-testid=suite-assertions]", assertions).await?;
+    click(c, "[data-testid=suite-add]").await?;
+    let href = appear(c, "[data-testid=suite-added] a")
+        .await?
+        .attr("href")
+        .await
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    match href.rsplit_once("/suites/") {
+        Some((_, id)) if !id.is_empty() => Ok(id.to_string()),
+        _ => Err(format!("the notice links to {href:?}, not a suite")),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_and_deletes_it() {
     let Some((server, browser, token)) = app_and_browser_signed_in(&[]).await else {
@@ -392,20 +433,23 @@ async fn a_suite_page_edits_assertions_options_and_cases_runs_a_named_revision_a
     let revision = server.finished_run(&token, &runs[0])["workflow_revision"]
         .as_i64()
         .expect("the run names its revision");
-    let (status, body) = glassbox_tests::harness::http(
-        &server.url,
-        "POST",
-        "/api/v1/suites",
-        Some(&token),
-        Some(&json!({"name": "edits", "workflow_id": workflow, "cases": [
-            {"name": "first", "run_id": runs[0], "assertions": [{"kind": "outputs_equal"}]},
-            {"name": "second", "run_id": runs[1], "assertions": [{"kind": "outputs_equal"}]}]})),
-    );
-    assert_eq!(status, 201, "{body}");
-    let suite = serde_json::from_str::<Value>(&body).expect("a suite")["id"]
-        .as_str()
-        .expect("its id")
-        .to_string();
+    // The suite and its first two cases, made from the runs' pages.
+    let only_outputs = r#"[{"kind": "outputs_equal"}]"#;
+    let suite = async {
+        let suite = add_to_suite(
+            &browser,
+            &server,
+            &runs[0],
+            Some("edits"),
+            "first",
+            only_outputs,
+        )
+        .await?;
+        add_to_suite(&browser, &server, &runs[1], None, "second", only_outputs).await?;
+        Ok::<_, String>(suite)
+    }
+    .await
+    .expect("the suite is made from the runs' pages");
     let c = browser.client.clone();
     let outcome = async {
         // The third run's page asks for no suite until Add to suite is

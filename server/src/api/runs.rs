@@ -315,10 +315,15 @@ fn while_member<S: Stream + Send + 'static>(
             if !due {
                 return true;
             }
-            store
-                .memberships(&user)
-                .await
-                .is_ok_and(|m| m.iter().any(|(id, _, _)| *id == ws))
+            match store.memberships(&user).await {
+                Ok(m) => m.iter().any(|(id, _, _)| *id == ws),
+                // Fail closed, but say so: the client resumes from the
+                // table with Last-Event-ID.
+                Err(e) => {
+                    tracing::warn!(user_id = %user, error = %e, "cannot check the caller's membership; their event stream ends");
+                    false
+                }
+            }
         }
     })
 }
