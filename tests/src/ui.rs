@@ -139,6 +139,23 @@ pub async fn new_workflow(
 /// Creates a workflow named `name` from the workflows page (already signed
 /// in) and waits for its editor.
 pub async fn create_workflow(browser: &Browser, server: &Server, name: &str) -> Result<(), String> {
+    submit_new_workflow(browser, server, name).await?;
+    wait_for_text(
+        &browser.client,
+        "[data-testid=workflow-name]",
+        Duration::from_secs(30),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Submits the workflows page's New workflow form with `name` (already
+/// signed in); the app then opens the new workflow's editor.
+pub async fn submit_new_workflow(
+    browser: &Browser,
+    server: &Server,
+    name: &str,
+) -> Result<(), String> {
     let c = &browser.client;
     browser.open(&format!("{}/workflows", server.url)).await?;
     appear(c, "[data-testid=new-workflow-name]")
@@ -146,9 +163,7 @@ pub async fn create_workflow(browser: &Browser, server: &Server, name: &str) -> 
         .send_keys(name)
         .await
         .map_err(|e| e.to_string())?;
-    click(c, "[data-testid=new-workflow]").await?;
-    wait_for_text(c, "[data-testid=workflow-name]", Duration::from_secs(30)).await?;
-    Ok(())
+    click(c, "[data-testid=new-workflow]").await
 }
 
 /// The id of the workflow whose editor is open (from its address,
@@ -231,6 +246,50 @@ pub async fn scripted_agent(
     }
     type_and_leave(c, "[data-testid=script-turns]", &script.to_string()).await?;
     Ok(agent)
+}
+
+/// In the open Agent panel: pins `tool`'s (`name@version`) result as an
+/// output handle, renamed from its default (`{name}_result`) to `pin`.
+pub async fn pin_result(c: &Client, tool: &str, pin: &str) -> Result<(), String> {
+    let default = format!("{}_result", tool.split('@').next().unwrap_or(tool));
+    click(c, &format!("[data-tool='{tool}'] [data-testid=pin]")).await?;
+    appear(c, &format!("[data-pin={default}]")).await?;
+    if pin != default {
+        type_and_leave(
+            c,
+            &format!("[data-pin={default}] [data-pin-field=name]"),
+            pin,
+        )
+        .await?;
+    }
+    appear(c, &format!("[data-pin={pin}]")).await?;
+    Ok(())
+}
+
+/// In the open editor: a new Output node whose field `answer` is wired
+/// from `agent`'s `response`; returns its id.
+pub async fn answer_output(c: &Client, agent: &str) -> Result<String, String> {
+    let output = output_node(c, "answer").await?;
+    connect(c, (agent, "response"), (&output, "answer")).await?;
+    Ok(output)
+}
+
+/// In the open editor: a scripted Agent node that calls `tool`
+/// (`name@version`) once with `arguments`, then answers `answer`, and its
+/// [`answer_output`]; returns (agent, output) ids.
+pub async fn one_call_agent(
+    c: &Client,
+    tool: &str,
+    arguments: serde_json::Value,
+    answer: &str,
+) -> Result<(String, String), String> {
+    let name = tool.split('@').next().unwrap_or(tool);
+    let script = serde_json::json!({"turns": [
+        {"tool_calls": [{"name": name, "arguments": arguments}]},
+        {"text": answer}]});
+    let agent = scripted_agent(c, "go", &[tool], &script).await?;
+    let output = answer_output(c, &agent).await?;
+    Ok((agent, output))
 }
 
 /// In the open editor: a new Output node with `fields` (comma-separated,

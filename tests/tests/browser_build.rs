@@ -15,7 +15,7 @@ use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text};
 use glassbox_tests::mock_provider::{Api, MockProvider};
 use glassbox_tests::ui::{
-    add_node, appear, click, connect, count, drag_by, find, new_workflow, run_and_wait,
+    add_node, appear, click, connect, count, drag_by, find, new_workflow, pin_result, run_and_wait,
     save_secret, select, text_or_empty, type_and_leave, value_of, wait_until,
 };
 
@@ -40,8 +40,7 @@ async fn a_workflow_built_from_scratch_in_the_browser_runs() {
         type_and_leave(&c, "[data-testid=agent-system-prompt]", "You compute.").await?;
         type_and_leave(&c, "[data-testid=agent-prompt]", "Compute {{ text }}").await?;
         click(&c, "[data-tool='calculator@1.0.0'] [data-testid=tool-enable]").await?;
-        click(&c, "[data-tool='calculator@1.0.0'] [data-testid=pin]").await?;
-        appear(&c, "[data-pin=calculator_result]").await?;
+        pin_result(&c, "calculator@1.0.0", "calculator_result").await?;
         type_and_leave(&c, "[data-pin=calculator_result] [data-pin-field=path]", "/result").await?;
         type_and_leave(
             &c,

@@ -13,9 +13,9 @@ use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON
 use fantoccini::{Client, Locator};
 use glassbox_tests::harness::{app_and_browser, app_and_browser_with, wait_for_text, Server};
 use glassbox_tests::ui::{
-    add_node, appear, attr_or_none, click, click_and_answer, connect, count, find, grab,
-    new_workflow, open_workflow_id, output_node, scripted_agent, template_node, text_or_empty,
-    type_and_leave, value_of, wait_until,
+    add_node, answer_output, appear, attr_or_none, click, click_and_answer, connect, count, find,
+    grab, new_workflow, open_workflow_id, output_node, pin_result, scripted_agent, template_node,
+    text_or_empty, type_and_leave, value_of, wait_until,
 };
 
 type Nodes = BTreeSet<(String, String, String, String)>;
@@ -1092,14 +1092,7 @@ async fn a_run_from_the_editor_shows_node_states_and_the_tool_timeline_live() {
             {"latency_ms": 300, "text": "done"}]});
         let agent =
             scripted_agent(&c, "go", &["calculator@1.0.0", "json_query@1.0.0"], &script).await?;
-        click(&c, "[data-tool='calculator@1.0.0'] [data-testid=pin]").await?;
-        type_and_leave(
-            &c,
-            "[data-pin=calculator_result] [data-pin-field=name]",
-            "sum",
-        )
-        .await?;
-        appear(&c, "[data-pin=sum]").await?;
+        pin_result(&c, "calculator@1.0.0", "sum").await?;
         let tpl = template_node(&c, "sum={{ value }}").await?;
         let out = output_node(&c, "answer, sum").await?;
         connect(&c, (&agent, "response"), (&out, "answer")).await?;
@@ -1224,8 +1217,7 @@ async fn writes_wait_in_the_timeline_and_are_approved_or_denied_there() {
                 {"name": "write_file", "arguments": {"path": "drop.txt", "content": "no"}}]},
             {"text": "Done writing."}]});
         let agent = scripted_agent(&c, "write", &["write_file@1.0.0"], &script).await?;
-        let out = output_node(&c, "answer").await?;
-        connect(&c, (&agent, "response"), (&out, "answer")).await?;
+        answer_output(&c, &agent).await?;
         click(&c, "[data-testid=run]").await?;
         wait_until("two writes waiting", || async {
             Ok(count(&c, "[data-testid=approval]").await? == 2)
@@ -1376,8 +1368,7 @@ async fn the_live_view_recovers_from_a_dropped_connection_without_gaps_or_duplic
             {"latency_ms": 200, "tool_calls": [{"name": "calculator", "arguments": {"expression": "3+3"}}]},
             {"text": "six"}]});
         let agent = scripted_agent(&c, "go", &["calculator@1.0.0"], &script).await?;
-        let out = output_node(&c, "answer").await?;
-        connect(&c, (&agent, "response"), (&out, "answer")).await?;
+        answer_output(&c, &agent).await?;
         click(&c, "[data-testid=run]").await?;
         wait_until("the first call", || async {
             Ok(count(&c, "[data-testid=timeline] tr[data-state=done]").await? == 1)
@@ -1434,8 +1425,7 @@ async fn a_materialized_call_runs_as_its_own_node_with_the_same_output() {
             {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
             {"text": "42"}]});
         let agent = scripted_agent(&c, "go", &["calculator@1.0.0"], &script).await?;
-        let out = output_node(&c, "answer").await?;
-        connect(&c, (&agent, "response"), (&out, "answer")).await?;
+        answer_output(&c, &agent).await?;
         let finished = || run_succeeded(&c);
         click(&c, "[data-testid=run]").await?;
         wait_until("the first run", finished).await?;
@@ -1519,14 +1509,7 @@ async fn the_inspector_shows_the_agents_timeline_and_a_pin_is_materialized_from_
             {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
             {"text": "done"}]});
         let agent = scripted_agent(&c, "go", &["calculator@1.0.0"], &script).await?;
-        click(&c, "[data-tool='calculator@1.0.0'] [data-testid=pin]").await?;
-        type_and_leave(
-            &c,
-            "[data-pin=calculator_result] [data-pin-field=name]",
-            "calc_result",
-        )
-        .await?;
-        appear(&c, "[data-pin=calc_result]").await?;
+        pin_result(&c, "calculator@1.0.0", "calc_result").await?;
         let tpl = template_node(&c, "v={{ calc_result }}").await?;
         let out = output_node(&c, "text").await?;
         connect(&c, (&agent, "calc_result"), (&tpl, "calc_result")).await?;
@@ -1672,8 +1655,7 @@ async fn an_approved_write_cut_off_by_a_crash_shows_as_outcome_unknown() {
             {"tool_calls": [{"name": "write_file", "arguments": {"path": "cut.txt", "content": "?"}}]},
             {"text": "I could not tell whether it was written."}]});
         let agent = scripted_agent(&c, "write", &["write_file@1.0.0"], &script).await?;
-        let out = output_node(&c, "answer").await?;
-        connect(&c, (&agent, "response"), (&out, "answer")).await?;
+        answer_output(&c, &agent).await?;
         click(&c, "[data-testid=run]").await?;
         appear(&c, "[data-testid=approval] [data-testid=approve]").await?;
         click(&c, "[data-testid=approval] [data-testid=approve]").await?;

@@ -13,8 +13,8 @@ use glassbox_tests::harness::{
     wait_for_text, Browser, Server,
 };
 use glassbox_tests::ui::{
-    appear, click, connect, count, create_workflow, find, open_workflow_id, output_node,
-    scripted_agent, text_or_empty, wait_until,
+    appear, click, count, create_workflow, find, one_call_agent, open_workflow_id,
+    submit_new_workflow, text_or_empty, wait_until,
 };
 use serde_json::{json, Value};
 
@@ -41,13 +41,7 @@ async fn one_call_run(
 ) -> Result<OneCall, String> {
     let c = &browser.client;
     create_workflow(browser, server, name).await?;
-    let tool_name = tool.split('@').next().unwrap_or(tool);
-    let script = json!({"turns": [
-        {"tool_calls": [{"name": tool_name, "arguments": arguments}]},
-        {"text": answer}]});
-    let agent = scripted_agent(c, "go", &[tool], &script).await?;
-    let output = output_node(c, "answer").await?;
-    connect(c, (&agent, "response"), (&output, "answer")).await?;
+    let (agent, output) = one_call_agent(c, tool, arguments, answer).await?;
     click(c, "[data-testid=run]").await?;
     let run = wait_for_text(c, "[data-testid=live-run-id]", Duration::from_secs(20)).await?;
     let workflow = open_workflow_id(c).await?;
@@ -556,13 +550,7 @@ async fn a_page_whose_module_cannot_be_fetched_says_so() {
     let outcome = async {
         // Created from the workflows page, which then opens its editor.
         browser.sign_in(&server).await?;
-        browser.open(&format!("{}/workflows", server.url)).await?;
-        appear(&c, "[data-testid=new-workflow-name]")
-            .await?
-            .send_keys("Editor out of reach")
-            .await
-            .map_err(|e| e.to_string())?;
-        click(&c, "[data-testid=new-workflow]").await?;
+        submit_new_workflow(&browser, &server, "Editor out of reach").await?;
         let message = wait_for_text(
             &c,
             "[data-testid=page-unavailable]",

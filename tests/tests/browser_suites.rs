@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 use fantoccini::Client;
 use glassbox_tests::harness::{app_and_browser_signed_in, wait_for_text, Browser, Server};
 use glassbox_tests::ui::{
-    appear, attr_or_none, click, click_and_answer, connect, count, create_workflow, find,
-    open_workflow_id, output_node, run_and_wait, scripted_agent, text_or_empty, value_of,
-    wait_until,
+    appear, attr_or_none, click, click_and_answer, count, create_workflow, find, one_call_agent,
+    open_workflow_id, run_and_wait, text_or_empty, value_of, wait_until,
 };
 use serde_json::{json, Value};
 
@@ -28,12 +27,8 @@ async fn calculator_runs(
 ) -> Result<(String, String, Vec<String>), String> {
     let c = &browser.client;
     create_workflow(browser, server, "Calc").await?;
-    let script = json!({"turns": [
-        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
-        {"text": "42"}]});
-    let agent = scripted_agent(c, "go", &["calculator@1.0.0"], &script).await?;
-    let output = output_node(c, "answer").await?;
-    connect(c, (&agent, "response"), (&output, "answer")).await?;
+    let (agent, _) =
+        one_call_agent(c, "calculator@1.0.0", json!({"expression": "6*7"}), "42").await?;
     let mut ids = Vec::new();
     for _ in 0..runs {
         let state = run_and_wait(c).await?;
