@@ -106,11 +106,20 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
         }
         serde_json::Value::Null
     };
-    let printed = if args.json {
-        serde_json::json!({"run_id": row.id, "status": row.status, "outputs": parse(&row.outputs), "agent_outputs": agents, "record": record})
+    // Built from its parts, not with `json!`: the macro serializes each
+    // value it is given into a new one, a deep copy of every call's
+    // envelope (issue #30).
+    let mut printed = serde_json::Map::new();
+    printed.insert("run_id".into(), row.id.clone().into());
+    printed.insert("status".into(), row.status.clone().into());
+    printed.insert("outputs".into(), parse(&row.outputs));
+    printed.insert("agent_outputs".into(), serde_json::Value::Object(agents));
+    if args.json {
+        printed.insert("record".into(), record);
     } else {
-        serde_json::json!({"run_id": row.id, "status": row.status, "outputs": parse(&row.outputs), "agent_outputs": agents, "error": row.error})
-    };
+        printed.insert("error".into(), row.error.clone().into());
+    }
+    let printed = serde_json::Value::Object(printed);
     // Written as it is formatted, not built as one text first: a long
     // run's calls are megabytes of it (issue #30).
     let written = {
