@@ -5,7 +5,8 @@
 //!
 //! - per call: (wall time of N calls - wall time of 0 calls) / N, median of
 //!   11 runs each, at N = 100 and 400 (target <= 100 us at 100, and the
-//!   cost at 400 within 1.2x of that at 100);
+//!   cost at 400 within 1.2x of that at 100), and at 100 again with the
+//!   process confined to one CPU (`taskset`), the "one core";
 //! - stored bytes: the data directory (database, WAL and files) after the
 //!   run, minus a 0-call run's, at 50 / 100 / 200 turns (target <= 1 MB at
 //!   200).
@@ -15,7 +16,7 @@
 
 mod common;
 
-use common::{glassbox_run, median, quick, report};
+use common::{glassbox_run, glassbox_run_on, median, quick, report};
 use serde_json::{json, Value};
 
 /// 1 KB of letters and digits drawn by a fixed xorshift from `seed`: text
@@ -128,6 +129,29 @@ fn main() {
             }
         );
     }
+    // The targets are for one core: the same 0- and 100-call runs
+    // with the process confined to one CPU, so its agent, event and writer
+    // threads take turns instead of overlapping on two cores.
+    let cpu = std::thread::available_parallelism().map_or(0, |n| n.get() - 1);
+    let mut pinned: Vec<Vec<f64>> = vec![Vec::new(); 2];
+    for _ in 0..runs {
+        for (i, n) in [0usize, 100].into_iter().enumerate() {
+            let file = &files[counts.iter().position(|c| *c == n).expect("a size")];
+            pinned[i].push(glassbox_run_on(bin, file, &[], Some(cpu)).0);
+        }
+    }
+    let [zero, hundred] = [0, 1].map(|i| median(pinned[i].clone()));
+    let one_core = (hundred - zero) / 100.0 * 1000.0;
+    report(
+        "sequential_1kb_calls_at_100_one_core",
+        one_core,
+        "us/call",
+        Some(100.0),
+    );
+    println!(
+        "sequential 1 KB calls on one core (CPU {cpu}): {one_core:.0} us per call at 100 (target <= 100 us: {:.1}x)",
+        one_core / 100.0
+    );
     // The same at 200 turns with arguments that do not compress: the
     // stored-bytes target must not rest on the compressor.
     let file = dir.path().join("seq-200-incompressible.json");

@@ -45,9 +45,29 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// One `glassbox run` of `file` in a fresh SQLite data directory, with
 /// `env`: (wall ms, what it printed, bytes stored under the data dir).
 pub fn glassbox_run(bin: &str, file: &Path, env: &[(&str, String)]) -> (f64, Value, u64) {
+    glassbox_run_on(bin, file, env, None)
+}
+
+/// [`glassbox_run`], the process confined to CPU `cpu` when given (by
+/// util-linux's `taskset`): the "one core" figures, where the
+/// run's threads cannot overlap on a second core.
+pub fn glassbox_run_on(
+    bin: &str,
+    file: &Path,
+    env: &[(&str, String)],
+    cpu: Option<usize>,
+) -> (f64, Value, u64) {
     let data = tempfile::tempdir().expect("tmp");
+    let mut command = match cpu {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.arg("-c").arg(cpu.to_string()).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
     let started = Instant::now();
-    let out = Command::new(bin)
+    let out = command
         .arg("run")
         .arg(file)
         .arg("--data-dir")
