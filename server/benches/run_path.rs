@@ -133,14 +133,18 @@ fn main() {
     // with the process confined to one CPU, so its agent, event and writer
     // threads take turns instead of overlapping on two cores.
     let cpu = std::thread::available_parallelism().map_or(0, |n| n.get() - 1);
-    let mut pinned: Vec<Vec<f64>> = vec![Vec::new(); 2];
+    assert_eq!(
+        (counts[0], counts[2]),
+        (0, 100),
+        "the files of 0 and 100 calls"
+    );
+    let (zero, hundred) = (&files[0], &files[2]);
+    let (mut at0, mut at100) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        for (i, n) in [0usize, 100].into_iter().enumerate() {
-            let file = &files[counts.iter().position(|c| *c == n).expect("a size")];
-            pinned[i].push(glassbox_run_on(bin, file, &[], Some(cpu)).0);
-        }
+        at0.push(glassbox_run_on(bin, zero, &[], Some(cpu)).0);
+        at100.push(glassbox_run_on(bin, hundred, &[], Some(cpu)).0);
     }
-    let [zero, hundred] = [0, 1].map(|i| median(pinned[i].clone()));
+    let (zero, hundred) = (median(at0), median(at100));
     let one_core = (hundred - zero) / 100.0 * 1000.0;
     report(
         "sequential_1kb_calls_at_100_one_core",

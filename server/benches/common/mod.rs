@@ -76,7 +76,7 @@ pub fn glassbox_run_on(
         .env("RUST_LOG", "error")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
-        .expect("glassbox run");
+        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", command.get_program()));
     let wall = started.elapsed().as_secs_f64() * 1000.0;
     assert!(
         out.status.success(),

@@ -57,11 +57,6 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
         .run_to_end(crate::auth::DEFAULT_WORKSPACE, workflow, inputs, "cli")
         .await
         .map_err(Failure::runtime)?;
-    let parse = |s: &Option<String>| {
-        s.as_deref()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
-            .unwrap_or(serde_json::Value::Null)
-    };
     // The agents' outputs: their contract keys, from each Agent node's
     // stored outputs. With `--json` the whole record is printed too, with
     // its bundles; without it the record is not read at all.
@@ -79,7 +74,8 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
         )
     };
     let mut agents = serde_json::Map::new();
-    let record = if args.json {
+    // The last key: the whole record with `--json`, else the run's error.
+    let (last_key, last) = if args.json {
         let record = db
             .run_record(&row)
             .await
@@ -92,7 +88,7 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
                 }
             }
         }
-        record
+        ("record", record)
     } else {
         for (id, text) in db
             .bundled_node_outputs(&row.id)
@@ -104,7 +100,7 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
             })?;
             agents.insert(id, contract(outputs));
         }
-        serde_json::Value::Null
+        ("error", row.error.clone().into())
     };
     // Built from its parts, not with `json!`: the macro serializes each
     // value it is given into a new one, a deep copy of every call's
@@ -112,13 +108,13 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
     let mut printed = serde_json::Map::new();
     printed.insert("run_id".into(), row.id.clone().into());
     printed.insert("status".into(), row.status.clone().into());
-    printed.insert("outputs".into(), parse(&row.outputs));
+    let outputs = row
+        .outputs
+        .as_deref()
+        .and_then(|t| serde_json::from_str(t).ok());
+    printed.insert("outputs".into(), outputs.unwrap_or_default());
     printed.insert("agent_outputs".into(), serde_json::Value::Object(agents));
-    if args.json {
-        printed.insert("record".into(), record);
-    } else {
-        printed.insert("error".into(), row.error.clone().into());
-    }
+    printed.insert(last_key.into(), last);
     let printed = serde_json::Value::Object(printed);
     // Written as it is formatted, not built as one text first: a long
     // run's calls are megabytes of it (issue #30).
