@@ -22,28 +22,24 @@ pub(super) struct StoreCheckpoints {
 }
 
 /// What an ended node's checkpoint wrote, kept for the run's end (issue
-/// #30): the record's text, the payloads cut from its own keys and the
-/// payload rows it stores. The end takes the node's outputs and bundle
-/// from that text instead of serializing them again, and refers to those
-/// payloads instead of hashing, cutting and compressing them again.
+/// #30): the payloads cut from the record's own keys and the payload rows
+/// it stores. The end refers to those payloads for the node's outputs and
+/// bundle instead of serializing, hashing, cutting and compressing them
+/// again (or copying the record's text to that end).
 pub(super) struct Checkpointed {
-    text: String,
     top: Vec<TopPayload>,
     rows: Vec<PayloadRow>,
 }
 
 impl Checkpointed {
-    /// The text of the record's `key` (`outputs`, `bundle`), when it was
-    /// cut out as a payload (a short one stays in the record: `None`).
-    pub(super) fn value(&self, key: &str) -> Option<&str> {
-        self.top
-            .iter()
-            .find(|t| t.key == key)
-            .and_then(|t| self.text.get(t.range.clone()))
+    /// Whether the record's `key` (`outputs`, `bundle`) was cut out as a
+    /// payload (a short one stays in the record).
+    pub(super) fn cut(&self, key: &str) -> bool {
+        self.top.iter().any(|t| t.key == key)
     }
 
     /// The end refers to the node's outputs and bundle as the checkpoint
-    /// cut them (its texts are the very ones, see `end_of`), and carries
+    /// cut them (`end_of` leaves their texts empty), and carries
     /// the checkpoint's rows the run has not stored yet. A row stored twice
     /// is kept once, so the refs hold whether the checkpoint's own commit,
     /// queued just before, went through or not; nothing waits for it.
@@ -81,7 +77,7 @@ impl Checkpoints for StoreCheckpoints {
             self.ended
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(record.node_id.clone(), Checkpointed { text, top, rows });
+                .insert(record.node_id.clone(), Checkpointed { top, rows });
         })
     }
 

@@ -26,9 +26,11 @@ pub(super) fn end_of(
     pins: Option<&MemoryPinHistory>,
     checkpointed: &HashMap<String, Checkpointed>,
 ) -> RunEnd {
-    // A node's outputs and bundle as its checkpoint wrote them (the same
-    // bytes), else written now.
-    let written = |node: &str, key: &str| checkpointed.get(node).and_then(|c| c.value(key));
+    // A node's outputs and bundle: left empty when its checkpoint cut them
+    // out as payloads, which the end refers to instead (`Checkpointed::lend`
+    // puts the reference in their place; a copy of their text, megabytes
+    // for a long run, would only be dropped there), else written now.
+    let cut = |node: &str, key: &str| checkpointed.get(node).is_some_and(|c| c.cut(key));
     match result {
         Ok(mut run) => {
             let trace_id = crate::trace::trace_id(run_id);
@@ -40,10 +42,11 @@ pub(super) fn end_of(
                     node_id: n.node_id.clone(),
                     status: word(n.status),
                     error: n.error.clone(),
-                    outputs: written(&n.node_id, "outputs").map_or_else(
-                        || serde_json::to_string(&n.outputs).unwrap_or_default(),
-                        str::to_string,
-                    ),
+                    outputs: if cut(&n.node_id, "outputs") {
+                        String::new()
+                    } else {
+                        serde_json::to_string(&n.outputs).unwrap_or_default()
+                    },
                     started_at: n.started_at.clone(),
                     finished_at: n.finished_at.clone(),
                     trace_id: Some(trace_id.clone()),
@@ -57,8 +60,11 @@ pub(super) fn end_of(
                 .iter_mut()
                 .filter_map(|(id, r)| {
                     let bundle = r.bundle.take()?;
-                    let text =
-                        written(id, "bundle").map_or_else(|| bundle.to_json(), str::to_string);
+                    let text = if cut(id, "bundle") {
+                        String::new()
+                    } else {
+                        bundle.to_json()
+                    };
                     Some((id.clone(), text, None))
                 })
                 .collect();
