@@ -806,7 +806,11 @@ async fn run_lifecycle_writes(store: &Store) {
     for t in &top {
         end.refer_stored("agent", &t.key, &t.hash);
     }
-    end.dehydrate(committed.into_iter().collect());
+    end.dehydrate(Known::from(
+        committed
+            .into_iter()
+            .collect::<std::collections::HashSet<_>>(),
+    ));
     assert_eq!(end.bundles[0].1, "null");
     assert_eq!(end.nodes[0].outputs, "null");
     assert!(end.payloads.is_empty(), "{:?}", end.payloads);

@@ -195,7 +195,7 @@ pub(super) async fn write_events(
                 // Each payload stored once: the record, node rows and
                 // bundles refer to them (dehydrated here, on the run's
                 // task).
-                end.dehydrate(std::mem::take(&mut known.stored));
+                end.dehydrate(std::mem::take(known));
             });
             Some(writer.submit(RunWrite::End(Box::new(end))))
         }

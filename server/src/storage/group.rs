@@ -123,12 +123,14 @@ impl RunEnd {
     /// bundles (their texts were whole), into [`RunEnd::payloads`]. A node's
     /// outputs and a bundle are each one payload, the very ones the record
     /// and the node's checkpoint refer to. Call it on the run's task.
-    /// Payloads in `stored` (committed by the run's earlier writes) are
-    /// referred to without being stored again.
+    /// Payloads `known` has stored (committed by the run's earlier writes)
+    /// are referred to without being stored again, and the texts whose
+    /// hashes it took are not hashed again: the record repeats every tool
+    /// input the run's events carried (issue #30).
     /// Node rows and bundles already given as refs (see
     /// [`Self::refer_stored`]) stay as they are.
-    pub fn dehydrate(&mut self, stored: std::collections::HashSet<String>) {
-        let mut set = PayloadSet::stored(stored);
+    pub fn dehydrate(&mut self, known: Known) {
+        let mut set = PayloadSet::known(known);
         if let Some(record) = &self.record {
             let d = set.dehydrate(record);
             self.record = Some(d.text);
