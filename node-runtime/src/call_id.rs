@@ -301,6 +301,48 @@ mod tests {
             prop_assert_eq!(canonical_json(&value), canonical_json_general(&value));
         }
 
+        /// The direct writer (`canonical_ser`) gives the very text of the
+        /// `Value` path, and takes every value of its subset.
+        #[cfg(feature = "runtime")]
+        #[test]
+        fn direct_canonical_text_equals_the_value_path(value in arb_json()) {
+            let direct = crate::canonical_ser::to_string(&value);
+            let fast = crate::canonical_ser::to_string(&crate::fast_json::FastValue(&value));
+            prop_assert_eq!(&direct, &fast);
+            match direct {
+                Some(text) => prop_assert_eq!(text, canonical_json(&value)),
+                None => prop_assert_eq!(fast_path(&value), Fast::No),
+            }
+        }
+
+        /// Long strings (written by `fast_json` as raw escaped text) and
+        /// every character class, inside an object whose keys come out of
+        /// order (a struct's fields do).
+        #[cfg(feature = "runtime")]
+        #[test]
+        fn direct_canonical_text_of_long_strings_and_unordered_keys(
+            s in "[\\u{0}-\\u{7f}\\u{80}-\\u{7ff}\\u{800}-\\u{ffff}\\u{10000}-\\u{10ffff}]{0,300}",
+            n in -(1i64 << 53)..(1i64 << 53),
+        ) {
+            #[derive(serde::Serialize)]
+            struct Unordered<'a> {
+                zeta: crate::fast_json::FastValue<'a>,
+                alpha: i64,
+                #[serde(rename = "m\"q")]
+                quoted: Option<bool>,
+                list: Vec<crate::fast_json::FastValue<'a>>,
+            }
+            let long = Value::String(s.repeat(2));
+            let v = Unordered {
+                zeta: crate::fast_json::FastValue(&long),
+                alpha: n,
+                quoted: None,
+                list: vec![crate::fast_json::FastValue(&long)],
+            };
+            let via_value = canonical_json(&serde_json::to_value(&v).expect("to_value"));
+            prop_assert_eq!(crate::canonical_ser::to_string(&v), Some(via_value));
+        }
+
         #[test]
         fn canonical_json_round_trips(value in arb_json()) {
             let text = canonical_json(&value);

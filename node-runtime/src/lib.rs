@@ -21,6 +21,8 @@
 pub mod agent_config;
 pub mod agent_event;
 pub mod call_id;
+#[cfg(feature = "runtime")]
+pub mod canonical_ser;
 pub mod chat;
 pub mod connections;
 pub mod envelope;

@@ -112,7 +112,11 @@ pub(crate) fn integrity_of(mut value: Value) -> String {
 /// A value's canonical JSON text.
 #[cfg(feature = "runtime")] // for `ReplayBundle::of_finished`
 fn canonical_text<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
-    Ok(canonical_json(&serde_json::to_value(value)?))
+    // Straight from the value where it can (no `Value` tree), else through one.
+    match crate::canonical_ser::to_string(value) {
+        Some(text) => Ok(text),
+        None => Ok(canonical_json(&serde_json::to_value(value)?)),
+    }
 }
 
 /// Canonical JSON written into a BLAKE3 hasher piece by piece.

@@ -583,6 +583,47 @@ async fn a_bundle_hashed_piece_by_piece_loads() {
     ReplayBundle::from_json(&bundle.to_json()).expect("its integrity holds");
 }
 
+/// Every record of a bundle gets its canonical text straight from its
+/// `Serialize` (no `Value` tree, issue #30), the very text of the `Value`
+/// path that loading checks against; and the odd values of the test above
+/// (a fractional number, a non-ASCII key) take the `Value` path instead.
+#[tokio::test]
+async fn a_bundles_records_are_written_canonically_without_a_value() {
+    use node_runtime::call_id::canonical_json;
+    use node_runtime::canonical_ser::to_string as direct;
+    fn same<T: serde::Serialize>(what: &str, record: &T) {
+        let via_value = canonical_json(&serde_json::to_value(record).expect("to_value"));
+        assert_eq!(
+            direct(record).as_deref(),
+            Some(via_value.as_str()),
+            "{what}"
+        );
+    }
+    let h = harness();
+    let (mut run, bundle) = finished_run(&h).await;
+    same("config", &bundle.config);
+    same("outputs", &bundle.outputs);
+    for e in &bundle.envelopes {
+        same("envelope", e);
+    }
+    for x in &bundle.exchanges {
+        same("exchange", x);
+    }
+    for d in &bundle.tool_definitions {
+        same("tool definition", d);
+    }
+    for c in &bundle.call_map {
+        same("call map entry", c);
+    }
+    for a in &bundle.approvals {
+        same("approval", a);
+    }
+    run.envelopes[0].output = json!({"ratio": 1.5});
+    assert_eq!(direct(&run.envelopes[0]), None);
+    run.envelopes[0].output = json!({"é": 1});
+    assert_eq!(direct(&run.envelopes[0]), None);
+}
+
 /// An Agent with no tools replays: its model call was recorded as offered
 /// the (empty) tool list, and a replay can only offer the same empty list
 /// (the MCP example before its setup step has no tools).
