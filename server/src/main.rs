@@ -75,7 +75,7 @@ fn main() -> ExitCode {
     // `glassbox run` ends the process as soon as its result is printed and
     // its database closed: the runtime's worker threads are not joined and
     // what its tasks still hold is not freed one allocation at a time
-    // (about 5 us per tool call of a long run, issue #30); the OS takes it
+    // (about 6 us per tool call of a long run on one core, issue #30); the OS takes it
     // back at once. Nothing is left to flush: `run_file` closed the store.
     let one_shot = matches!(cli.command, Command::Run(_));
     let result = runtime.block_on(async {
