@@ -581,6 +581,14 @@ async fn a_bundle_hashed_piece_by_piece_loads() {
     run.outputs.tools_by_id.remove("ключ");
     let bundle = ReplayBundle::from_run(&run, Vec::new()).expect("bundle");
     ReplayBundle::from_json(&bundle.to_json()).expect("its integrity holds");
+    // Past the hasher's 64 KB buffer: a piece longer than it (hashed in
+    // place) and pieces that fill it (hashed as it fills).
+    run.envelopes[0].output = json!("x".repeat(70_000));
+    run.envelopes[1].output = json!("y".repeat(40_000));
+    run.exchanges[0].response.text = "z".repeat(50_000);
+    let bundle = ReplayBundle::from_run(&run, Vec::new()).expect("bundle");
+    let loaded = ReplayBundle::from_json(&bundle.to_json()).expect("its integrity holds");
+    assert_eq!(loaded, bundle);
 }
 
 /// Every record of a bundle gets its canonical text straight from its
