@@ -154,6 +154,22 @@ fn run_prints_agent_outputs_and_replay_matches() {
     let verdict: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(verdict["match"], true);
 
+    // A reader that goes away (`glassbox replay ID | head -c 1`) ends the
+    // command as SIGPIPE ends a Unix tool: status 141, no panic.
+    let mut child = Command::new(glassbox_bin().expect("binary"))
+        .args(["replay", run_id, "--data-dir"])
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("replay");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("replay ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
     let out = Command::new(glassbox_bin().expect("binary"))
         .args(["replay", "no-such-run", "--data-dir"])
         .arg(data.path())

@@ -49,7 +49,7 @@ pub async fn connection_command(cmd: ConnectionCommand) -> Result<(), Failure> {
             let rows = store.list_connections(ws).await.map_err(Failure::runtime);
             store.close().await;
             for row in rows? {
-                println!("{:<24} {:<9} {}", row.name, row.kind, row.config);
+                outln!("{:<24} {:<9} {}", row.name, row.kind, row.config);
             }
             Ok(())
         }
@@ -79,7 +79,7 @@ pub async fn connection_command(cmd: ConnectionCommand) -> Result<(), Failure> {
             if !added? {
                 return Err(Failure::config(format!("a connection named {name} exists")));
             }
-            println!("added {name} ({})", parsed.kind());
+            outln!("added {name} ({})", parsed.kind());
             Ok(())
         }
         ConnectionCommand::Test { db, name } => {
@@ -114,7 +114,7 @@ pub async fn connection_command(cmd: ConnectionCommand) -> Result<(), Failure> {
             .await;
             store.close().await;
             let result = result?;
-            println!(
+            outln!(
                 "{}: {}",
                 if result.ok { "ok" } else { "failed" },
                 result.message
@@ -133,7 +133,7 @@ pub async fn connection_command(cmd: ConnectionCommand) -> Result<(), Failure> {
             store.close().await;
             match result {
                 Ok(()) => {
-                    println!("removed {name}");
+                    outln!("removed {name}");
                     Ok(())
                 }
                 Err(crate::storage::StoreError::NotFound(_)) => {

@@ -80,13 +80,13 @@ pub async fn member_command(cmd: MemberCommand) -> Result<(), Failure> {
             store.close().await;
             let list = result?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&list).map_err(Failure::runtime)?
                 );
             } else {
                 for m in list.members {
-                    println!("{:<36}  {:<6}  {}", m.user_id, m.role, m.name);
+                    outln!("{:<36}  {:<6}  {}", m.user_id, m.role, m.name);
                 }
             }
             Ok(())
@@ -115,7 +115,7 @@ pub async fn member_command(cmd: MemberCommand) -> Result<(), Failure> {
             .await;
             store.close().await;
             let created = result?;
-            println!("{}{}", base_url.trim_end_matches('/'), created.path);
+            outln!("{}{}", base_url.trim_end_matches('/'), created.path);
             eprintln!(
                 "invitation {} to workspace {} as {}, works once until {}",
                 created.invitation.id,
@@ -143,9 +143,11 @@ pub async fn member_command(cmd: MemberCommand) -> Result<(), Failure> {
             .await;
             store.close().await;
             let member = result?;
-            println!(
+            outln!(
                 "{} ({}) is now {}",
-                member.user_id, member.name, member.role
+                member.user_id,
+                member.name,
+                member.role
             );
             Ok(())
         }
@@ -165,7 +167,7 @@ pub async fn member_command(cmd: MemberCommand) -> Result<(), Failure> {
             }
             .await;
             store.close().await;
-            println!("removed {user} from workspace {}", result?);
+            outln!("removed {user} from workspace {}", result?);
             Ok(())
         }
     }

@@ -4,6 +4,29 @@
 //! `suite` (regression suites), `workspace` and `member` (teams); what they share
 //! (database flags, start-up failures, the secrets key) is here.
 
+/// `println!` for a command's output: when the reader has gone away
+/// (`glassbox replay ID | head -1`) the process ends as a Unix tool killed
+/// by SIGPIPE does (status 141, nothing printed) instead of panicking; any
+/// other write error is reported and ends it with status 1.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = writeln!(out, $($arg)*).and_then(|()| out.flush()) {
+            $crate::cli::stdout_failed(e);
+        }
+    }};
+}
+
+/// Ends the process after a failed write to stdout (see `outln!`).
+pub(crate) fn stdout_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(141);
+    }
+    eprintln!("error: cannot write to stdout: {e}");
+    std::process::exit(1)
+}
+
 mod connection;
 mod member;
 mod run;

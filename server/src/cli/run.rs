@@ -33,7 +33,7 @@ pub async fn migrate(args: DbArgs) -> Result<(), Failure> {
     let config = args.config(IpAddr::from([127, 0, 0, 1]), 0, None);
     let db = open_database(&config).await?;
     let version = db.schema_version().await.map_err(Failure::runtime)?;
-    println!(
+    outln!(
         "database migrated ({}, schema version {version})",
         db.backend()
     );
@@ -169,7 +169,7 @@ pub async fn replay_run(args: ReplayArgs) -> Result<(), Failure> {
     db.close().await;
     match outcome {
         Ok(o) if o.matches => {
-            println!("{}", serde_json::json!(o));
+            outln!("{}", serde_json::json!(o));
             Ok(())
         }
         Ok(o) => Err(Failure::runtime(format!(

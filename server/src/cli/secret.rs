@@ -61,7 +61,7 @@ pub async fn secret_command(cmd: SecretCommand) -> Result<(), Failure> {
                 .await
                 .map_err(Failure::runtime)?;
             for (name, scope, created_at) in rows {
-                println!("{name:<32} {scope:<10} {created_at}");
+                outln!("{name:<32} {scope:<10} {created_at}");
             }
             store.close().await;
             Ok(())
@@ -102,7 +102,7 @@ pub async fn secret_command(cmd: SecretCommand) -> Result<(), Failure> {
                 .await
                 .map_err(Failure::runtime)?;
             store.close().await;
-            println!("set {name} ({scope})");
+            outln!("set {name} ({scope})");
             Ok(())
         }
         SecretCommand::Delete { db, scope, name } => {
@@ -113,7 +113,7 @@ pub async fn secret_command(cmd: SecretCommand) -> Result<(), Failure> {
             store.close().await;
             match result {
                 Ok(()) => {
-                    println!("deleted {name} ({scope})");
+                    outln!("deleted {name} ({scope})");
                     Ok(())
                 }
                 Err(crate::storage::StoreError::NotFound(_)) => {

@@ -53,7 +53,7 @@ pub async fn suite_command(cmd: SuiteCommand) -> Result<(), Failure> {
 }
 
 fn print_json(value: &impl serde::Serialize) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
     );
@@ -72,7 +72,7 @@ async fn list(db: DbArgs, json: bool) -> Result<(), Failure> {
         return Ok(());
     }
     if suites.is_empty() {
-        println!("no suites");
+        outln!("no suites");
     }
     for s in suites {
         let last = match &s.last_run {
@@ -82,7 +82,7 @@ async fn list(db: DbArgs, json: bool) -> Result<(), Failure> {
             ),
             None => "never run".into(),
         };
-        println!(
+        outln!(
             "{}  {}  {} cases  workflow {}  {last}",
             s.id,
             s.name,
@@ -180,19 +180,23 @@ fn print_report(view: &SuiteRunView) {
             .as_deref()
             .map(|f| format!(" (fork {f})"))
             .unwrap_or_default();
-        println!("{verdict} {}{fork}", case.name);
+        outln!("{verdict} {}{fork}", case.name);
         if let Some(error) = &case.error {
-            println!("  {}: error: {error}", case.name);
+            outln!("  {}: error: {error}", case.name);
         }
         for a in case.assertions.iter().filter(|a| !a.passed) {
-            println!("  {}: {}: {}", case.name, a.assertion.describe(), a.message);
+            outln!("  {}: {}: {}", case.name, a.assertion.describe(), a.message);
         }
     }
     if let Some(error) = &view.error {
-        println!("error: {error}");
+        outln!("error: {error}");
     }
-    println!(
+    outln!(
         "suite {}: {} passed, {} failed (workflow {} revision {})",
-        view.suite_name, view.passed, view.failed, view.workflow_id, view.revision
+        view.suite_name,
+        view.passed,
+        view.failed,
+        view.workflow_id,
+        view.revision
     );
 }

@@ -75,7 +75,7 @@ pub async fn tool_command(cmd: ToolCommand) -> Result<(), Failure> {
             };
             for t in registry().list(&filter) {
                 let m = &t.spec.metadata;
-                println!(
+                outln!(
                     "{:<24} {:<8} {:<7} {:<10} {}",
                     t.spec.key(),
                     word(m.category),
@@ -90,7 +90,7 @@ pub async fn tool_command(cmd: ToolCommand) -> Result<(), Failure> {
             let (name, version) = node_runtime::tool_spec::split_tool_ref(&tool)
                 .ok_or_else(|| Failure::config(format!("`{tool}` is not name@version")))?;
             let t = registry().get(name, version).map_err(Failure::config)?;
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&t.spec).unwrap_or_default()
             );
@@ -118,7 +118,7 @@ pub async fn tool_command(cmd: ToolCommand) -> Result<(), Failure> {
                 .map_err(Failure::runtime)?
                 .items;
             for r in &rows {
-                println!(
+                outln!(
                     "{}  {:<10} {}@{}  approval={}  run={}",
                     r.created_at,
                     r.status,
@@ -162,9 +162,12 @@ pub async fn decide_cli(
     store.close().await;
     match result {
         Ok(row) => {
-            println!(
+            outln!(
                 "{} {} ({} on run {})",
-                row.status, row.call_id, row.tool, row.run_id
+                row.status,
+                row.call_id,
+                row.tool,
+                row.run_id
             );
             Ok(())
         }

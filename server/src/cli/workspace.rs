@@ -116,13 +116,13 @@ pub async fn workspace_command(cmd: WorkspaceCommand) -> Result<(), Failure> {
                 current: DEFAULT_WORKSPACE.into(),
             };
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&list).map_err(Failure::runtime)?
                 );
             } else {
                 for w in list.workspaces {
-                    println!("{:<36}  {:<6}  {:>3}  {}", w.id, w.role, w.members, w.name);
+                    outln!("{:<36}  {:<6}  {:>3}  {}", w.id, w.role, w.members, w.name);
                 }
             }
             Ok(())
@@ -139,7 +139,7 @@ pub async fn workspace_command(cmd: WorkspaceCommand) -> Result<(), Failure> {
             .await;
             store.close().await;
             let view = result?;
-            println!("{}", view.id);
+            outln!("{}", view.id);
             Ok(())
         }
         WorkspaceCommand::Rename {
@@ -159,7 +159,7 @@ pub async fn workspace_command(cmd: WorkspaceCommand) -> Result<(), Failure> {
             .await;
             store.close().await;
             let view = result?;
-            println!("renamed {} to {}", view.id, view.name);
+            outln!("renamed {} to {}", view.id, view.name);
             Ok(())
         }
     }
