@@ -250,49 +250,28 @@ impl Seq<'_> {
     }
 }
 
-impl ser::SerializeSeq for Seq<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
+/// The four sequence traits are the same list (`Seq::element`, `Seq::close`).
+macro_rules! seq_impl {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Seq<'_> {
+            type Ok = ();
+            type Error = Unsupported;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+                self.element(value)
+            }
+            fn end(self) -> Result {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Seq<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for Seq<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Seq<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
-}
+seq_impl!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// An object being written: its members go to `out` as they come, each
 /// as `"key":value` after a comma; `members` holds each one's key and
@@ -408,26 +387,36 @@ impl ser::SerializeMap for Object<'_> {
     }
 }
 
-impl ser::SerializeStruct for Object<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.member(Cow::Borrowed(key), value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
+/// A struct's and a struct variant's fields are members alike.
+macro_rules! struct_impl {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Object<'_> {
+            type Ok = ();
+            type Error = Unsupported;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result {
+                self.member(Cow::Borrowed(key), value)
+            }
+            fn end(self) -> Result {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Object<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.member(Cow::Borrowed(key), value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
+struct_impl!(SerializeStruct, SerializeStructVariant);
+
+/// `fn serialize_x(self, _: T) -> Result<Box<str>> { Err(Unsupported) }`
+/// for each `serialize_x(T)`: keys that are not strings.
+macro_rules! refuse {
+    ($($method:ident($ty:ty)),*) => {$(
+        fn $method(self, _v: $ty) -> Result<Box<str>> {
+            Err(Unsupported)
+        }
+    )*};
 }
 
 /// A map key: a string (or a char, or a unit variant's name) only.
@@ -465,42 +454,20 @@ impl ser::Serializer for KeyWriter {
     ) -> Result<Box<str>> {
         value.serialize(self)
     }
-    fn serialize_bool(self, _v: bool) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_i8(self, _v: i8) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_i16(self, _v: i16) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_i32(self, _v: i32) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_i64(self, _v: i64) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_u8(self, _v: u8) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_u16(self, _v: u16) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_u32(self, _v: u32) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_u64(self, _v: u64) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_f32(self, _v: f32) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_f64(self, _v: f64) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
-    fn serialize_bytes(self, _v: &[u8]) -> Result<Box<str>> {
-        Err(Unsupported)
-    }
+    refuse!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_bytes(&[u8])
+    );
     fn serialize_none(self) -> Result<Box<str>> {
         Err(Unsupported)
     }

@@ -16,7 +16,7 @@ pub(super) struct StoreCheckpoints {
     pub(super) created: Created,
     pub(super) abandoned: Abandoned,
     /// What each ended node's checkpoint wrote, for the run's end.
-    pub(super) ended: CheckpointTexts,
+    pub(super) ended: EndedCheckpoints,
     /// What the run's writes know of its payloads (see `Committed`).
     pub(super) committed: Committed,
 }
@@ -56,7 +56,7 @@ impl Checkpointed {
 }
 
 /// The checkpoints of a run's ended nodes, by node id.
-pub(super) type CheckpointTexts = Arc<Mutex<HashMap<String, Checkpointed>>>;
+pub(super) type EndedCheckpoints = Arc<Mutex<HashMap<String, Checkpointed>>>;
 
 impl Checkpoints for StoreCheckpoints {
     fn node_ended<'a>(&'a self, record: &'a NodeRecord) -> BoxFuture<'a, ()> {

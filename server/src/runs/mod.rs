@@ -740,7 +740,7 @@ impl Runs {
         } = run;
         let (tx, rx) = mpsc::unbounded_channel::<WorkflowEvent>();
         let (end_tx, end_rx) = oneshot::channel::<(RunEnd, HashMap<String, Checkpointed>)>();
-        let ended = CheckpointTexts::default();
+        let ended = EndedCheckpoints::default();
         let committed = Committed::default();
         // Its first write marks the run running.
         let out = EventOut {
@@ -796,7 +796,7 @@ impl Runs {
         live: &LiveRun,
         resume: ResumeState,
         tx: mpsc::UnboundedSender<WorkflowEvent>,
-        ended: &CheckpointTexts,
+        ended: &EndedCheckpoints,
         committed: &Committed,
     ) -> (
         Result<node_runtime::graph::engine::WorkflowRun, node_runtime::graph::engine::EngineError>,

@@ -163,12 +163,6 @@ pub struct PayloadSet {
 }
 
 impl PayloadSet {
-    /// A set that leaves out the payloads of `stored` (hashes of the run's
-    /// committed writes).
-    pub fn stored(stored: HashSet<String>) -> Self {
-        Self::known(stored.into())
-    }
-
     /// A set that leaves out the payloads the run's committed writes
     /// stored and reuses the hashes its earlier writes took; given back by
     /// [`Self::into_known`].
