@@ -1183,6 +1183,100 @@ async fn orphan_cancel(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A cancel asked while the run's holder looks alive but executes nothing
+/// (frozen by SIGSTOP: it holds its lock, and the announcement waits unread)
+/// is recorded on the run: the instance that takes the run over once its
+/// lease passes ends it cancelled instead of resuming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_survives_a_holder_that_never_heard_it_on_postgres() {
+    let Some(db) = common::TempPgDatabase::create("glassbox_frozen_cancel").await else {
+        return;
+    };
+    let outcome = guarded(frozen_cancel(&db.url)).await;
+    db.drop_now().await;
+    outcome.expect("cancel of a run whose holder is frozen");
+}
+
+async fn frozen_cancel(url: &str) -> Result<(), String> {
+    let counter = procs::Counter::start(Duration::ZERO);
+    let allow = format!("127.0.0.1:{}", counter.port);
+    let env = [
+        ("GLASSBOX_DATABASE_URL", url),
+        ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
+        // Heartbeats 2 s apart: a frozen holder's lease passes in 6 s.
+        ("GLASSBOX_LEASE_S", "6"),
+    ];
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let a =
+        Serve::start(dir.path(), &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
+    let b =
+        Serve::start(dir.path(), &["--instance-name", "b"], &env).map_err(|r| format!("{r:?}"))?;
+    let client = reqwest::Client::new();
+    let api = Api {
+        token: a.sign_in(&client).await,
+        client,
+    };
+    let (s, v) = api
+        .call(
+            &a.url,
+            "POST",
+            "/workflows",
+            Some(reader_writer(counter.port, 3, true)),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = api
+        .call(
+            &a.url,
+            "POST",
+            "/runs",
+            Some(json!({"workflow_id": v["id"]})),
+        )
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let run = v["run_id"].as_str().expect("run id").to_string();
+    let mut token = None;
+    for _ in 0..200 {
+        let (_, v) = api.call(&b.url, "GET", "/approvals", None).await;
+        token = v["pending"][0]["token"].as_str().map(str::to_string);
+        if token.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let token = token.ok_or("the run never asked for approval")?;
+    a.signal("STOP");
+    let (s, v) = api
+        .call(&b.url, "POST", &format!("/runs/{run}/cancel"), None)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["cancelled"], true, "{v}");
+    let mut ended = Value::Null;
+    for _ in 0..300 {
+        let (_, v) = api.call(&b.url, "GET", &format!("/runs/{run}"), None).await;
+        ended = v;
+        if ended["status"] == "cancelled" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    a.kill9();
+    assert_eq!(
+        ended["status"], "cancelled",
+        "taken over and ended: {ended}"
+    );
+    assert_eq!(
+        ended["error"], "cancelled while no instance executed it",
+        "ended at its claim, not resumed: {ended}"
+    );
+    let (s, v) = api
+        .call(&b.url, "POST", &format!("/approvals/{token}/approve"), None)
+        .await;
+    assert_eq!(s, 409, "{v}");
+    assert!(!counter.counts().contains_key("/write/3"), "no write");
+    Ok(())
+}
+
 /// A clean stop (SIGTERM) hands the instance's runs over: it exits, its row
 /// says it stopped (no later beat clears that), and another instance
 /// claims its run well before the 30 s lease would pass, resumes it, and

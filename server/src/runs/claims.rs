@@ -318,6 +318,13 @@ impl Runs {
         }
         match renewed {
             Ok(held) => {
+                // A cancel asked elsewhere whose announcement did not
+                // reach this process (its listener was reconnecting).
+                for (id, _) in held.iter().filter(|(_, asked)| *asked) {
+                    self.cancel(id);
+                }
+                let held: std::collections::HashSet<String> =
+                    held.into_iter().map(|(id, _)| id).collect();
                 let mut lost = Vec::new();
                 for id in before.into_iter().filter(|id| !held.contains(id)) {
                     // Not renewed: ended just now (its task is finishing),

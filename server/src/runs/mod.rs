@@ -628,6 +628,12 @@ impl Runs {
     /// Resumes one claimed run; `Ok(false)` when it could not continue
     /// (it is then marked failed with the reason).
     async fn resume_run(self: &Arc<Self>, run: RunRow) -> Result<bool, StoreError> {
+        // Cancelled while its holder was gone: it ends, and is not resumed.
+        if self.store.cancel_requested(&run.id).await? {
+            tracing::info!(run_id = %run.id, "a claimed run was cancelled while no instance executed it");
+            self.end_cancelled_unexecuted(&run.id).await?;
+            return Ok(false);
+        }
         match self.resume_state(&run).await {
             Ok((workflow, inputs, state, fork)) => {
                 let last_seq = self.store.last_event_seq(&run.id).await?;

@@ -17,6 +17,12 @@ use super::*;
 /// an announcement.
 const POLL: Duration = Duration::from_secs(1);
 
+/// How long a cancel of a run held elsewhere waits, at most, for the run to
+/// end or its holder to be seen gone: `CANCEL_WAIT_TRIES` looks, each after
+/// `CANCEL_WAIT_STEP`.
+const CANCEL_WAIT_STEP: Duration = Duration::from_millis(50);
+const CANCEL_WAIT_TRIES: u32 = 40;
+
 /// Hands the announcements to this process's followers and runs, until the
 /// last `Runs` goes.
 pub(super) async fn watch_notices(runs: std::sync::Weak<Runs>, store: Store) {
@@ -54,7 +60,10 @@ impl Runs {
     /// Cancels a run wherever it executes: here, or by announcing it to the
     /// instance that holds it (Postgres); a run whose holder is gone (and
     /// not yet taken over) is claimed here and ended cancelled at once, so
-    /// the cancel is not lost with it. Whether a cancel was sent.
+    /// the cancel is not lost with it. The cancel is also recorded on the
+    /// run: a holder that missed the announcement sees it at its next
+    /// heartbeat, and whoever claims the run next ends it cancelled rather
+    /// than resuming it. Whether a cancel was sent.
     pub async fn cancel_anywhere(&self, run: &RunRow) -> Result<bool, StoreError> {
         if self.cancel(&run.id) {
             return Ok(true);
@@ -62,19 +71,44 @@ impl Runs {
         if run.finished_at.is_some() || self.store.is_sqlite() {
             return Ok(false);
         }
-        if self.claim_if_free(run).await? {
-            self.writer
-                .write(RunWrite::End(Box::new(RunEnd {
-                    run_id: run.id.clone(),
-                    status: RunStatus::Cancelled.as_str().into(),
-                    error: Some("cancelled while no instance executed it".into()),
-                    ..RunEnd::default()
-                })))
-                .await?;
+        self.store.request_cancel(&run.id).await?;
+        if self.end_if_free(run).await? {
             return Ok(true);
         }
         self.store.notify_cancel(&run.id).await?;
+        // A holder killed a moment ago may still look alive (Postgres has
+        // not yet seen its connection close and released its lock): while
+        // the run has not ended, it is claimed here once that holder is
+        // seen gone. A live holder ends it within this wait.
+        for _ in 0..CANCEL_WAIT_TRIES {
+            tokio::time::sleep(CANCEL_WAIT_STEP).await;
+            if self.store.run_holder(&run.id).await?.1 || self.end_if_free(run).await? {
+                break;
+            }
+        }
         Ok(true)
+    }
+
+    /// Claims `run` if no live instance holds it and ends it cancelled:
+    /// whether it did.
+    async fn end_if_free(&self, run: &RunRow) -> Result<bool, StoreError> {
+        if !self.claim_if_free(run).await? {
+            return Ok(false);
+        }
+        self.end_cancelled_unexecuted(&run.id).await?;
+        Ok(true)
+    }
+
+    /// Ends a run claimed here, which does not execute, cancelled.
+    pub(super) async fn end_cancelled_unexecuted(&self, run_id: &str) -> Result<(), StoreError> {
+        self.writer
+            .write(RunWrite::End(Box::new(RunEnd {
+                run_id: run_id.to_string(),
+                status: RunStatus::Cancelled.as_str().into(),
+                error: Some("cancelled while no instance executed it".into()),
+                ..RunEnd::default()
+            })))
+            .await
     }
 
     /// The events of a run executing elsewhere (another instance, or a

@@ -133,27 +133,32 @@ impl Store {
 
     /// Renews the lease of the unfinished runs among `executing` that
     /// `name` holds; returns the ids it still holds (a run claimed away is
-    /// no longer among them). Only the runs the process executes: a run
-    /// claimed under its name that it does not execute (its resume failed)
-    /// is not renewed, so its lease passes and another instance takes it.
+    /// no longer among them), each with whether a cancel was asked of it
+    /// (see [`Store::request_cancel`]). Only the runs the process
+    /// executes: a run claimed under its name that it does not execute (its
+    /// resume failed) is not renewed, so its lease passes and another
+    /// instance takes it.
     pub async fn renew_leases(
         &self,
         name: &str,
         executing: &[String],
         until: &str,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Vec<(String, bool)>, StoreError> {
         let mut held = Vec::new();
         for ids in executing.chunks(RENEW_CHUNK) {
             let list: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 3)).collect();
             let sql = format!(
-                "UPDATE runs SET lease_until = $2 WHERE claimed_by = $1 AND id IN ({}) AND {UNFINISHED} RETURNING id",
+                "UPDATE runs SET lease_until = $2 WHERE claimed_by = $1 AND id IN ({}) AND {UNFINISHED} RETURNING id, cancel_requested_at",
                 list.join(", ")
             );
-            let mut q = sqlx::query_scalar(&sql).bind(name).bind(until);
+            let mut q = sqlx::query_as::<_, (String, Option<String>)>(&sql)
+                .bind(name)
+                .bind(until);
             for id in ids {
                 q = q.bind(id);
             }
-            held.extend(q.fetch_all(self.writer()).await?);
+            let rows = q.fetch_all(self.writer()).await?;
+            held.extend(rows.into_iter().map(|(id, asked)| (id, asked.is_some())));
         }
         Ok(held)
     }
@@ -281,6 +286,30 @@ pub const CANCELS_CHANNEL: &str = "glassbox_run_cancels";
 impl Store {
     /// Asks whichever instance executes `run_id` to cancel it (Postgres;
     /// on SQLite nothing: the one instance cancels in process).
+    /// Records on an unfinished run that a cancel was asked: whoever
+    /// executes it sees it at its next heartbeat, whoever claims it next
+    /// ends it cancelled (see [`Store::cancel_requested`]).
+    pub async fn request_cancel(&self, run_id: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE runs SET cancel_requested_at = $2 WHERE id = $1 AND finished_at IS NULL",
+        )
+        .bind(run_id)
+        .bind(now())
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
+
+    /// Whether a cancel was asked of the run (see [`Store::request_cancel`]).
+    pub async fn cancel_requested(&self, run_id: &str) -> Result<bool, StoreError> {
+        let at: Option<Option<String>> =
+            sqlx::query_scalar("SELECT cancel_requested_at FROM runs WHERE id = $1")
+                .bind(run_id)
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(at.flatten().is_some())
+    }
+
     pub async fn notify_cancel(&self, run_id: &str) -> Result<(), StoreError> {
         if self.backend != Backend::Postgres {
             return Ok(());

@@ -151,6 +151,13 @@ impl Serve {
         false
     }
 
+    /// Sends `signal` (`STOP`, `CONT`, ...) to the process.
+    pub fn signal(&self, signal: &str) {
+        let _ = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status();
+    }
+
     /// SIGKILL, keeping the value (to be replaced by a new start).
     pub fn kill9_in_place(&mut self) {
         let _ = self.child.kill();
