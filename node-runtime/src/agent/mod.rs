@@ -273,6 +273,16 @@ impl AgentRuntime {
                 return self.forced_final(run, model, sink, limit).await;
             }
             run.usage.iterations += 1;
+            // An iteration whose model and tools answer at once never
+            // waits, so nothing else would run on this worker until the
+            // whole loop ends: on one worker the run's events would pile
+            // up unwritten, and its live timeline show nothing, until then.
+            // Taking a unit of tokio's cooperative budget yields once the
+            // task has used its share, as a channel or a socket would
+            // (issue #30: a 400-call run on one core, about 8% less CPU and
+            // 13% fewer page faults; yielding on every iteration instead
+            // costs about 10% more: a commit per call).
+            tokio::task::consume_budget().await;
             let iteration = run.usage.iterations;
             sink.emit(AgentEvent::IterationStarted { iteration });
             iteration_span = tracing::info_span!("iteration", iteration);
