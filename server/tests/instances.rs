@@ -1118,20 +1118,32 @@ async fn a_cancel_reaches_a_run_whose_holder_died_on_postgres() {
     outcome.expect("cancel of a run whose holder died");
 }
 
-async fn orphan_cancel(url: &str) -> Result<(), String> {
+/// Two instances on `url`, `a` and `b` (runs' leases of `lease_s`), and a
+/// run started on `a` that waits for the approval of its write: the
+/// instances, a client, the run id and the approval's token.
+struct WaitingRun {
+    a: Serve,
+    b: Serve,
+    api: Api,
+    counter: procs::Counter,
+    run: String,
+    token: String,
+}
+
+async fn run_waiting_on_a(
+    url: &str,
+    lease_s: &str,
+    dir: &std::path::Path,
+) -> Result<WaitingRun, String> {
     let counter = procs::Counter::start(Duration::ZERO);
     let allow = format!("127.0.0.1:{}", counter.port);
     let env = [
         ("GLASSBOX_DATABASE_URL", url),
         ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
-        // Heartbeats 10 s apart: no takeover during the test.
-        ("GLASSBOX_LEASE_S", "30"),
+        ("GLASSBOX_LEASE_S", lease_s),
     ];
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let a =
-        Serve::start(dir.path(), &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
-    let b =
-        Serve::start(dir.path(), &["--instance-name", "b"], &env).map_err(|r| format!("{r:?}"))?;
+    let a = Serve::start(dir, &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
+    let b = Serve::start(dir, &["--instance-name", "b"], &env).map_err(|r| format!("{r:?}"))?;
     let client = reqwest::Client::new();
     let api = Api {
         token: a.sign_in(&client).await,
@@ -1166,6 +1178,27 @@ async fn orphan_cancel(url: &str) -> Result<(), String> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let token = token.ok_or("the run never asked for approval")?;
+    Ok(WaitingRun {
+        a,
+        b,
+        api,
+        counter,
+        run,
+        token,
+    })
+}
+
+async fn orphan_cancel(url: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    // Heartbeats 10 s apart: no takeover during the test.
+    let WaitingRun {
+        a,
+        b,
+        api,
+        counter,
+        run,
+        token,
+    } = run_waiting_on_a(url, "30", dir.path()).await?;
     a.kill9();
     let (s, v) = api
         .call(&b.url, "POST", &format!("/runs/{run}/cancel"), None)
@@ -1198,53 +1231,16 @@ async fn a_cancel_survives_a_holder_that_never_heard_it_on_postgres() {
 }
 
 async fn frozen_cancel(url: &str) -> Result<(), String> {
-    let counter = procs::Counter::start(Duration::ZERO);
-    let allow = format!("127.0.0.1:{}", counter.port);
-    let env = [
-        ("GLASSBOX_DATABASE_URL", url),
-        ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
-        // Heartbeats 2 s apart: a frozen holder's lease passes in 6 s.
-        ("GLASSBOX_LEASE_S", "6"),
-    ];
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let a =
-        Serve::start(dir.path(), &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
-    let b =
-        Serve::start(dir.path(), &["--instance-name", "b"], &env).map_err(|r| format!("{r:?}"))?;
-    let client = reqwest::Client::new();
-    let api = Api {
-        token: a.sign_in(&client).await,
-        client,
-    };
-    let (s, v) = api
-        .call(
-            &a.url,
-            "POST",
-            "/workflows",
-            Some(reader_writer(counter.port, 3, true)),
-        )
-        .await;
-    assert_eq!(s, 201, "{v}");
-    let (s, v) = api
-        .call(
-            &a.url,
-            "POST",
-            "/runs",
-            Some(json!({"workflow_id": v["id"]})),
-        )
-        .await;
-    assert_eq!(s, 202, "{v}");
-    let run = v["run_id"].as_str().expect("run id").to_string();
-    let mut token = None;
-    for _ in 0..200 {
-        let (_, v) = api.call(&b.url, "GET", "/approvals", None).await;
-        token = v["pending"][0]["token"].as_str().map(str::to_string);
-        if token.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let token = token.ok_or("the run never asked for approval")?;
+    // Heartbeats 2 s apart: a frozen holder's lease passes in 6 s.
+    let WaitingRun {
+        a,
+        b,
+        api,
+        counter,
+        run,
+        token,
+    } = run_waiting_on_a(url, "6", dir.path()).await?;
     a.signal("STOP");
     let (s, v) = api
         .call(&b.url, "POST", &format!("/runs/{run}/cancel"), None)
