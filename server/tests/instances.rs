@@ -1128,13 +1128,44 @@ struct WaitingRun {
     counter: procs::Counter,
     run: String,
     token: String,
+    _dir: tempfile::TempDir,
 }
 
-async fn run_waiting_on_a(
-    url: &str,
-    lease_s: &str,
-    dir: &std::path::Path,
-) -> Result<WaitingRun, String> {
+impl WaitingRun {
+    /// Cancels the run on `b`, which answers that a cancel was sent.
+    async fn cancel_on_b(&self) {
+        let (s, v) = self
+            .api
+            .call(
+                &self.b.url,
+                "POST",
+                &format!("/runs/{}/cancel", self.run),
+                None,
+            )
+            .await;
+        assert_eq!(s, 200, "{v}");
+        assert_eq!(v["cancelled"], true, "{v}");
+    }
+
+    /// The run's approval closed with it, and its write never ran.
+    async fn nothing_written(&self) {
+        let (s, v) = self
+            .api
+            .call(
+                &self.b.url,
+                "POST",
+                &format!("/approvals/{}/approve", self.token),
+                None,
+            )
+            .await;
+        assert_eq!(s, 409, "{v}");
+        assert!(!self.counter.counts().contains_key("/write/3"), "no write");
+    }
+}
+
+async fn run_waiting_on_a(url: &str, lease_s: &str) -> Result<WaitingRun, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir_path = dir.path();
     let counter = procs::Counter::start(Duration::ZERO);
     let allow = format!("127.0.0.1:{}", counter.port);
     let env = [
@@ -1142,8 +1173,10 @@ async fn run_waiting_on_a(
         ("GLASSBOX_HTTP_ALLOW_HOSTS", allow.as_str()),
         ("GLASSBOX_LEASE_S", lease_s),
     ];
-    let a = Serve::start(dir, &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
-    let b = Serve::start(dir, &["--instance-name", "b"], &env).map_err(|r| format!("{r:?}"))?;
+    let a =
+        Serve::start(dir_path, &["--instance-name", "a"], &env).map_err(|r| format!("{r:?}"))?;
+    let b =
+        Serve::start(dir_path, &["--instance-name", "b"], &env).map_err(|r| format!("{r:?}"))?;
     let client = reqwest::Client::new();
     let api = Api {
         token: a.sign_in(&client).await,
@@ -1185,34 +1218,21 @@ async fn run_waiting_on_a(
         counter,
         run,
         token,
+        _dir: dir,
     })
 }
 
 async fn orphan_cancel(url: &str) -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     // Heartbeats 10 s apart: no takeover during the test.
-    let WaitingRun {
-        a,
-        b,
-        api,
-        counter,
-        run,
-        token,
-    } = run_waiting_on_a(url, "30", dir.path()).await?;
-    a.kill9();
-    let (s, v) = api
-        .call(&b.url, "POST", &format!("/runs/{run}/cancel"), None)
+    let mut w = run_waiting_on_a(url, "30").await?;
+    w.a.kill9_in_place();
+    w.cancel_on_b().await;
+    let (_, v) = w
+        .api
+        .call(&w.b.url, "GET", &format!("/runs/{}", w.run), None)
         .await;
-    assert_eq!(s, 200, "{v}");
-    assert_eq!(v["cancelled"], true, "{v}");
-    let (_, v) = api.call(&b.url, "GET", &format!("/runs/{run}"), None).await;
     assert_eq!(v["status"], "cancelled", "ended at once: {v}");
-    // Its approval closed with it; nothing was written.
-    let (s, v) = api
-        .call(&b.url, "POST", &format!("/approvals/{token}/approve"), None)
-        .await;
-    assert_eq!(s, 409, "{v}");
-    assert!(!counter.counts().contains_key("/write/3"), "no write");
+    w.nothing_written().await;
     Ok(())
 }
 
@@ -1231,32 +1251,23 @@ async fn a_cancel_survives_a_holder_that_never_heard_it_on_postgres() {
 }
 
 async fn frozen_cancel(url: &str) -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     // Heartbeats 2 s apart: a frozen holder's lease passes in 6 s.
-    let WaitingRun {
-        a,
-        b,
-        api,
-        counter,
-        run,
-        token,
-    } = run_waiting_on_a(url, "6", dir.path()).await?;
-    a.signal("STOP");
-    let (s, v) = api
-        .call(&b.url, "POST", &format!("/runs/{run}/cancel"), None)
-        .await;
-    assert_eq!(s, 200, "{v}");
-    assert_eq!(v["cancelled"], true, "{v}");
+    let mut w = run_waiting_on_a(url, "6").await?;
+    w.a.signal("STOP");
+    w.cancel_on_b().await;
     let mut ended = Value::Null;
     for _ in 0..300 {
-        let (_, v) = api.call(&b.url, "GET", &format!("/runs/{run}"), None).await;
+        let (_, v) = w
+            .api
+            .call(&w.b.url, "GET", &format!("/runs/{}", w.run), None)
+            .await;
         ended = v;
         if ended["status"] == "cancelled" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    a.kill9();
+    w.a.kill9_in_place();
     assert_eq!(
         ended["status"], "cancelled",
         "taken over and ended: {ended}"
@@ -1265,11 +1276,7 @@ async fn frozen_cancel(url: &str) -> Result<(), String> {
         ended["error"], "cancelled while no instance executed it",
         "ended at its claim, not resumed: {ended}"
     );
-    let (s, v) = api
-        .call(&b.url, "POST", &format!("/approvals/{token}/approve"), None)
-        .await;
-    assert_eq!(s, 409, "{v}");
-    assert!(!counter.counts().contains_key("/write/3"), "no write");
+    w.nothing_written().await;
     Ok(())
 }
 

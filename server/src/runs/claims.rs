@@ -145,11 +145,12 @@ impl Runs {
     }
 
     /// Claims `run` here when no live instance holds it (its holder died
-    /// and no instance took it over yet): whether it is now this one's.
-    pub(super) async fn claim_if_free(&self, run: &RunRow) -> Result<bool, StoreError> {
+    /// and no instance took it over yet): whether it is now this one's;
+    /// `None` when the run has ended.
+    pub(super) async fn claim_if_free(&self, run: &RunRow) -> Result<Option<bool>, StoreError> {
         let (holder, finished) = self.store.run_holder(&run.id).await?;
         if finished {
-            return Ok(false);
+            return Ok(None);
         }
         let dead = match holder {
             Some(h) if h != self.instance.name => self.dead_instances(&[h]).await?.pop(),
@@ -165,6 +166,7 @@ impl Runs {
                 dead.as_deref(),
             )
             .await
+            .map(Some)
     }
 
     fn orphan_before(&self) -> String {

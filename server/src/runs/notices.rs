@@ -82,7 +82,7 @@ impl Runs {
         // seen gone. A live holder ends it within this wait.
         for _ in 0..CANCEL_WAIT_TRIES {
             tokio::time::sleep(CANCEL_WAIT_STEP).await;
-            if self.store.run_holder(&run.id).await?.1 || self.end_if_free(run).await? {
+            if self.end_if_free(run).await? {
                 break;
             }
         }
@@ -90,13 +90,16 @@ impl Runs {
     }
 
     /// Claims `run` if no live instance holds it and ends it cancelled:
-    /// whether it did.
+    /// whether the run has ended (here now, or already).
     async fn end_if_free(&self, run: &RunRow) -> Result<bool, StoreError> {
-        if !self.claim_if_free(run).await? {
-            return Ok(false);
+        match self.claim_if_free(run).await? {
+            None => Ok(true),
+            Some(false) => Ok(false),
+            Some(true) => {
+                self.end_cancelled_unexecuted(&run.id).await?;
+                Ok(true)
+            }
         }
-        self.end_cancelled_unexecuted(&run.id).await?;
-        Ok(true)
     }
 
     /// Ends a run claimed here, which does not execute, cancelled.
