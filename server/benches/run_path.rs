@@ -13,10 +13,13 @@
 //!
 //!   cargo bench -p glassbox-server --bench run_path
 //!   GLASSBOX_BENCH_QUICK=1 (5 runs instead of 11)
+//!   GLASSBOX_BENCH_INSTRUCTIONS=1 (also: instructions per call at 100,
+//!   counted by callgrind, medians of 3; steady where time is not, to
+//!   compare two builds on a busy or noisy machine)
 
 mod common;
 
-use common::{glassbox_run, glassbox_run_on, median, quick, report};
+use common::{glassbox_instructions, glassbox_run, glassbox_run_on, median, quick, report};
 use serde_json::{json, Value};
 
 /// 1 KB of letters and digits drawn by a fixed xorshift from `seed`: text
@@ -156,6 +159,28 @@ fn main() {
         "sequential 1 KB calls on one core (CPU {cpu}): {one_core:.0} us per call at 100 (target <= 100 us: {:.1}x)",
         one_core / 100.0
     );
+    if std::env::var_os("GLASSBOX_BENCH_INSTRUCTIONS").is_some() {
+        let count = |file| {
+            median(
+                (0..3)
+                    .map(|_| glassbox_instructions(bin, file) as f64)
+                    .collect(),
+            )
+        };
+        let (zero, hundred) = (count(&files[0]), count(&files[2]));
+        let per_call = (hundred - zero) / 100.0;
+        report(
+            "instructions_per_call_at_100",
+            per_call,
+            "instructions",
+            None,
+        );
+        println!(
+            "sequential 1 KB calls: {:.0} K instructions per call at 100 (callgrind); a 0-call run executes {:.1} M",
+            per_call / 1000.0,
+            zero / 1e6
+        );
+    }
     // The same at 200 turns with arguments that do not compress: the
     // stored-bytes target must not rest on the compressor.
     let file = dir.path().join("seq-200-incompressible.json");

@@ -87,6 +87,38 @@ pub fn glassbox_run_on(
     (wall, printed, bytes_under(data.path()))
 }
 
+/// The instructions one `glassbox run` of `file` executes, counted by
+/// valgrind's callgrind (`valgrind` on the `PATH`), in a fresh SQLite data
+/// directory. Unlike time, the count hardly moves with what else the
+/// machine does (within about 2%: the run's threads interleave a little
+/// differently each time), so two builds compare on a noisy machine.
+pub fn glassbox_instructions(bin: &str, file: &Path) -> u64 {
+    let data = tempfile::tempdir().expect("tmp");
+    let out = Command::new("valgrind")
+        .args([
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            bin,
+            "run",
+        ])
+        .arg(file)
+        .arg("--data-dir")
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start valgrind: {e}"));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    log.lines()
+        .find_map(|l| {
+            l.split_once("Collected : ")
+                .map(|(_, n)| n.trim().to_string())
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("callgrind printed no count: {log}"))
+}
+
 /// Bytes under `dir`, recursively.
 fn bytes_under(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
