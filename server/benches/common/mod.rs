@@ -58,22 +58,10 @@ pub fn glassbox_run_on(
     cpu: Option<usize>,
 ) -> (f64, Value, u64) {
     let data = tempfile::tempdir().expect("tmp");
-    let mut command = match cpu {
-        Some(cpu) => {
-            let mut c = Command::new("taskset");
-            c.arg("-c").arg(cpu.to_string()).arg(bin);
-            c
-        }
-        None => Command::new(bin),
-    };
+    let wrapper = cpu.map(|cpu| vec!["taskset".to_string(), "-c".into(), cpu.to_string()]);
+    let mut command = run_command(wrapper.as_deref().unwrap_or_default(), bin, file, &data);
     let started = Instant::now();
     let out = command
-        .arg("run")
-        .arg(file)
-        .arg("--data-dir")
-        .arg(data.path())
-        .env_remove("GLASSBOX_DATABASE_URL")
-        .env("RUST_LOG", "error")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", command.get_program()));
@@ -94,18 +82,13 @@ pub fn glassbox_run_on(
 /// differently each time), so two builds compare on a noisy machine.
 pub fn glassbox_instructions(bin: &str, file: &Path) -> u64 {
     let data = tempfile::tempdir().expect("tmp");
-    let out = Command::new("valgrind")
-        .args([
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            bin,
-            "run",
-        ])
-        .arg(file)
-        .arg("--data-dir")
-        .arg(data.path())
-        .env_remove("GLASSBOX_DATABASE_URL")
-        .env("RUST_LOG", "error")
+    let wrapper = [
+        "valgrind",
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+    ]
+    .map(String::from);
+    let out = run_command(&wrapper, bin, file, &data)
         .output()
         .unwrap_or_else(|e| panic!("cannot start valgrind: {e}"));
     let log = String::from_utf8_lossy(&out.stderr);
@@ -117,6 +100,29 @@ pub fn glassbox_instructions(bin: &str, file: &Path) -> u64 {
         })
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("callgrind printed no count: {log}"))
+}
+
+/// `glassbox run <file>` in the data directory `data`, logging errors
+/// only and on SQLite whatever the environment says, started by `wrapper`
+/// (a program and its arguments: `taskset`, `valgrind`) when it is not
+/// empty.
+fn run_command(wrapper: &[String], bin: &str, file: &Path, data: &tempfile::TempDir) -> Command {
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    command
+        .arg("run")
+        .arg(file)
+        .arg("--data-dir")
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .env("RUST_LOG", "error");
+    command
 }
 
 /// Bytes under `dir`, recursively.
