@@ -5,8 +5,9 @@
 //! the run's record, the node's checkpoint. Each of those texts is stored
 //! *dehydrated*: every JSON value of at least [`MIN_PAYLOAD`] bytes that
 //! follows one of the [`ANCHORS`] keys is cut out, kept once in the
-//! `payloads` table under the BLAKE3 of its bytes, and replaced in the text
-//! by the four bytes `null`. What is stored is that *skeleton* (still valid
+//! `payloads` table under its key (the BLAKE3 of its bytes, or for a
+//! payload that holds payloads, of its skeleton and refs: see [`key_of`]),
+//! and replaced in the text by the four bytes `null`. What is stored is that *skeleton* (still valid
 //! JSON) and its refs, `[[offset,"hash"],...]`: the offsets of those
 //! `null`s in the skeleton, ascending. A payload is itself dehydrated the
 //! same way (an `outputs` payload refers to its calls' `input` payloads).
@@ -118,15 +119,16 @@ impl From<HashSet<String>> for Known {
     }
 }
 
-/// The largest text whose hash [`HashMemo`] keeps: a bigger one (a
-/// bundle, a node's outputs) is cut from one text only.
+/// The largest text whose key [`HashMemo`] keeps: a bigger one (a
+/// bundle, a node's outputs) is cut again where it is met again, and keyed
+/// by what is left of it (see [`key_of`]).
 const MEMO_MAX_TEXT: usize = 64 * 1024;
 /// The most text one run's [`HashMemo`] keeps (a copy of texts the run
-/// holds anyway, for as long as it runs); past it texts are hashed each
+/// holds anyway, for as long as it runs); past it texts are keyed each
 /// time, as without it.
 const MEMO_MAX_BYTES: usize = 1 << 20;
 
-/// Payload texts' hashes by text (issue #30). A tool's input is in about
+/// Payload texts' keys by text (issue #30). A tool's input is in about
 /// ten texts of a run (its events, its invocation record, the bundle's
 /// exchange and envelope, the node's outputs) and BLAKE3 of 1 KB costs
 /// about 7K instructions; finding it again costs a fast hash of the text
@@ -138,19 +140,20 @@ struct HashMemo {
 }
 
 impl HashMemo {
-    fn hash(&mut self, text: &str) -> String {
+    /// The key given to `text` before, if it was kept.
+    fn get(&self, text: &str) -> Option<String> {
         if text.len() > MEMO_MAX_TEXT {
-            return hash_of(text);
+            return None;
         }
-        if let Some(hash) = self.hashes.get(text) {
-            return hash.clone();
-        }
-        let hash = hash_of(text);
-        if self.bytes + text.len() <= MEMO_MAX_BYTES {
+        self.hashes.get(text).cloned()
+    }
+
+    /// Keeps `text`'s key, within the memo's bounds.
+    fn keep(&mut self, text: &str, hash: &str) {
+        if text.len() <= MEMO_MAX_TEXT && self.bytes + text.len() <= MEMO_MAX_BYTES {
             self.bytes += text.len();
-            self.hashes.insert(text.into(), hash.clone());
+            self.hashes.insert(text.into(), hash.to_string());
         }
-        hash
     }
 }
 
@@ -183,7 +186,7 @@ impl PayloadSet {
     pub fn dehydrate(&mut self, text: &str) -> Dehydrated {
         let (text, refs) = self.cut(text, None);
         Dehydrated {
-            text,
+            text: text.into_owned(),
             refs: refs_text(&refs),
         }
     }
@@ -195,7 +198,7 @@ impl PayloadSet {
         let mut top = Vec::new();
         let (skeleton, refs) = self.cut(text, Some(&mut top));
         let d = Dehydrated {
-            text: skeleton,
+            text: skeleton.into_owned(),
             refs: refs_text(&refs),
         };
         (d, top)
@@ -241,19 +244,31 @@ impl PayloadSet {
         self.rows
     }
 
-    /// Keeps `text` as a payload (once) and returns its hash.
+    /// Keeps `text` as a payload (once) and returns its key (see
+    /// [`key_of`]). A text met before is known by its memo; else it is cut
+    /// first, since a text that holds payloads is keyed by what is left.
     fn add(&mut self, text: &str) -> String {
-        let hash = self.known.hashes.hash(text);
-        if !self.seen.contains(&hash) && !self.known.stored.contains(&hash) {
-            self.seen.insert(hash.clone());
-            let (skeleton, refs) = self.cut(text, None);
+        let memo = self.known.hashes.get(text);
+        if let Some(hash) = &memo {
+            if self.seen.contains(hash) || self.known.stored.contains(hash) {
+                return hash.clone();
+            }
+        }
+        let (skeleton, refs) = self.cut(text, None);
+        let refs = refs_text(&refs);
+        let hash = memo.unwrap_or_else(|| {
+            let hash = key_of(&skeleton, refs.as_deref());
+            self.known.hashes.keep(text, &hash);
+            hash
+        });
+        if !self.known.stored.contains(&hash) && self.seen.insert(hash.clone()) {
             let (codec, data) = encode(skeleton);
             self.rows.push(PayloadRow {
                 hash: hash.clone(),
                 codec,
                 size: i64::try_from(text.len()).unwrap_or(i64::MAX),
                 data,
-                refs: refs_text(&refs),
+                refs,
             });
         }
         hash
@@ -264,11 +279,11 @@ impl PayloadSet {
     /// strings and nesting, so nothing inside a string is ever taken for a
     /// key; text that is not JSON is only cut less, never altered. `top`:
     /// where to name the values cut from the outermost object's own keys.
-    fn cut(
+    fn cut<'t>(
         &mut self,
-        text: &str,
+        text: &'t str,
         mut top: Option<&mut Vec<TopPayload>>,
-    ) -> (String, Vec<(usize, String)>) {
+    ) -> (Cow<'t, str>, Vec<(usize, String)>) {
         let b = text.as_bytes();
         let mut skeleton = String::new();
         let mut refs = Vec::new();
@@ -333,8 +348,11 @@ impl PayloadSet {
             }
             i += 1;
         }
+        if refs.is_empty() {
+            return (Cow::Borrowed(text), refs);
+        }
         skeleton.push_str(&text[copied..]);
-        (skeleton, refs)
+        (Cow::Owned(skeleton), refs)
     }
 }
 
@@ -363,12 +381,12 @@ fn zstd_decompress(data: &[u8], limit: usize) -> std::io::Result<Vec<u8>> {
 
 /// A skeleton as stored: compressed when that saves at least 10%, else as
 /// is.
-fn encode(skeleton: String) -> (i64, Vec<u8>) {
+fn encode(skeleton: Cow<'_, str>) -> (i64, Vec<u8>) {
     match zstd_compress(skeleton.as_bytes()) {
         Ok(packed) if packed.len().saturating_mul(10) <= skeleton.len().saturating_mul(9) => {
             (CODEC_ZSTD, packed)
         }
-        _ => (CODEC_RAW, skeleton.into_bytes()),
+        _ => (CODEC_RAW, skeleton.into_owned().into_bytes()),
     }
 }
 
@@ -398,6 +416,31 @@ fn decode(codec: i64, size: i64, data: &[u8]) -> Result<Cow<'_, str>, String> {
 /// Lowercase hex BLAKE3 of a payload's bytes.
 pub fn hash_of(text: &str) -> String {
     blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+/// The BLAKE3 key context of a payload that holds payloads of its own.
+const SKELETON_KEY_CONTEXT: &str = "glassbox 2026-11-29 payload skeleton and refs";
+
+/// A payload's key, from what is stored of it: a payload with none of
+/// its own (`refs` is `None`; its skeleton is its text) is keyed by the
+/// BLAKE3 of its bytes ([`hash_of`]); one that holds payloads, by BLAKE3
+/// in its own key context of its skeleton, its refs text and the
+/// skeleton's length, so its key names its content through theirs (a
+/// Merkle tree) without hashing what they hold again: a node's outputs
+/// or a bundle, hundreds of kilobytes at a long run's end, repeats every
+/// call's input (issue #30). The cut is deterministic, so the same text
+/// always has the same key. Rows written before this kept a composite
+/// payload under the BLAKE3 of its whole text; they are read as before
+/// (a key is only looked up), and a text stored again gets the new key.
+fn key_of(skeleton: &str, refs: Option<&str>) -> String {
+    let Some(refs) = refs else {
+        return hash_of(skeleton);
+    };
+    let mut hasher = blake3::Hasher::new_derive_key(SKELETON_KEY_CONTEXT);
+    hasher.update(skeleton.as_bytes());
+    hasher.update(refs.as_bytes());
+    hasher.update(&(skeleton.len() as u64).to_le_bytes());
+    hasher.finalize().to_hex().to_string()
 }
 
 fn refs_text(refs: &[(usize, String)]) -> Option<String> {
@@ -566,8 +609,11 @@ impl<'a> Inflater<'a> {
                 row.size
             ));
         }
-        if cfg!(debug_assertions) && hash_of(&text) != hash {
-            return Err(format!("payload {hash} does not match its hash"));
+        if cfg!(debug_assertions)
+            && key_of(&data, row.refs.as_deref()) != hash
+            && hash_of(&text) != hash
+        {
+            return Err(format!("payload {hash} does not match its key"));
         }
         let text: Arc<str> = text.into();
         self.done.insert(hash.to_string(), text.clone());
@@ -655,27 +701,101 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The memo gives each text its own BLAKE3, the same text the same
-    /// one, and keeps no more than its bounds.
+    /// The memo gives back the key kept for a text, only for that text,
+    /// and keeps no more than its bounds.
     #[test]
-    fn the_hash_memo_gives_each_text_its_own_hash_within_bounds() {
+    fn the_hash_memo_keeps_each_texts_key_within_bounds() {
         let mut memo = HashMemo::default();
         let a = "a".repeat(1024);
         let b = format!("{}b", "a".repeat(1023));
-        for _ in 0..2 {
-            assert_eq!(memo.hash(&a), hash_of(&a));
-            assert_eq!(memo.hash(&b), hash_of(&b));
-        }
+        assert_eq!(memo.get(&a), None);
+        memo.keep(&a, "ka");
+        memo.keep(&b, "kb");
+        assert_eq!(
+            (memo.get(&a), memo.get(&b)),
+            (Some("ka".into()), Some("kb".into()))
+        );
         assert_eq!((memo.hashes.len(), memo.bytes), (2, 2048));
         let big = "c".repeat(MEMO_MAX_TEXT + 1);
-        assert_eq!(memo.hash(&big), hash_of(&big));
-        assert_eq!(memo.hashes.len(), 2, "a text over the limit is not kept");
+        memo.keep(&big, "kc");
+        assert_eq!(memo.get(&big), None, "a text over the limit is not kept");
+        assert_eq!(memo.hashes.len(), 2);
         let mut full = HashMemo {
             bytes: MEMO_MAX_BYTES - 10,
             ..HashMemo::default()
         };
-        assert_eq!(full.hash(&a), hash_of(&a));
+        full.keep(&a, "ka");
         assert!(full.hashes.is_empty(), "a full memo keeps no more");
+    }
+
+    /// A payload with none of its own is keyed by the BLAKE3 of its text;
+    /// one that holds payloads, by its skeleton and refs: the same text
+    /// the same key, another text (or the same skeleton with another
+    /// payload in it) another key, and never its whole text's hash.
+    #[test]
+    fn a_payload_that_holds_payloads_is_keyed_by_its_skeleton_and_refs() {
+        let input = |c: &str| format!("{{\"note\":\"{}\"}}", c.repeat(300));
+        let outputs = |c: &str| {
+            format!(
+                "{{\"calls\":[{{\"input\":{}}}],\"pad\":\"{}\"}}",
+                input(c),
+                "p".repeat(300)
+            )
+        };
+        let key = |text: &str| {
+            let mut set = PayloadSet::default();
+            let hash = set.add(text);
+            (hash, set.into_rows())
+        };
+        let (leaf, rows) = key(&input("x"));
+        assert_eq!((leaf, rows.len()), (hash_of(&input("x")), 1));
+        let (x, rows) = key(&outputs("x"));
+        assert_eq!(rows.len(), 2, "the outputs and the input they hold");
+        let row = rows.iter().find(|r| r.hash == x).expect("the outputs' row");
+        let skeleton = decode(row.codec, row.size, &row.data).expect("decodes");
+        assert_eq!(x, key_of(&skeleton, row.refs.as_deref()));
+        assert_ne!(x, hash_of(&outputs("x")));
+        assert_eq!(key(&outputs("x")).0, x, "the same text, the same key");
+        assert_ne!(key(&outputs("y")).0, x, "another input, another key");
+        // Both kinds inflate back, each checked against its key.
+        let mut set = PayloadSet::default();
+        let d = set.dehydrate_whole(&outputs("x"));
+        let rows = stored(set.into_rows());
+        let back = Inflater::new(&rows)
+            .inflate(&d.text, d.refs.as_deref())
+            .expect("inflates");
+        assert_eq!(back, outputs("x"));
+    }
+
+    /// A composite payload stored by an earlier version, under the BLAKE3
+    /// of its whole text, is read as before.
+    #[test]
+    fn a_composite_row_keyed_by_its_whole_text_stays_readable() {
+        let inner = format!("{{\"note\":\"{}\"}}", "z".repeat(300));
+        let outer = format!("{{\"input\":{inner}}}");
+        let mut rows = stored(vec![PayloadRow {
+            hash: hash_of(&inner),
+            codec: CODEC_RAW,
+            size: inner.len() as i64,
+            data: inner.clone().into_bytes(),
+            refs: None,
+        }]);
+        let skeleton = "{\"input\":null}";
+        let refs = refs_text(&[(9, hash_of(&inner))]);
+        rows.insert(
+            hash_of(&outer),
+            StoredPayload {
+                codec: CODEC_RAW,
+                size: outer.len() as i64,
+                data: skeleton.as_bytes().to_vec(),
+                refs,
+            },
+        );
+        let whole = refs_text(&[(0, hash_of(&outer))]);
+        let back = Inflater::new(&rows)
+            .inflate("null", whole.as_deref())
+            .expect("an earlier version's row inflates");
+        assert_eq!(back, outer);
     }
 
     /// A set made from what an earlier one knew refers to the payloads
@@ -941,7 +1061,8 @@ mod tests {
             [("bundle", bundle.as_str()), ("outputs", outputs.as_str())]
         );
         for t in &top {
-            assert_eq!(t.hash, hash_of(&text[t.range.clone()]));
+            let value = &text[t.range.clone()];
+            assert_eq!(t.hash, PayloadSet::default().add(value), "its key");
         }
     }
 
