@@ -104,6 +104,31 @@ fn run_prints_agent_outputs_and_replay_matches() {
         "by default, the app's trace page"
     );
 
+    // The outputs printed (as the run handed them over) are what it
+    // stored: `--json` prints its stored record beside them.
+    let out = Command::new(glassbox_bin().expect("binary"))
+        .arg("run")
+        .arg(&example)
+        .arg("--json")
+        .arg("--data-dir")
+        .arg(data.path())
+        .env_remove("GLASSBOX_DATABASE_URL")
+        .output()
+        .expect("run glassbox --json");
+    let whole: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let stored = &whole["record"]["nodes"]["agent"]["outputs"];
+    let printed_agent = whole["agent_outputs"]["agent"]
+        .as_object()
+        .expect("the agent's outputs");
+    assert_eq!(printed_agent.len(), 5, "{printed_agent:?}");
+    for (key, value) in printed_agent {
+        assert_eq!(value, &stored[key], "{key} as stored");
+    }
+    assert!(!printed_agent["tools_by_id"]
+        .as_object()
+        .expect("calls")
+        .is_empty());
+
     // A configured template (an external trace UI) replaces it.
     let out = Command::new(glassbox_bin().expect("binary"))
         .arg("run")

@@ -53,27 +53,26 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
     }
     let inputs = parse_inputs(&args.inputs)?;
     let (db, runs) = super::open_runs(&args.db).await?;
-    let row = runs
+    let (row, outputs) = runs
         .run_to_end(crate::auth::DEFAULT_WORKSPACE, workflow, inputs, "cli")
         .await
         .map_err(Failure::runtime)?;
     // The agents' outputs: their contract keys, from each Agent node's
-    // stored outputs. With `--json` the whole record is printed too, with
-    // its bundles; without it the record is not read at all.
-    let contract = |mut outputs: serde_json::Value| -> serde_json::Value {
+    // outputs as the run handed them over once its end was stored (not
+    // read back and parsed again: issue #30). With `--json` the whole
+    // record is printed too, read from the store with its bundles.
+    let contract = |mut outputs: std::collections::BTreeMap<String, serde_json::Value>| {
         serde_json::Value::Object(
             node_runtime::graph::AGENT_OUTPUTS
                 .iter()
-                .map(|k| {
-                    (
-                        k.to_string(),
-                        outputs.get_mut(*k).map(std::mem::take).unwrap_or_default(),
-                    )
-                })
+                .map(|k| (k.to_string(), outputs.remove(*k).unwrap_or_default()))
                 .collect(),
         )
     };
-    let mut agents = serde_json::Map::new();
+    let agents: serde_json::Map<String, serde_json::Value> = outputs
+        .into_iter()
+        .map(|(id, outputs)| (id, contract(outputs)))
+        .collect();
     // The last key: the whole record with `--json`, else the run's error.
     let (last_key, last) = if args.json {
         let record = db
@@ -81,25 +80,8 @@ pub async fn run_file(args: RunArgs) -> Result<(), Failure> {
             .await
             .map_err(Failure::runtime)?
             .unwrap_or(serde_json::Value::Null);
-        if let Some(nodes) = record.get("nodes").and_then(serde_json::Value::as_object) {
-            for (id, node) in nodes {
-                if node.get("bundle").is_some_and(|b| !b.is_null()) {
-                    agents.insert(id.clone(), contract(node["outputs"].clone()));
-                }
-            }
-        }
         ("record", record)
     } else {
-        for (id, text) in db
-            .bundled_node_outputs(&row.id)
-            .await
-            .map_err(Failure::runtime)?
-        {
-            let outputs = serde_json::from_str(&text).map_err(|e| {
-                Failure::runtime(format!("the stored outputs of node {id} are not JSON: {e}"))
-            })?;
-            agents.insert(id, contract(outputs));
-        }
         ("error", row.error.clone().into())
     };
     // Built from its parts, not with `json!`: the macro serializes each

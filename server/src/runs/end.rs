@@ -19,7 +19,7 @@ pub(super) struct RunRecord<'a> {
 pub(super) fn end_of(
     run_id: &str,
     workflow: &Workflow,
-    result: Result<
+    result: &mut Result<
         node_runtime::graph::engine::WorkflowRun,
         node_runtime::graph::engine::EngineError,
     >,
@@ -32,7 +32,7 @@ pub(super) fn end_of(
     // for a long run, would only be dropped there), else written now.
     let cut = |node: &str, key: &str| checkpointed.get(node).is_some_and(|c| c.cut(key));
     match result {
-        Ok(mut run) => {
+        Ok(run) => {
             let trace_id = crate::trace::trace_id(run_id);
             let nodes = run
                 .nodes
@@ -90,11 +90,7 @@ pub(super) fn end_of(
             };
             // The record carries the workflow it ran, so a replay needs
             // nothing else; written straight to text, with no `Value` tree.
-            let record = serde_json::to_string(&RunRecord {
-                run: &run,
-                workflow,
-            })
-            .ok();
+            let record = serde_json::to_string(&RunRecord { run, workflow }).ok();
             let error = run.nodes.values().find_map(|n| {
                 n.error
                     .clone()
@@ -168,10 +164,11 @@ mod tests {
         error: Option<&str>,
         nodes: usize,
     ) {
+        let mut result = result;
         let end = end_of(
             "r",
             &workflow(),
-            result,
+            &mut result,
             Some(&MemoryPinHistory::default()),
             &HashMap::new(),
         );

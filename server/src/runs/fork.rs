@@ -263,6 +263,7 @@ impl Runs {
                     spec,
                 }),
                 base.slot,
+                None,
             )
             .await?;
         Ok((run_id, calls))

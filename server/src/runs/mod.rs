@@ -160,7 +160,14 @@ struct StartFrom {
     resume: ResumeState,
     last_seq: i64,
     created: Created,
+    /// Where to hand the agents' outputs once the run's end is written
+    /// (see [`Runs::run_to_end`]).
+    agents: Option<oneshot::Sender<AgentOutputsByNode>>,
 }
+
+/// Each Agent node's outputs (its handles), by node id: the nodes that
+/// ended with a replay bundle.
+pub type AgentOutputsByNode = BTreeMap<String, BTreeMap<String, Value>>;
 
 /// Whether a run's record is committed. A new run starts while its record
 /// is still queued on the group writer (its own writes queue behind it);
@@ -485,7 +492,7 @@ impl Runs {
         inputs: Map<String, Value>,
         trigger: &str,
     ) -> Result<String, StoreError> {
-        self.start_as(owner, workflow, inputs, trigger, None, None)
+        self.start_as(owner, workflow, inputs, trigger, None, None, None)
             .await
     }
 
@@ -493,6 +500,7 @@ impl Runs {
     /// its checkpoint, written with its row) a run of kind `fork` linked
     /// to its origin; with `slot`, in that reserved run slot. Refused once
     /// this process's runs are stopped (`Runs::stop`).
+    #[allow(clippy::too_many_arguments)]
     async fn start_as(
         self: &Arc<Self>,
         owner: SecretOwner,
@@ -501,6 +509,7 @@ impl Runs {
         trigger: &str,
         fork: Option<StartFork>,
         slot: Option<RunSlot>,
+        agents: Option<oneshot::Sender<AgentOutputsByNode>>,
     ) -> Result<String, StoreError> {
         if self.stopping() {
             return Err(StoreError::Unavailable(
@@ -533,6 +542,7 @@ impl Runs {
             resume: ResumeState::default(),
             last_seq: 0,
             created: created.clone(),
+            agents,
         };
         self.spawn(owner, &run_id, workflow, inputs, from);
         // The run holds its slot as a live run now.
@@ -570,6 +580,7 @@ impl Runs {
             resume,
             last_seq,
             created,
+            agents,
         } = from;
         let events = LiveBroadcast::new();
         let live = Arc::new(LiveRun {
@@ -605,7 +616,8 @@ impl Runs {
                 span,
                 spans: route.spans(),
             };
-            this.execute(run, workflow, inputs, resume, last_seq).await;
+            this.execute(run, workflow, inputs, resume, last_seq, agents)
+                .await;
             drop(route);
         });
         let _ = slot.task.set(handle.abort_handle());
@@ -648,6 +660,7 @@ impl Runs {
                     resume: state,
                     last_seq,
                     created: Created::stored(),
+                    agents: None,
                 };
                 self.spawn(owner, &run.id, workflow, inputs, from);
                 Ok(true)
@@ -715,18 +728,27 @@ impl Runs {
         Ok((workflow, inputs, state, fork))
     }
 
-    /// Runs a workflow to its end, in this task (the CLI uses this directly).
+    /// Runs a workflow to its end and waits for it (the CLI uses this):
+    /// its row as stored, and its Agent nodes' outputs as the run made
+    /// them, handed over once its end is written instead of read back and
+    /// parsed again (issue #30: a long run's outputs repeat every call's
+    /// input). A run whose end could not be handed over (it failed before
+    /// its nodes ran) gives none.
     pub async fn run_to_end(
         self: &Arc<Self>,
         workspace_id: &str,
         workflow: Workflow,
         inputs: Map<String, Value>,
         trigger: &str,
-    ) -> Result<RunRow, StoreError> {
+    ) -> Result<(RunRow, AgentOutputsByNode), StoreError> {
         let owner = self.workspace_owner(workspace_id).await?;
-        let run_id = self.start(owner, workflow, inputs, trigger).await?;
+        let (tx, rx) = oneshot::channel();
+        let run_id = self
+            .start_as(owner, workflow, inputs, trigger, None, None, Some(tx))
+            .await?;
         self.wait_end(&run_id).await;
-        self.store.get_run(workspace_id, &run_id).await
+        let agents = rx.await.unwrap_or_default();
+        Ok((self.store.get_run(workspace_id, &run_id).await?, agents))
     }
 
     async fn execute(
@@ -736,6 +758,7 @@ impl Runs {
         inputs: Map<String, Value>,
         resume: ResumeState,
         last_seq: i64,
+        agents: Option<oneshot::Sender<AgentOutputsByNode>>,
     ) {
         let Run {
             owner,
@@ -782,12 +805,29 @@ impl Runs {
         let pins = live.fork.is_none().then_some(pins.as_ref());
         // The nodes' checkpoints wrote their outputs and bundles already.
         let checkpointed = std::mem::take(&mut *ended.lock().unwrap_or_else(|e| e.into_inner()));
-        let end = end_of(run_id, &workflow, result, pins, &checkpointed);
+        let mut result = result;
+        let end = end_of(run_id, &workflow, &mut result, pins, &checkpointed);
+        // The nodes that ended with a bundle are the agents whose outputs
+        // the caller asked for.
+        let bundled: Vec<String> = match &agents {
+            Some(_) => end.bundles.iter().map(|(id, _, _)| id.clone()).collect(),
+            None => Vec::new(),
+        };
         let _ = end_tx.send((end, checkpointed));
         match writer.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(run_id, error = %e, "cannot record the end of a run"),
             Err(e) => tracing::error!(run_id, error = %e, "the event writer of a run failed"),
+        }
+        if let (Some(tx), Ok(run)) = (agents, result.as_mut()) {
+            let outputs = bundled
+                .into_iter()
+                .filter_map(|id| {
+                    let outputs = std::mem::take(&mut run.nodes.get_mut(&id)?.outputs);
+                    Some((id, outputs))
+                })
+                .collect();
+            let _ = tx.send(outputs);
         }
     }
 

@@ -62,35 +62,6 @@ impl Store {
         Ok(Some(record))
     }
 
-    /// The outputs of a run's nodes that have a replay bundle (its Agent
-    /// nodes), by node id, as their node rows store them: what `glassbox
-    /// run` prints without `--json`. It reads neither the run's record
-    /// (which carries the workflow it ran, scripted answers and all) nor
-    /// any bundle (issue #30: in a profile of a 400-call run, reading,
-    /// inflating, parsing and dropping the whole record took about 25 us a
-    /// call; the outputs alone are part of that). Only a run that ended
-    /// with this version is sure to have its bundles in `replay_bundles`,
-    /// which is what `glassbox run` asks about.
-    pub async fn bundled_node_outputs(
-        &self,
-        run_id: &str,
-    ) -> Result<Vec<(String, String)>, StoreError> {
-        let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
-            "SELECT n.node_id, n.outputs, n.outputs_refs FROM node_runs n \
-             JOIN replay_bundles b ON b.run_id = n.run_id AND b.node_id = n.node_id \
-             WHERE n.run_id = $1 ORDER BY n.node_id",
-        )
-        .bind(run_id)
-        .fetch_all(self.pool())
-        .await?;
-        let (ids, texts): (Vec<String>, Vec<(String, Option<String>)>) = rows
-            .into_iter()
-            .map(|(node_id, text, refs)| (node_id, (text, refs)))
-            .unzip();
-        let texts = self.inflate(run_id, texts).await?;
-        Ok(ids.into_iter().zip(texts).collect())
-    }
-
     pub async fn get_bundle(
         &self,
         workspace_id: &str,
