@@ -159,12 +159,11 @@ mod tests {
 
     /// The stored status, error and node rows of one engine result.
     fn check(
-        result: Result<WorkflowRun, EngineError>,
+        mut result: Result<WorkflowRun, EngineError>,
         status: &str,
         error: Option<&str>,
         nodes: usize,
     ) {
-        let mut result = result;
         let end = end_of(
             "r",
             &workflow(),

@@ -784,7 +784,7 @@ impl Runs {
         };
         let writer = tokio::spawn(write_events(out, rx, end_rx));
         let last = tx.clone();
-        let (result, pins) = self
+        let (mut result, pins) = self
             .run_engine(
                 owner, run_id, &workflow, inputs, &live, resume, tx, &ended, &committed,
             )
@@ -805,7 +805,6 @@ impl Runs {
         let pins = live.fork.is_none().then_some(pins.as_ref());
         // The nodes' checkpoints wrote their outputs and bundles already.
         let checkpointed = std::mem::take(&mut *ended.lock().unwrap_or_else(|e| e.into_inner()));
-        let mut result = result;
         let end = end_of(run_id, &workflow, &mut result, pins, &checkpointed);
         // The nodes that ended with a bundle are the agents whose outputs
         // the caller asked for.
