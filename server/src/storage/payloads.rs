@@ -245,16 +245,29 @@ impl PayloadSet {
     }
 
     /// Keeps `text` as a payload (once) and returns its key (see
-    /// [`key_of`]). A text met before is known by its memo; else it is cut
-    /// first, since a text that holds payloads is keyed by what is left.
+    /// [`key_of`]). A text the run stored or this set kept is known by its
+    /// memo without being cut again.
     fn add(&mut self, text: &str) -> String {
+        if let Some(hash) = self
+            .known
+            .hashes
+            .get(text)
+            .filter(|h| self.seen.contains(h) || self.known.stored.contains(h))
+        {
+            return hash;
+        }
+        let (skeleton, refs) = self.cut(text, None);
+        self.keep(text, skeleton, refs)
+    }
+
+    /// [`Self::add`] of a text already cut into `skeleton` and `refs`.
+    fn keep(&mut self, text: &str, skeleton: Cow<'_, str>, refs: Vec<(usize, String)>) -> String {
         let memo = self.known.hashes.get(text);
         if let Some(hash) = &memo {
             if self.seen.contains(hash) || self.known.stored.contains(hash) {
                 return hash.clone();
             }
         }
-        let (skeleton, refs) = self.cut(text, None);
         let refs = refs_text(&refs);
         let hash = memo.unwrap_or_else(|| {
             let hash = key_of(&skeleton, refs.as_deref());
@@ -282,8 +295,29 @@ impl PayloadSet {
     fn cut<'t>(
         &mut self,
         text: &'t str,
-        mut top: Option<&mut Vec<TopPayload>>,
+        top: Option<&mut Vec<TopPayload>>,
     ) -> (Cow<'t, str>, Vec<(usize, String)>) {
+        let (_, skeleton, refs) =
+            self.scan(text, true, top)
+                .unwrap_or((text.len(), Cow::Borrowed(text), Vec::new()));
+        (skeleton, refs)
+    }
+
+    /// [`Self::cut`] of all of `text` (`whole`), or of the object or array
+    /// that opens it, then its length: an anchored object or array is cut
+    /// in the same pass that finds where it ends, instead of being scanned
+    /// once to find its end and again to cut it, at every level it is
+    /// nested in (issue #30: a node's checkpoint holds its bundle, which
+    /// holds its outputs, which hold every call's input). `None` when
+    /// not `whole` and the value does not close; whatever it cut then is
+    /// cut again, the same, by the scan that called it, which goes on
+    /// inside the value.
+    fn scan<'t>(
+        &mut self,
+        text: &'t str,
+        whole: bool,
+        mut top: Option<&mut Vec<TopPayload>>,
+    ) -> Option<(usize, Cow<'t, str>, Vec<(usize, String)>)> {
         let b = text.as_bytes();
         let mut skeleton = String::new();
         let mut refs = Vec::new();
@@ -292,29 +326,43 @@ impl PayloadSet {
         let mut stack: Vec<bool> = Vec::new();
         let mut expect_key = false;
         let mut i = 0;
+        let mut end = None;
         while i < b.len() {
             match b[i] {
                 b'"' => {
-                    let Some(end) = string_end(b, i) else { break };
+                    let Some(key_end) = string_end(b, i) else {
+                        break;
+                    };
                     if expect_key && stack.last() == Some(&true) {
                         expect_key = false;
-                        if ANCHORS.contains(&&b[i + 1..end - 1]) {
-                            let colon = skip_ws(b, end);
+                        if ANCHORS.contains(&&b[i + 1..key_end - 1]) {
+                            let colon = skip_ws(b, key_end);
                             if b.get(colon) == Some(&b':') {
                                 let v = skip_ws(b, colon + 1);
-                                if let Some(ve) = value_end(b, v) {
+                                let value = match b.get(v) {
+                                    Some(b'{' | b'[') => self
+                                        .scan(&text[v..], false, None)
+                                        .map(|(len, s, r)| (v + len, Some((s, r)))),
+                                    _ => value_end(b, v).map(|ve| (ve, None)),
+                                };
+                                if let Some((ve, parts)) = value {
                                     if ve - v >= MIN_PAYLOAD {
-                                        let hash = self.add(&text[v..ve]);
+                                        let hash = match parts {
+                                            Some((s, r)) => self.keep(&text[v..ve], s, r),
+                                            None => self.add(&text[v..ve]),
+                                        };
                                         if let Some(top) = top.as_mut().filter(|_| stack.len() == 1)
                                         {
                                             top.push(TopPayload {
-                                                key: String::from_utf8_lossy(&b[i + 1..end - 1])
-                                                    .into_owned(),
+                                                key: String::from_utf8_lossy(
+                                                    &b[i + 1..key_end - 1],
+                                                )
+                                                .into_owned(),
                                                 range: v..ve,
                                                 hash: hash.clone(),
                                             });
                                         }
-                                        if skeleton.is_empty() {
+                                        if skeleton.is_empty() && whole {
                                             skeleton.reserve(text.len() / 2);
                                         }
                                         skeleton.push_str(&text[copied..v]);
@@ -324,11 +372,18 @@ impl PayloadSet {
                                         i = ve;
                                         continue;
                                     }
+                                    // A short object or array holds nothing
+                                    // to cut (a payload is longer), and its
+                                    // scan has passed it.
+                                    if parts.is_some() {
+                                        i = ve;
+                                        continue;
+                                    }
                                 }
                             }
                         }
                     }
-                    i = end;
+                    i = key_end;
                     continue;
                 }
                 b'{' => {
@@ -342,17 +397,26 @@ impl PayloadSet {
                 b'}' | b']' => {
                     stack.pop();
                     expect_key = false;
+                    if !whole && stack.is_empty() {
+                        end = Some(i + 1);
+                        break;
+                    }
                 }
                 b',' => expect_key = stack.last() == Some(&true),
                 _ => {}
             }
             i += 1;
         }
+        let end = match end {
+            Some(end) => end,
+            None if whole => text.len(),
+            None => return None,
+        };
         if refs.is_empty() {
-            return (Cow::Borrowed(text), refs);
+            return Some((end, Cow::Borrowed(&text[..end]), refs));
         }
-        skeleton.push_str(&text[copied..]);
-        (Cow::Owned(skeleton), refs)
+        skeleton.push_str(&text[copied..end]);
+        Some((end, Cow::Owned(skeleton), refs))
     }
 }
 
@@ -1093,6 +1157,20 @@ mod tests {
         let unterminated = format!("{{\"input\":[\"{}\"", big(400));
         assert_eq!(PayloadSet::default().dehydrate(&unterminated).refs, None);
         assert_eq!(round_trip(&unterminated).0, unterminated);
+        // An anchored object that never closes is not a payload, but what
+        // closes inside it is cut, once, and nothing is stored unreferred.
+        let inner = format!("{{\"note\":\"{}\"}}", big(400));
+        let unclosed = format!("{{\"outputs\":{{\"calls\":[{{\"input\":{inner}}}]");
+        let mut set = PayloadSet::default();
+        let d = set.dehydrate(&unclosed);
+        let rows = set.into_rows();
+        assert_eq!(rows.len(), 1, "only the input");
+        assert_eq!(rows[0].hash, hash_of(&inner));
+        assert_eq!(
+            d.refs,
+            refs_text(&[(unclosed.find(&inner).unwrap_or(0), hash_of(&inner))])
+        );
+        assert_eq!(round_trip(&unclosed).0, unclosed);
     }
 
     #[test]
