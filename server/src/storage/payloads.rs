@@ -157,6 +157,10 @@ impl HashMemo {
     }
 }
 
+/// What [`PayloadSet::scan`] read: the length of the text it cut, its
+/// skeleton and its refs.
+type Scanned<'t> = (usize, Cow<'t, str>, Vec<(usize, String)>);
+
 /// The payloads cut from the texts of one write, each once.
 #[derive(Debug, Default)]
 pub struct PayloadSet {
@@ -317,7 +321,7 @@ impl PayloadSet {
         text: &'t str,
         whole: bool,
         mut top: Option<&mut Vec<TopPayload>>,
-    ) -> Option<(usize, Cow<'t, str>, Vec<(usize, String)>)> {
+    ) -> Option<Scanned<'t>> {
         let b = text.as_bytes();
         let mut skeleton = String::new();
         let mut refs = Vec::new();
