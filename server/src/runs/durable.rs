@@ -66,14 +66,25 @@ impl Checkpoints for StoreCheckpoints {
             }
             let text = serde_json::to_string(record).unwrap_or_default();
             let (write, top) = self.committed.with(|known| {
-                RunWrite::node_checkpoint(&self.run_id, &record.node_id, &text, known)
+                let (write, top) =
+                    RunWrite::node_checkpoint(&self.run_id, &record.node_id, &text, known);
+                // Events still queued behind the run (its event task may
+                // lag its loop) carry these rows as encoded here.
+                known.pend(write.payloads());
+                (write, top)
             });
             let rows = write.payloads().to_vec();
+            let hashes = rows.iter().map(|r| r.hash.clone()).collect();
             // Queued, not awaited: the group writer keeps the run's order,
             // and a checkpoint lost to a crash only means that node runs
             // again on resume (an approved write still runs once: the
-            // journal has it).
-            drop(self.writer.submit(write));
+            // journal has it). Its outcome settles its rows.
+            let commit = self.writer.submit(write);
+            let committed = self.committed.clone();
+            tokio::spawn(async move {
+                let done = commit.await.is_ok();
+                committed.with(|known| known.settled(hashes, done));
+            });
             self.ended
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())

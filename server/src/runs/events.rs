@@ -115,12 +115,13 @@ pub(super) async fn write_events(
     )| {
         match done {
             Ok(()) => {
-                committed.with(|known| known.stored.extend(hashes));
+                committed.with(|known| known.settled(hashes, true));
                 for event in events {
                     tx.send(event);
                 }
             }
             Err(e) => {
+                committed.with(|known| known.settled(hashes, false));
                 tracing::error!(run_id, error = %e, "cannot store run events; their live streams end");
                 tx.cut();
             }
@@ -165,6 +166,7 @@ pub(super) async fn write_events(
                     }
                     let (payloads, back) = set.into_known();
                     *known = back;
+                    known.pend(&payloads);
                     payloads
                 });
                 let hashes: Vec<String> = payloads.iter().map(|p| p.hash.clone()).collect();

@@ -107,7 +107,37 @@ pub struct Known {
     /// Payloads the run's committed writes stored: referred to, not stored
     /// again.
     pub stored: HashSet<String>,
+    /// The rows of writes still in flight, by key (see [`Known::pend`]): a later write that refers to one of them
+    /// carries the same row again (a write in flight may fail), as encoded
+    /// then, instead of compressing its text again (issue #30: a call's
+    /// input is in its started event and again in its finished one, often
+    /// the next write).
+    pending: HashMap<String, PayloadRow>,
     hashes: HashMemo,
+}
+
+impl Known {
+    /// `rows` go with a write now in flight: until it ends
+    /// ([`Known::settled`]), a later write that refers to one carries this
+    /// row again instead of encoding it again.
+    pub fn pend(&mut self, rows: &[PayloadRow]) {
+        for row in rows {
+            if !self.pending.contains_key(&row.hash) {
+                self.pending.insert(row.hash.clone(), row.clone());
+            }
+        }
+    }
+
+    /// A write that carried the payloads `hashes` ended: their rows are no
+    /// longer pending, and `committed` ones are stored.
+    pub fn settled(&mut self, hashes: Vec<String>, committed: bool) {
+        for hash in &hashes {
+            self.pending.remove(hash);
+        }
+        if committed {
+            self.stored.extend(hashes);
+        }
+    }
 }
 
 impl From<HashSet<String>> for Known {
@@ -279,6 +309,10 @@ impl PayloadSet {
             hash
         });
         if !self.known.stored.contains(&hash) && self.seen.insert(hash.clone()) {
+            if let Some(row) = self.known.pending.get(&hash) {
+                self.rows.push(row.clone());
+                return hash;
+            }
             let (codec, data) = encode(skeleton);
             self.rows.push(PayloadRow {
                 hash: hash.clone(),
@@ -884,6 +918,42 @@ mod tests {
         assert_ne!(again.refs, fresh.refs);
         assert_eq!(known.stored.len(), 1);
         assert_eq!(known.hashes.hashes.len(), 2);
+    }
+
+    /// A write that refers to a payload of a write still in flight carries
+    /// that write's very row; once that write is committed, the payload is
+    /// referred to without a row, and once it failed, it is encoded anew.
+    #[test]
+    fn a_payload_in_flight_is_carried_again_as_encoded() {
+        let text = format!("{{\"input\":\"{}\"}}", "x".repeat(300));
+        let set_of = |known: Known| {
+            let mut set = PayloadSet::known(known);
+            set.dehydrate(&text);
+            set.into_known()
+        };
+        let (rows, mut known) = set_of(Known::default());
+        assert_eq!(rows.len(), 1);
+        known.pend(&rows);
+        // A row that cannot come from encoding this text: carried as is.
+        let marked = PayloadRow {
+            data: b"as pending".to_vec(),
+            ..rows[0].clone()
+        };
+        known.pending.insert(marked.hash.clone(), marked.clone());
+        let (again, mut known) = set_of(known);
+        assert_eq!(
+            again,
+            std::slice::from_ref(&marked),
+            "the pending row, not encoded again"
+        );
+        known.settled(vec![marked.hash.clone()], false);
+        let (anew, mut known) = set_of(known);
+        assert_eq!(anew, rows, "a failed write's payload is encoded anew");
+        known.pend(&anew);
+        known.settled(vec![marked.hash.clone()], true);
+        assert!(known.pending.is_empty());
+        let (none, _) = set_of(known);
+        assert!(none.is_empty(), "a committed payload is referred to");
     }
 
     /// Every text back from its skeleton, refs and payload rows.

@@ -119,7 +119,8 @@ pub struct NodeRunRow {
 /// skeleton with its own refs, encoded by `codec`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayloadRow {
-    /// Lowercase hex BLAKE3 of the inflated bytes.
+    /// Its key (`payloads::key_of`): lowercase hex BLAKE3 of the inflated
+    /// bytes, or of the skeleton and refs when it holds payloads.
     pub hash: String,
     /// How `data` holds the skeleton: 0 as is, 1 raw deflate (rows of
     /// earlier versions), 2 zstd (see `payloads`).
