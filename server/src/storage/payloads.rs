@@ -107,11 +107,12 @@ pub struct Known {
     /// Payloads the run's committed writes stored: referred to, not stored
     /// again.
     pub stored: HashSet<String>,
-    /// The rows of writes still in flight, by key (see [`Known::pend`]): a later write that refers to one of them
-    /// carries the same row again (a write in flight may fail), as encoded
-    /// then, instead of compressing its text again (issue #30: a call's
-    /// input is in its started event and again in its finished one, often
-    /// the next write).
+    /// The rows of writes still in flight, by key (see [`Known::pend`]): a
+    /// later write that refers to one of them carries the same row again
+    /// (a write in flight may fail), as encoded then, instead of
+    /// compressing its text again (issue #30: a node's checkpoint holds
+    /// every input of its calls, and the run's events that carry them may
+    /// still be queued behind it, or the other way round).
     pending: HashMap<String, PayloadRow>,
     hashes: HashMemo,
 }
