@@ -188,9 +188,8 @@ impl HashMemo {
     }
 }
 
-/// What [`PayloadSet::scan`] read: the length of the text it cut, its
-/// skeleton and its refs.
-type Scanned<'t> = (usize, Cow<'t, str>, Vec<(usize, String)>);
+/// A text cut: its skeleton and its refs.
+type Cut<'t> = (Cow<'t, str>, Vec<(usize, String)>);
 
 /// The payloads cut from the texts of one write, each once.
 #[derive(Debug, Default)]
@@ -247,7 +246,7 @@ impl PayloadSet {
         if text.len() < MIN_PAYLOAD {
             return self.dehydrate(text);
         }
-        let hash = self.add(text);
+        let hash = self.add(text, None);
         Dehydrated {
             text: "null".into(),
             refs: refs_text(&[(0, hash)]),
@@ -281,28 +280,16 @@ impl PayloadSet {
 
     /// Keeps `text` as a payload (once) and returns its key (see
     /// [`key_of`]). A text the run stored or this set kept is known by its
-    /// memo without being cut again.
-    fn add(&mut self, text: &str) -> String {
-        if let Some(hash) = self
-            .known
-            .hashes
-            .get(text)
-            .filter(|h| self.seen.contains(h) || self.known.stored.contains(h))
-        {
-            return hash;
-        }
-        let (skeleton, refs) = self.cut(text, None);
-        self.keep(text, skeleton, refs)
-    }
-
-    /// [`Self::add`] of a text already cut into `skeleton` and `refs`.
-    fn keep(&mut self, text: &str, skeleton: Cow<'_, str>, refs: Vec<(usize, String)>) -> String {
+    /// memo without being cut; else it is cut here, unless `cut` brings its
+    /// skeleton and refs already (a scan that found its end cut it).
+    fn add<'t>(&mut self, text: &'t str, cut: Option<Cut<'t>>) -> String {
         let memo = self.known.hashes.get(text);
         if let Some(hash) = &memo {
             if self.seen.contains(hash) || self.known.stored.contains(hash) {
                 return hash.clone();
             }
         }
+        let (skeleton, refs) = cut.unwrap_or_else(|| self.cut(text, None));
         let refs = refs_text(&refs);
         let hash = memo.unwrap_or_else(|| {
             let hash = key_of(&skeleton, refs.as_deref());
@@ -331,15 +318,10 @@ impl PayloadSet {
     /// strings and nesting, so nothing inside a string is ever taken for a
     /// key; text that is not JSON is only cut less, never altered. `top`:
     /// where to name the values cut from the outermost object's own keys.
-    fn cut<'t>(
-        &mut self,
-        text: &'t str,
-        top: Option<&mut Vec<TopPayload>>,
-    ) -> (Cow<'t, str>, Vec<(usize, String)>) {
-        let (_, skeleton, refs) =
-            self.scan(text, true, top)
-                .unwrap_or((text.len(), Cow::Borrowed(text), Vec::new()));
-        (skeleton, refs)
+    fn cut<'t>(&mut self, text: &'t str, top: Option<&mut Vec<TopPayload>>) -> Cut<'t> {
+        // A whole text's scan always ends.
+        self.scan(text, true, top)
+            .map_or_else(|| (Cow::Borrowed(text), Vec::new()), |(_, cut)| cut)
     }
 
     /// [`Self::cut`] of all of `text` (`whole`), or of the object or array
@@ -356,7 +338,7 @@ impl PayloadSet {
         text: &'t str,
         whole: bool,
         mut top: Option<&mut Vec<TopPayload>>,
-    ) -> Option<Scanned<'t>> {
+    ) -> Option<(usize, Cut<'t>)> {
         let b = text.as_bytes();
         let mut skeleton = String::new();
         let mut refs = Vec::new();
@@ -381,15 +363,12 @@ impl PayloadSet {
                                 let value = match b.get(v) {
                                     Some(b'{' | b'[') => self
                                         .scan(&text[v..], false, None)
-                                        .map(|(len, s, r)| (v + len, Some((s, r)))),
-                                    _ => value_end(b, v).map(|ve| (ve, None)),
+                                        .map(|(len, cut)| (v + len, Some(cut))),
+                                    _ => scalar_end(b, v).map(|ve| (ve, None)),
                                 };
                                 if let Some((ve, parts)) = value {
                                     if ve - v >= MIN_PAYLOAD {
-                                        let hash = match parts {
-                                            Some((s, r)) => self.keep(&text[v..ve], s, r),
-                                            None => self.add(&text[v..ve]),
-                                        };
+                                        let hash = self.add(&text[v..ve], parts);
                                         if let Some(top) = top.as_mut().filter(|_| stack.len() == 1)
                                         {
                                             top.push(TopPayload {
@@ -452,10 +431,10 @@ impl PayloadSet {
             None => return None,
         };
         if refs.is_empty() {
-            return Some((end, Cow::Borrowed(&text[..end]), refs));
+            return Some((end, (Cow::Borrowed(&text[..end]), refs)));
         }
         skeleton.push_str(&text[copied..end]);
-        Some((end, Cow::Owned(skeleton), refs))
+        Some((end, (Cow::Owned(skeleton), refs)))
     }
 }
 
@@ -592,33 +571,12 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// The index just past the JSON value that starts at `v`; `None` when it
-/// does not end.
-fn value_end(b: &[u8], v: usize) -> Option<usize> {
+/// The index just past the string, number or literal that starts at `v`
+/// (an object or an array is cut as it is scanned: see
+/// [`PayloadSet::scan`]); `None` when a string does not close.
+fn scalar_end(b: &[u8], v: usize) -> Option<usize> {
     match b.get(v)? {
         b'"' => string_end(b, v),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = v;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = string_end(b, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            None
-        }
         _ => {
             let mut j = v;
             while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
@@ -847,7 +805,7 @@ mod tests {
         };
         let key = |text: &str| {
             let mut set = PayloadSet::default();
-            let hash = set.add(text);
+            let hash = set.add(text, None);
             (hash, set.into_rows())
         };
         let (leaf, rows) = key(&input("x"));
@@ -1201,7 +1159,7 @@ mod tests {
         );
         for t in &top {
             let value = &text[t.range.clone()];
-            assert_eq!(t.hash, PayloadSet::default().add(value), "its key");
+            assert_eq!(t.hash, PayloadSet::default().add(value, None), "its key");
         }
     }
 
