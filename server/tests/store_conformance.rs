@@ -730,8 +730,10 @@ async fn run_lifecycle_writes(store: &Store) {
     let node_record = format!(
         "{{\"bundle\":{bundle},\"node_id\":\"agent\",\"outputs\":{outputs},\"status\":\"succeeded\"}}"
     );
+    // Written from the value, as a run writes it: the same text.
+    let node_value: serde_json::Value = serde_json::from_str(&node_record).expect("json");
     let (checkpoint, top) =
-        RunWrite::node_checkpoint("l1", "agent", &node_record, &mut Default::default());
+        RunWrite::node_checkpoint("l1", "agent", &node_value, &mut Default::default());
     let named: Vec<&str> = top.iter().map(|t| t.key.as_str()).collect();
     assert_eq!(named, ["bundle", "outputs"], "the record's own payloads");
     let committed: Vec<String> = checkpoint
@@ -749,9 +751,9 @@ async fn run_lifecycle_writes(store: &Store) {
     assert_eq!(payloads.len(), 3, "bundle, outputs, input once");
     // Payloads the run's writes committed already are referred to, not
     // carried again.
-    let stored: std::collections::HashSet<String> = committed.iter().cloned().collect();
+    let stored: KeySet = committed.iter().cloned().collect();
     let mut known = Known::from(stored);
-    let (again, again_top) = RunWrite::node_checkpoint("l1", "agent", &node_record, &mut known);
+    let (again, again_top) = RunWrite::node_checkpoint("l1", "agent", &node_value, &mut known);
     assert!(again.payloads().is_empty(), "{:?}", again.payloads());
     assert_eq!(again_top, top);
     assert_eq!(known.stored.len(), 3, "the set is given back");
@@ -785,7 +787,6 @@ async fn run_lifecycle_writes(store: &Store) {
     let mut end = RunEnd {
         run_id: "l1".into(),
         status: "succeeded".into(),
-        record: Some(run_record.clone()),
         nodes: vec![NodeRunRow {
             run_id: "l1".into(),
             node_id: "agent".into(),
@@ -806,11 +807,10 @@ async fn run_lifecycle_writes(store: &Store) {
     for t in &top {
         end.refer_stored("agent", &t.key, &t.hash);
     }
-    end.dehydrate(Known::from(
-        committed
-            .into_iter()
-            .collect::<std::collections::HashSet<_>>(),
-    ));
+    let mut known = Known::from(committed.into_iter().collect::<KeySet>());
+    let run_value: serde_json::Value = serde_json::from_str(&run_record).expect("json");
+    end.write_record(&run_value, &mut known);
+    end.dehydrate(known);
     assert_eq!(end.bundles[0].1, "null");
     assert_eq!(end.nodes[0].outputs, "null");
     assert!(end.payloads.is_empty(), "{:?}", end.payloads);

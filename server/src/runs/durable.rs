@@ -2,7 +2,7 @@
 //! journal of approved writes (intent before, result after), with the
 //! crash points of the test builds.
 
-use std::collections::HashSet;
+use crate::storage::KeySet;
 
 use super::*;
 
@@ -43,7 +43,7 @@ impl Checkpointed {
     /// the checkpoint's rows the run has not stored yet. A row stored twice
     /// is kept once, so the refs hold whether the checkpoint's own commit,
     /// queued just before, went through or not; nothing waits for it.
-    pub(super) fn lend(self, node: &str, end: &mut RunEnd, stored: &mut HashSet<String>) {
+    pub(super) fn lend(self, node: &str, end: &mut RunEnd, stored: &mut KeySet) {
         for row in self.rows {
             if stored.insert(row.hash.clone()) {
                 end.payloads.push(row);
@@ -64,10 +64,9 @@ impl Checkpoints for StoreCheckpoints {
             if self.abandoned.is_set() {
                 return;
             }
-            let text = serde_json::to_string(record).unwrap_or_default();
             let (write, top) = self.committed.with(|known| {
                 let (write, top) =
-                    RunWrite::node_checkpoint(&self.run_id, &record.node_id, &text, known);
+                    RunWrite::node_checkpoint(&self.run_id, &record.node_id, record, known);
                 // Events still queued behind the run (its event task may
                 // lag its loop) carry these rows as encoded here.
                 known.pend(write.payloads());

@@ -12,7 +12,9 @@ pub(super) struct RunRecord<'a> {
     pub(super) workflow: &'a Workflow,
 }
 
-/// The end of a run to store, from what the engine returned. `pins`: the
+/// The end of a run to store, from what the engine returned, without its
+/// record (the run's task writes that cut: [`RunEnd::write_record`] of a
+/// [`RunRecord`]). `pins`: the
 /// pins the run resolved, stored as its workflow's pin history; none for a
 /// fork (its pins resolve for itself, but it is an experiment on a past
 /// run, not a run of the workflow: later runs never fall back on it).
@@ -88,9 +90,6 @@ pub(super) fn end_of(
                 RunOutcome::Failed => RunStatus::Failed,
                 RunOutcome::Cancelled => RunStatus::Cancelled,
             };
-            // The record carries the workflow it ran, so a replay needs
-            // nothing else; written straight to text, with no `Value` tree.
-            let record = serde_json::to_string(&RunRecord { run, workflow }).ok();
             let error = run.nodes.values().find_map(|n| {
                 n.error
                     .clone()
@@ -101,7 +100,6 @@ pub(super) fn end_of(
                 status: status.as_str().into(),
                 outputs: serde_json::to_string(&run.outputs).ok(),
                 error,
-                record,
                 nodes,
                 bundles,
                 pins: pin_values,

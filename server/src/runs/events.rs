@@ -1,7 +1,7 @@
 //! The run's event task: numbers, stores, indexes into invocation records
 //! and broadcasts each event, in order, then the run's end.
 
-use crate::storage::{Known, PayloadSet};
+use crate::storage::{Dehydrated, Known, PayloadSet};
 
 use super::*;
 
@@ -33,8 +33,18 @@ impl LiveBroadcast {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).subscribe()
     }
 
-    fn send(&self, event: LiveEvent) {
-        let _ = self.0.lock().unwrap_or_else(|e| e.into_inner()).send(event);
+    /// Sends stored event `seq` to the subscriptions: its text is written
+    /// only when there is one (a run nobody follows, e.g. every `glassbox
+    /// run`, never writes its events' whole texts: they are stored cut;
+    /// issue #30). A subscriber that comes after this look reads the event
+    /// from the table, where it is already.
+    fn send(&self, seq: i64, event: &WorkflowEvent) {
+        let sender = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if sender.receiver_count() == 0 {
+            return;
+        }
+        let text = serde_json::to_string(event).unwrap_or_else(|_| "null".into());
+        let _ = sender.send((seq, Arc::from(text)));
     }
 
     /// Ends the current subscriptions: the old channel's one sender is
@@ -110,14 +120,14 @@ pub(super) async fn write_events(
     let mut in_flight = FuturesOrdered::new();
     let broadcast = |(done, events, hashes): (
         Result<(), StoreError>,
-        Vec<LiveEvent>,
+        Vec<(i64, WorkflowEvent)>,
         Vec<String>,
     )| {
         match done {
             Ok(()) => {
                 committed.with(|known| known.settled(hashes, true));
-                for event in events {
-                    tx.send(event);
+                for (seq, event) in &events {
+                    tx.send(*seq, event);
                 }
             }
             Err(e) => {
@@ -145,21 +155,24 @@ pub(super) async fn write_events(
                 let mut invocations = Vec::new();
                 let mut blobs = Vec::new();
                 for event in &batch {
-                    seq += 1;
-                    let text = serde_json::to_string(event).unwrap_or_else(|_| "null".into());
-                    numbered.push((seq, Arc::from(text.as_str())));
-                    events.push((seq, text, None));
                     invocations.extend(index_event(&ws, &run_id, &trace_id, &mut tools, event));
                     blobs.extend(event_blobs(event));
                 }
                 // Each payload stored once: events refer to them, and an
                 // invocation's input and output are the very payloads its
-                // events carry.
+                // events carry. Each event is written cut (never its whole
+                // text: see `LiveBroadcast::send`).
                 let payloads = committed.with(|known| {
                     let mut set = PayloadSet::known(std::mem::take(known));
-                    for (_, text, refs) in &mut events {
-                        let d = set.dehydrate(text);
-                        (*text, *refs) = (d.text, d.refs);
+                    for event in batch {
+                        seq += 1;
+                        // An event is plain data and always serializes.
+                        let d = set.serialize(&event).unwrap_or_else(|_| Dehydrated {
+                            text: "null".into(),
+                            refs: None,
+                        });
+                        events.push((seq, d.text, d.refs));
+                        numbered.push((seq, event));
                     }
                     for i in &mut invocations {
                         set.dehydrate_invocation(i);

@@ -805,7 +805,16 @@ impl Runs {
         let pins = live.fork.is_none().then_some(pins.as_ref());
         // The nodes' checkpoints wrote their outputs and bundles already.
         let checkpointed = std::mem::take(&mut *ended.lock().unwrap_or_else(|e| e.into_inner()));
-        let end = end_of(run_id, &workflow, &mut result, pins, &checkpointed);
+        let mut end = end_of(run_id, &workflow, &mut result, pins, &checkpointed);
+        // The record carries the workflow it ran, so a replay needs nothing
+        // else; written cut, straight from the values (issue #30).
+        if let Ok(run) = &result {
+            let record = RunRecord {
+                run,
+                workflow: &workflow,
+            };
+            committed.with(|known| end.write_record(&record, known));
+        }
         // The nodes that ended with a bundle are the agents whose outputs
         // the caller asked for.
         let bundled: Vec<String> = match &agents {

@@ -119,10 +119,11 @@ pub enum RunWrite {
 }
 
 impl RunEnd {
-    /// Cuts the payloads out of the record, the node rows' outputs and the
-    /// bundles (their texts were whole), into [`RunEnd::payloads`]. A node's
-    /// outputs and a bundle are each one payload, the very ones the record
-    /// and the node's checkpoint refer to. Call it on the run's task.
+    /// Cuts the payloads out of the node rows' outputs and the bundles
+    /// (their texts were whole), into [`RunEnd::payloads`] (the record was
+    /// cut as it was written: [`Self::write_record`]). A node's outputs and
+    /// a bundle are each one payload, the very ones the record and the
+    /// node's checkpoint refer to. Call it on the run's task.
     /// Payloads `known` has stored (committed by the run's earlier writes)
     /// are referred to without being stored again, and the texts whose
     /// hashes it took are not hashed again: the record repeats every tool
@@ -131,11 +132,6 @@ impl RunEnd {
     /// [`Self::refer_stored`]) stay as they are.
     pub fn dehydrate(&mut self, known: Known) {
         let mut set = PayloadSet::known(known);
-        if let Some(record) = &self.record {
-            let d = set.dehydrate(record);
-            self.record = Some(d.text);
-            self.record_refs = d.refs;
-        }
         for n in self.nodes.iter_mut().filter(|n| n.outputs_refs.is_none()) {
             let d = set.dehydrate_whole(&n.outputs);
             n.outputs = d.text;
@@ -147,6 +143,28 @@ impl RunEnd {
             *refs = d.refs;
         }
         self.payloads.extend(set.into_rows());
+        // The record's rows, the checkpoints' and these may name one
+        // payload twice (each set keeps its own once).
+        let mut seen = std::collections::HashSet::new();
+        self.payloads.retain(|p| seen.insert(p.hash.clone()));
+    }
+
+    /// The run's record, written cut (see `PayloadSet::serialize`) with
+    /// what the run's writes know: it repeats every tool input and the
+    /// nodes' outputs, which it refers to. Its new rows go with the end,
+    /// and until then are pending for the run's last events (see
+    /// [`Known::pend`]).
+    pub fn write_record<T: serde::Serialize + ?Sized>(&mut self, record: &T, known: &mut Known) {
+        let mut set = PayloadSet::known(std::mem::take(known));
+        // A record is plain data and always serializes.
+        if let Ok(d) = set.serialize(record) {
+            self.record = Some(d.text);
+            self.record_refs = d.refs;
+        }
+        let (rows, back) = set.into_known();
+        *known = back;
+        known.pend(&rows);
+        self.payloads.extend(rows);
     }
 
     /// Gives `node`'s outputs (`key` "outputs") or bundle ("bundle") as the
@@ -174,21 +192,24 @@ impl RunEnd {
 }
 
 impl RunWrite {
-    /// An ended node's checkpoint, its `NodeRecord` JSON dehydrated: its
-    /// outputs and bundle are the payloads the run's end stores too. With
-    /// the payloads cut from the record's own keys (`outputs`, `bundle`,
-    /// ...), which the run's end can refer to (see `RunEnd::refer_stored`).
-    /// Payloads `known` has stored (committed by the run's earlier writes,
-    /// e.g. the tool inputs and outputs its events carried) are referred to
-    /// without being cut or compressed again.
-    pub fn node_checkpoint(
+    /// An ended node's checkpoint, its `NodeRecord` written as JSON
+    /// dehydrated (cut as it is written: the whole text of a long run's
+    /// record is never made): its outputs and bundle are the payloads the
+    /// run's end stores too. With the payloads cut from the record's own
+    /// keys (`outputs`, `bundle`, ...), which the run's end can refer to
+    /// (see `RunEnd::refer_stored`). Payloads `known` has stored (committed
+    /// by the run's earlier writes, e.g. the tool inputs and outputs its
+    /// events carried) are referred to without being stored again.
+    pub fn node_checkpoint<T: serde::Serialize + ?Sized>(
         run_id: &str,
         node_id: &str,
-        record: &str,
+        record: &T,
         known: &mut Known,
     ) -> (Self, Vec<TopPayload>) {
         let mut set = PayloadSet::known(std::mem::take(known));
-        let (d, top) = set.dehydrate_object(record);
+        // A record is plain data and always serializes; were it not to, the
+        // checkpoint is empty and the node runs again on resume.
+        let (d, top) = set.serialize_object(record).unwrap_or_default();
         let (payloads, back) = set.into_known();
         *known = back;
         let write = RunWrite::NodeCheckpoint {

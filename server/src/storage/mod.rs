@@ -50,7 +50,7 @@ use sqlx::AnyPool;
 pub use audit::{AuditEntry, AuditRow};
 pub use group::{BlobRef, GroupWriter, RunEnd, RunWrite, FORK_CHECKPOINT};
 pub use instances::{now_plus, InstanceLock, InstanceRow, CANCELS_CHANNEL, EVENTS_CHANNEL};
-pub use payloads::{hash_of, Dehydrated, Known, PayloadSet, TopPayload, MIN_PAYLOAD};
+pub use payloads::{hash_of, Dehydrated, KeySet, Known, PayloadSet, TopPayload, MIN_PAYLOAD};
 pub use rows::*;
 pub use suites::{SuiteRow, SuiteRunRow};
 pub use teams::{

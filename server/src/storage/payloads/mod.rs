@@ -40,6 +40,8 @@ use std::sync::Arc;
 
 use super::*;
 
+mod write;
+
 /// The smallest value worth cutting out: below it, a reference and a row
 /// cost more than they save.
 pub const MIN_PAYLOAD: usize = 256;
@@ -100,21 +102,30 @@ pub struct TopPayload {
     pub hash: String,
 }
 
+/// Payload keys: 64 hex digits, hashed with foldhash (the standard
+/// library's SipHash took about 3% of a sequential call's instructions
+/// over these sets; the keys are BLAKE3 digests, nothing an attacker picks
+/// to collide).
+pub type KeySet = HashSet<String, foldhash::fast::RandomState>;
+
 /// What a run's writes know of its payloads, handed from one write's
 /// [`PayloadSet`] to the next (see [`PayloadSet::known`]).
 #[derive(Debug, Default)]
 pub struct Known {
     /// Payloads the run's committed writes stored: referred to, not stored
     /// again.
-    pub stored: HashSet<String>,
+    pub stored: KeySet,
     /// The rows of writes still in flight, by key (see [`Known::pend`]): a
     /// later write that refers to one of them carries the same row again
     /// (a write in flight may fail), as encoded then, instead of
     /// compressing its text again (issue #30: a node's checkpoint holds
     /// every input of its calls, and the run's events that carry them may
     /// still be queued behind it, or the other way round).
-    pending: HashMap<String, PayloadRow>,
+    pending: HashMap<String, PayloadRow, foldhash::fast::RandomState>,
     hashes: HashMemo,
+    /// The buffer values are written into (see `write.rs`), kept from one
+    /// write to the next.
+    buffer: Vec<u8>,
 }
 
 impl Known {
@@ -141,8 +152,8 @@ impl Known {
     }
 }
 
-impl From<HashSet<String>> for Known {
-    fn from(stored: HashSet<String>) -> Self {
+impl From<KeySet> for Known {
+    fn from(stored: KeySet) -> Self {
         Self {
             stored,
             ..Self::default()
@@ -195,7 +206,7 @@ type Cut<'t> = (Cow<'t, str>, Vec<(usize, String)>);
 #[derive(Debug, Default)]
 pub struct PayloadSet {
     rows: Vec<PayloadRow>,
-    seen: HashSet<String>,
+    seen: KeySet,
     known: Known,
 }
 
@@ -296,6 +307,33 @@ impl PayloadSet {
             self.known.hashes.keep(text, &hash);
             hash
         });
+        self.keep_row(hash, skeleton, refs, text.len())
+    }
+
+    /// [`Self::add`] of a value already cut as it was written (see
+    /// `write.rs`): its skeleton, its refs (offsets in the skeleton) and
+    /// the length of the whole text it stands for. A value with no refs
+    /// is its own text, known by the memo; one with refs is keyed by its
+    /// skeleton and refs, as `key_of` keys it, without its whole text.
+    fn add_cut(&mut self, skeleton: &str, refs: Vec<(usize, String)>, whole: usize) -> String {
+        if refs.is_empty() {
+            return self.add(skeleton, Some((Cow::Borrowed(skeleton), refs)));
+        }
+        let refs = refs_text(&refs);
+        let hash = key_of(skeleton, refs.as_deref());
+        self.keep_row(hash, Cow::Borrowed(skeleton), refs, whole)
+    }
+
+    /// The payload `hash` goes with this write unless the run stored it or
+    /// this set has it already: as the row of a write in flight when one
+    /// carries it, else encoded here. `size`: the length of its whole text.
+    fn keep_row(
+        &mut self,
+        hash: String,
+        skeleton: Cow<'_, str>,
+        refs: Option<String>,
+        size: usize,
+    ) -> String {
         if !self.known.stored.contains(&hash) && self.seen.insert(hash.clone()) {
             if let Some(row) = self.known.pending.get(&hash) {
                 self.rows.push(row.clone());
@@ -305,7 +343,7 @@ impl PayloadSet {
             self.rows.push(PayloadRow {
                 hash: hash.clone(),
                 codec,
-                size: i64::try_from(text.len()).unwrap_or(i64::MAX),
+                size: i64::try_from(size).unwrap_or(i64::MAX),
                 data,
                 refs,
             });
@@ -1295,5 +1333,68 @@ mod tests {
         fn any_text_round_trips_byte_for_byte(text in json_like_text()) {
             prop_assert_eq!(round_trip(&text).0, text.clone());
         }
+
+        /// Cutting a value as it is written gives what cutting its text
+        /// gives: the same skeleton, refs, top-level payloads and rows,
+        /// whatever the set knew before (here: the value's text cut once
+        /// already, so its leaves are known by the memo and stored).
+        #[test]
+        fn a_value_cut_as_written_is_its_text_cut(value in json_value(), stored in any::<bool>()) {
+            let text = serde_json::to_string(&value).expect("serializes");
+            let set_of = || {
+                if !stored {
+                    return PayloadSet::default();
+                }
+                let mut first = PayloadSet::default();
+                first.dehydrate(&text);
+                let (rows, mut known) = first.into_known();
+                known.stored.extend(rows.iter().map(|r| r.hash.clone()));
+                PayloadSet::known(known)
+            };
+            let (mut by_text, mut as_written) = (set_of(), set_of());
+            let (d, top) = by_text.dehydrate_object(&text);
+            let (w, written_top) = as_written.serialize_object(&value).expect("serializes");
+            prop_assert_eq!(&w, &d);
+            prop_assert_eq!(written_top, top);
+            prop_assert_eq!(as_written.into_rows(), by_text.into_rows());
+            prop_assert_eq!(PayloadSet::default().serialize(&value).expect("serializes"), d);
+        }
+    }
+
+    /// The texts a run writes from its values cut as their texts do, and
+    /// inflate back to serde_json's text: an event holding an envelope and
+    /// a record whose outputs and bundle hold the same input.
+    #[test]
+    fn a_records_payloads_are_cut_as_it_is_written() {
+        let input = serde_json::json!({"note": big(1024), "i": 7});
+        let envelope = serde_json::json!({"call_id": "c1", "input": input, "output": big(300)});
+        let record = serde_json::json!({
+            "node_id": "agent",
+            "outputs": {"tools_by_id": {"c1": envelope}, "last_tool": envelope},
+            "bundle": {"envelopes": [envelope], "exchanges": [{"response": {"tool_calls": [{"arguments": input}]}}]},
+            "inputs": {},
+        });
+        let text = record.to_string();
+        let mut set = PayloadSet::default();
+        let (w, top) = set.serialize_object(&record).expect("serializes");
+        let keys: Vec<&str> = top.iter().map(|t| t.key.as_str()).collect();
+        assert_eq!(keys, ["bundle", "outputs"]);
+        for t in &top {
+            assert_eq!(
+                t.hash,
+                PayloadSet::default().add(&text[t.range.clone()], None)
+            );
+        }
+        let rows = set.into_rows();
+        assert_eq!(
+            rows.len(),
+            4,
+            "the input, the output, the outputs and the bundle, each once"
+        );
+        let stored = stored(rows);
+        let back = Inflater::new(&stored)
+            .inflate(&w.text, w.refs.as_deref())
+            .expect("inflates");
+        assert_eq!(back, text);
     }
 }
