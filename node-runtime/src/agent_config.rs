@@ -64,6 +64,29 @@ pub enum ProviderConfig {
     },
 }
 
+/// `deserialize_with` for a [`ProviderConfig`] field: a scripted provider
+/// (`{"kind": "scripted", "script": ...}`) has its script read straight
+/// into its [`Value`](serde_json::Value); any other is read as derived. The
+/// derived reading of an internally tagged enum buffers the whole object
+/// first (serde's `Content`) and builds the script from that copy, which
+/// for a script of many turns was a tenth of a run's instructions and a
+/// copy of every turn kept until the end of parsing (issue #30). The same
+/// config either way.
+pub(crate) fn deserialize_provider<'de, D>(deserializer: D) -> Result<ProviderConfig, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let mut value = serde_json::Value::deserialize(deserializer)?;
+    if let serde_json::Value::Object(map) = &mut value {
+        let scripted = map.len() == 2
+            && map.get("kind").and_then(serde_json::Value::as_str) == Some("scripted");
+        if let Some(script) = scripted.then(|| map.remove("script")).flatten() {
+            return Ok(ProviderConfig::Scripted { script });
+        }
+    }
+    ProviderConfig::deserialize(value).map_err(serde::de::Error::custom)
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -143,6 +166,7 @@ pub struct AgentConfig {
     pub tools: Vec<String>,
     #[serde(default)]
     pub policy: Policy,
+    #[serde(deserialize_with = "deserialize_provider")]
     pub provider: ProviderConfig,
     #[serde(default)]
     pub params: ModelParams,
@@ -158,6 +182,47 @@ impl AgentConfig {
         Policy {
             enabled_tools: self.tools.clone(),
             ..self.policy.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A provider field reads what the derived reading reads, and refuses
+    /// what it refuses.
+    #[test]
+    fn a_provider_field_reads_as_derived() {
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Field {
+            #[serde(deserialize_with = "deserialize_provider")]
+            provider: ProviderConfig,
+        }
+        for provider in [
+            json!({"kind": "scripted", "script": {"turns": [{"text": "hi"}]}}),
+            json!({"script": [1, 2], "kind": "scripted"}),
+            json!({"kind": "scripted", "script": null, "extra": true}),
+            json!({"kind": "openai", "base_url": "http://127.0.0.1:1", "model": "m"}),
+            json!({"kind": "azure", "endpoint": "e", "deployment": "d", "api_key_secret": "K"}),
+            json!({"kind": "anthropic", "base_url": "b", "model": "m", "api_key_secret": "K", "stream": true}),
+        ] {
+            let text = json!({ "provider": provider }).to_string();
+            let field: Field = serde_json::from_str(&text).expect(&text);
+            let derived: ProviderConfig = serde_json::from_value(provider).expect("derived");
+            assert_eq!(field.provider, derived);
+        }
+        for bad in [
+            json!({"kind": "nope"}),
+            json!({"script": {}}),
+            json!({"kind": "scripted"}),
+            json!({"kind": "openai", "model": "m"}),
+            json!("scripted"),
+        ] {
+            let text = json!({ "provider": bad }).to_string();
+            assert!(serde_json::from_str::<Field>(&text).is_err(), "{text}");
+            assert!(serde_json::from_value::<ProviderConfig>(bad).is_err());
         }
     }
 }

@@ -141,6 +141,7 @@ pub struct AgentNodeConfig {
     pub tools: Vec<ToolSelection>,
     #[serde(default)]
     pub policy: Policy,
+    #[serde(deserialize_with = "crate::agent_config::deserialize_provider")]
     pub provider: ProviderConfig,
     #[serde(default)]
     pub params: ModelParams,
