@@ -529,7 +529,10 @@ mod tests {
             "calc_result": 6
         }}})).expect("node records"));
         let call = live.pin_call("agent", &pin).expect("the latest call");
-        assert_eq!((call.call_id.as_str(), &call.output), ("b", &json!(6)));
+        assert_eq!(
+            (call.call_id.as_str(), call.output.value()),
+            ("b", &json!(6))
+        );
         assert_eq!(live.pin_call("other", &pin), None);
     }
 

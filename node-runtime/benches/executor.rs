@@ -140,7 +140,7 @@ fn executor_overhead(c: &mut Criterion) {
     let call = ToolCall {
         call_id: call_id("noop", "1.0.0", &canonical_json(&input), 0),
         tool,
-        input,
+        input: input.into(),
     };
     let scope = scope();
     c.bench_function("executor_overhead/noop", |b| {
@@ -178,7 +178,7 @@ fn fan_out(c: &mut Criterion) {
                 ToolCall {
                     call_id: call_id("sleep", "1.0.0", &canonical_json(&input), 0),
                     tool: tool.clone(),
-                    input,
+                    input: input.into(),
                 }
             })
             .collect();

@@ -5,10 +5,10 @@
 //! are `crate::agent` (runtime feature).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::chat::{StopReason, TokenUsage};
 use crate::envelope::{AgentOutputs, ToolEnvelope};
+use crate::payload::Payload;
 
 /// What the agent loop did, one step at a time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,8 +37,8 @@ pub enum AgentEvent {
     ToolCallStarted {
         call_id: String,
         tool: String,
-        #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
-        input: Value,
+        #[cfg_attr(feature = "openapi", schema(value_type = Value))]
+        input: Payload,
     },
     /// How far a running call has come, as the tool reported it (an MCP
     /// server's `notifications/progress`). Only the live view uses it.

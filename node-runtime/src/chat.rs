@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent_config::ModelParams;
+use crate::payload::Payload;
 use crate::tool_spec::ToolSpec;
 
 /// A tool call the model asked for, with the provider's own id.
@@ -16,8 +17,8 @@ use crate::tool_spec::ToolSpec;
 pub struct ProviderToolCall {
     pub id: String,
     pub name: String,
-    #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
-    pub arguments: Value,
+    #[cfg_attr(feature = "openapi", schema(value_type = Value))]
+    pub arguments: Payload,
 }
 
 /// One message of the conversation, provider-neutral.
@@ -39,8 +40,8 @@ pub enum Message {
         provider_call_id: String,
         name: String,
         /// The output, or `{"error": {code, message, details}}`.
-        #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
-        content: Value,
+        #[cfg_attr(feature = "openapi", schema(value_type = Value))]
+        content: Payload,
         is_error: bool,
     },
 }

@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::error::ToolError;
+use crate::payload::Payload;
 
 /// What an attachment holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,12 +44,12 @@ pub struct ToolEnvelope {
     pub name: String,
     pub version: String,
     /// The arguments as sent to the tool.
-    #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
-    pub input: Value,
+    #[cfg_attr(feature = "openapi", schema(value_type = Value))]
+    pub input: Payload,
     /// The tool's result; null when the call failed.
     #[serde(default)]
-    #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
-    pub output: Value,
+    #[cfg_attr(feature = "openapi", schema(value_type = Value))]
+    pub output: Payload,
     /// The failure; null when the call succeeded.
     #[serde(default)]
     pub error: Option<ToolError>,
@@ -75,7 +75,7 @@ impl ToolEnvelope {
         call_id: String,
         name: String,
         version: String,
-        input: Value,
+        input: impl Into<Payload>,
         error: ToolError,
         t_start: String,
         t_end: String,
@@ -84,8 +84,8 @@ impl ToolEnvelope {
             call_id,
             name,
             version,
-            input,
-            output: Value::Null,
+            input: input.into(),
+            output: Payload::default(),
             error: Some(error),
             t_start,
             t_end,
@@ -161,11 +161,11 @@ mod tests {
             call_id: id.into(),
             name: "calculator".into(),
             version: "1.0.0".into(),
-            input: serde_json::json!({"expression": "1+1"}),
+            input: serde_json::json!({"expression": "1+1"}).into(),
             output: if error.is_some() {
-                Value::Null
+                serde_json::Value::Null.into()
             } else {
-                serde_json::json!(2)
+                serde_json::json!(2).into()
             },
             error,
             t_start: "2026-11-22T10:00:00.000Z".into(),

@@ -167,7 +167,7 @@ mod tests {
             "a".into(),
             "b".into(),
         );
-        envelope.output = json!([long]);
+        envelope.output = json!([long]).into();
         let check = |text: String, value: Value, times: usize| {
             assert_eq!(text.matches(&plain).count(), times, "{text}");
             assert_eq!(serde_json::from_str::<Value>(&text).expect("JSON"), value);
@@ -184,20 +184,20 @@ mod tests {
         let (text, value) = round(&AgentEvent::ToolCallStarted {
             call_id: "id".into(),
             tool: "t@1.0.0".into(),
-            input: input.clone(),
+            input: input.clone().into(),
         });
         check(text, value, 2);
         let (text, value) = round(&Message::ToolResult {
             provider_call_id: "p".into(),
             name: "t".into(),
-            content: input.clone(),
+            content: input.clone().into(),
             is_error: false,
         });
         check(text, value, 2);
         let (text, value) = round(&ProviderToolCall {
             id: "p".into(),
             name: "t".into(),
-            arguments: input,
+            arguments: input.into(),
         });
         check(text, value, 2);
     }

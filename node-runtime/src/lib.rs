@@ -30,6 +30,7 @@ pub mod error;
 #[cfg(feature = "runtime")]
 pub mod fast_json;
 pub mod graph;
+pub mod payload;
 pub mod policy;
 pub mod pricing;
 pub mod replay_bundle;
@@ -56,3 +57,4 @@ pub mod tool;
 
 pub use envelope::{AgentOutputs, Attachment, AttachmentKind, ToolEnvelope};
 pub use error::{ErrorClass, ErrorCode, ToolError};
+pub use payload::Payload;

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::chat::TokenUsage;
+use crate::payload::Payload;
 use crate::replay_bundle::ReplayBundle;
 
 /// One tool call a turn makes.
@@ -18,7 +19,7 @@ pub struct ScriptCall {
     pub id: Option<String>,
     pub name: String,
     #[serde(default)]
-    pub arguments: Value,
+    pub arguments: Payload,
 }
 
 /// One answer of the model: text, tool calls, or both.

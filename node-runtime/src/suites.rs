@@ -248,7 +248,7 @@ mod tests {
             let envelope = match error {
                 Some(_) => refused,
                 None => ToolEnvelope {
-                    output: json!(1),
+                    output: json!(1).into(),
                     error: None,
                     ..refused
                 },

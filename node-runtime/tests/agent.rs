@@ -503,7 +503,8 @@ async fn approval_tokens_are_bound_to_run_call_and_args() {
         Err(AgentError::Approval(ApprovalError::UnknownToken))
     );
     // Tampered args: the pending call's arguments were edited after the request.
-    run1.pending[0].provider_call.arguments = json!({"path": "../../etc/evil", "content": "x"});
+    run1.pending[0].provider_call.arguments =
+        json!({"path": "../../etc/evil", "content": "x"}).into();
     assert_eq!(
         h.runtime
             .decide(&mut run1, &req1.token, Decision::Approve, &NullSink),
@@ -569,10 +570,10 @@ async fn a_bundle_hashed_piece_by_piece_loads() {
     let h = harness();
     let (mut run, _) = finished_run(&h).await;
     let odd = json!({"é": 1.5, "big": 9_007_199_254_740_993_u64, "two": 2.0, "z": -0.0, "a": [0.1, 1e21]});
-    run.envelopes[0].output = odd.clone();
+    run.envelopes[0].output = odd.clone().into();
     run.exchanges[0].response.text = "ünïcode".into();
     let mut envelope = run.envelopes[0].clone();
-    envelope.input = odd;
+    envelope.input = odd.into();
     run.outputs.tools_by_id.insert("ключ".into(), envelope);
     let bundle = ReplayBundle::from_run(&run, vec![json!({"x": 0.5})]).expect("bundle");
     let loaded = ReplayBundle::from_json(&bundle.to_json()).expect("its integrity holds");
@@ -583,8 +584,8 @@ async fn a_bundle_hashed_piece_by_piece_loads() {
     ReplayBundle::from_json(&bundle.to_json()).expect("its integrity holds");
     // Past the hasher's 64 KB buffer: a piece longer than it (hashed in
     // place) and pieces that fill it (hashed as it fills).
-    run.envelopes[0].output = json!("x".repeat(70_000));
-    run.envelopes[1].output = json!("y".repeat(40_000));
+    run.envelopes[0].output = json!("x".repeat(70_000)).into();
+    run.envelopes[1].output = json!("y".repeat(40_000)).into();
     run.exchanges[0].response.text = "z".repeat(50_000);
     let bundle = ReplayBundle::from_run(&run, Vec::new()).expect("bundle");
     let loaded = ReplayBundle::from_json(&bundle.to_json()).expect("its integrity holds");
@@ -626,9 +627,9 @@ async fn a_bundles_records_are_written_canonically_without_a_value() {
     for a in &bundle.approvals {
         same("approval", a);
     }
-    run.envelopes[0].output = json!({"ratio": 1.5});
+    run.envelopes[0].output = json!({"ratio": 1.5}).into();
     assert_eq!(direct(&run.envelopes[0]), None);
-    run.envelopes[0].output = json!({"é": 1});
+    run.envelopes[0].output = json!({"é": 1}).into();
     assert_eq!(direct(&run.envelopes[0]), None);
 }
 

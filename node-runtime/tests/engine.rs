@@ -601,7 +601,7 @@ async fn workflow_replay_reproduces_outputs_without_live_calls() {
         .envelope
         .as_mut()
         .expect("env")
-        .input = json!({"expression": "3+3"});
+        .input = json!({"expression": "3+3"}).into();
     let err = replay_workflow(&empty, &w, &edited, &VecWorkflowSink::default())
         .await
         .expect_err("diverges");

@@ -111,13 +111,13 @@ async fn openai_parallel_calls_and_tool_result_round_trip() {
         Message::ToolResult {
             provider_call_id: "call_A".into(),
             name: "calculator".into(),
-            content: json!({"result": 2.0}),
+            content: json!({"result": 2.0}).into(),
             is_error: false,
         },
         Message::ToolResult {
             provider_call_id: "call_B".into(),
             name: "calculator".into(),
-            content: json!({"result": 4.0}),
+            content: json!({"result": 4.0}).into(),
             is_error: false,
         },
     ]));
@@ -298,13 +298,13 @@ async fn anthropic_tool_use_and_tool_result_blocks() {
         Message::ToolResult {
             provider_call_id: "toolu_A".into(),
             name: "calculator".into(),
-            content: json!({"result": 2.0}),
+            content: json!({"result": 2.0}).into(),
             is_error: false,
         },
         Message::ToolResult {
             provider_call_id: "toolu_B".into(),
             name: "calculator".into(),
-            content: json!({"error": {"code": "TIMEOUT"}}),
+            content: json!({"error": {"code": "TIMEOUT"}}).into(),
             is_error: true,
         },
     ]));
@@ -379,7 +379,7 @@ async fn the_loop_runs_over_the_openai_adapter() {
     let outputs: Vec<Value> = out
         .tool_order
         .iter()
-        .map(|id| out.tools_by_id[id].output.clone())
+        .map(|id| out.tools_by_id[id].output.value().clone())
         .collect();
     assert_eq!(
         outputs,

@@ -67,7 +67,7 @@ impl Harness {
                 ToolCall {
                     call_id,
                     tool,
-                    input,
+                    input: input.into(),
                 },
                 Usage::default(),
             )

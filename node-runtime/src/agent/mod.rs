@@ -27,7 +27,7 @@ mod tools;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tracing::Instrument;
 
 use crate::agent_config::AgentConfig;
@@ -38,6 +38,7 @@ use crate::executor::{now_rfc3339, ToolCall};
 use crate::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ProviderToolCall, ToolDefinition,
 };
+use crate::payload::Payload;
 use crate::policy::{check_tool_call, Clearance, Usage};
 use crate::tool::{RegisteredTool, ToolRegistry};
 use crate::tool_spec::split_tool_ref;
@@ -55,7 +56,7 @@ pub use tools::{
 fn refused_by_human(
     p: &PendingCall,
     tool_ref: &str,
-    input: Value,
+    input: Payload,
     message: String,
     reason: &str,
     note: &str,
@@ -548,7 +549,7 @@ impl AgentRuntime {
         run.usage.tool_calls += executed_count;
         for (p, envelope) in pending.iter().zip(envelopes) {
             let (content, is_error) = match &envelope.error {
-                Some(err) => (json!({ "error": err }), true),
+                Some(err) => (json!({ "error": err }).into(), true),
                 None => (envelope.output.clone(), false),
             };
             run.messages.push(Message::ToolResult {

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::state::{AgentError, AgentRun};
@@ -25,7 +25,7 @@ pub enum BatchItem {
         call_id: String,
         name: String,
         version: String,
-        input: Value,
+        input: crate::payload::Payload,
         error: ToolError,
     },
 }

@@ -52,6 +52,7 @@ use tracing::Instrument;
 use crate::blob::BlobStore;
 use crate::envelope::{Attachment, ToolEnvelope};
 use crate::error::ToolError;
+use crate::payload::Payload;
 use crate::policy::{Policy, Usage};
 use crate::secrets::{ResolvedSecrets, SecretOwner, SecretSource};
 use crate::tool::{RegisteredTool, ToolEnv};
@@ -118,7 +119,7 @@ impl CallScope {
 pub struct ToolCall {
     pub call_id: String,
     pub tool: Arc<RegisteredTool>,
-    pub input: Value,
+    pub input: Payload,
 }
 
 /// The state a call carries down the stack.
@@ -264,7 +265,7 @@ impl Executor {
                 name,
                 version,
                 input,
-                output: out.output,
+                output: out.output.into(),
                 error: None,
                 t_start,
                 t_end,
@@ -389,7 +390,7 @@ pub fn error_envelope(
     call_id: String,
     name: String,
     version: String,
-    input: Value,
+    input: impl Into<Payload>,
     error: ToolError,
 ) -> ToolEnvelope {
     let now = now_rfc3339();

@@ -91,7 +91,7 @@ impl Stage for RunStage {
             install_quiet_hook();
             let tool = state.call.tool.tool.clone();
             let key = state.call.tool.spec.key();
-            match AssertUnwindSafe(InTool(Box::pin(tool.call(state.call.input, &ctx))))
+            match AssertUnwindSafe(InTool(Box::pin(tool.call(&state.call.input, &ctx))))
                 .catch_unwind()
                 .await
             {

@@ -69,7 +69,7 @@ pub fn materialize(
             Some(pin)
         }
     };
-    let Value::Object(fields) = &envelope.input else {
+    let Value::Object(fields) = envelope.input.value() else {
         return Err(MaterializeError::InputNotObject);
     };
     let inputs: BTreeMap<String, FieldSource> = fields

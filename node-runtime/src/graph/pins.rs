@@ -162,8 +162,8 @@ pub fn resolve(
             return Some(Value::Null);
         }
         match &pin.path {
-            None => Some(envelope.output.clone()),
-            Some(p) if p.is_empty() => Some(envelope.output.clone()),
+            None => Some(envelope.output.value().clone()),
+            Some(p) if p.is_empty() => Some(envelope.output.value().clone()),
             Some(p) => envelope.output.pointer(p).cloned(),
         }
     });

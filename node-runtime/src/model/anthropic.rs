@@ -305,7 +305,7 @@ pub fn parse_response(v: &Value) -> Result<ChatResponse, ModelError> {
                 tool_calls.push(ProviderToolCall {
                     id: id.into(),
                     name: name.into(),
-                    arguments: b.get("input").cloned().unwrap_or(json!({})),
+                    arguments: b.get("input").cloned().unwrap_or(json!({})).into(),
                 });
             }
             _ => {}

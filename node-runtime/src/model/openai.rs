@@ -352,7 +352,7 @@ fn parse(provider: &'static str, v: &Value) -> Result<ChatResponse, ModelError> 
             tool_calls.push(ProviderToolCall {
                 id: id.to_string(),
                 name: name.to_string(),
-                arguments,
+                arguments: arguments.into(),
             });
         }
     }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -80,9 +81,12 @@ pub trait Tool: Send + Sync + 'static {
 /// The type-erased tool the executor calls: JSON in, JSON out.
 pub trait DynTool: Send + Sync {
     fn side_effects_for(&self, input: &Value) -> Option<SideEffects>;
+    /// Runs the tool on `input` (borrowed: a call's input is shared by
+    /// its records, see [`crate::Payload`]; the typed input is read from
+    /// it).
     fn call<'a>(
         &'a self,
-        input: Value,
+        input: &'a Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }
@@ -98,11 +102,11 @@ impl<T: Tool> DynTool for Erased<T> {
 
     fn call<'a>(
         &'a self,
-        input: Value,
+        input: &'a Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let typed: T::Input = serde_json::from_value(input).map_err(|err| {
+            let typed = T::Input::deserialize(input).map_err(|err| {
                 ToolError::validation(format!("input does not match the tool's types: {err}"))
             })?;
             let output = self.0.execute(typed, ctx).await?;

@@ -415,7 +415,7 @@ mod tests {
         let mut a_other = a.clone();
         a_other.replayed = true;
         let mut c_other = c.clone();
-        c_other.output = json!(4);
+        c_other.output = json!(4).into();
         let d = call("d", "mail", json!(5), json!(null));
         let table: Vec<Case> = vec![
             // Identical (a replayed call is still the same call).

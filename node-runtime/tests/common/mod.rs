@@ -185,7 +185,7 @@ impl Fixture {
         ToolCall {
             call_id,
             tool,
-            input,
+            input: input.into(),
         }
     }
 

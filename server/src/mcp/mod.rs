@@ -666,7 +666,7 @@ impl DynTool for McpTool {
 
     fn call<'a>(
         &'a self,
-        input: Value,
+        input: &'a Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
@@ -683,7 +683,7 @@ impl DynTool for McpTool {
                 )
                 .with_details(json!({ "connection": self.connection })));
             };
-            let Value::Object(arguments) = input else {
+            let Value::Object(arguments) = input.clone() else {
                 return Err(ToolError::validation("an MCP tool takes a JSON object"));
             };
             let live = self.hub.server(launch).await?;

@@ -474,7 +474,7 @@ mod tests {
         );
         e.error = error;
         if e.error.is_none() {
-            e.output = json!({"status": 200});
+            e.output = json!({"status": 200}).into();
         }
         e
     }
@@ -533,7 +533,7 @@ mod tests {
                 AgentEvent::ToolCallStarted {
                     call_id: "a".into(),
                     tool: "http_request@1.0.0".into(),
-                    input: json!({}),
+                    input: json!({}).into(),
                 },
                 AgentEvent::ToolCallFinished {
                     envelope: envelope("a", None),

@@ -118,7 +118,7 @@ pub(super) fn tool_outputs(
 ) -> BTreeMap<String, Value> {
     let output = match &config.output_path {
         Some(p) if !p.is_empty() => envelope.output.pointer(p).cloned().unwrap_or(Value::Null),
-        _ => envelope.output.clone(),
+        _ => envelope.output.value().clone(),
     };
     BTreeMap::from([
         ("output".to_string(), output),

@@ -25,6 +25,7 @@ use crate::envelope::ToolEnvelope;
 use crate::executor::{CallScope, ToolCall};
 use crate::graph::record::WorkflowEvent;
 use crate::graph::{AgentNodeConfig, Node, NodeKind, ToolNodeConfig, Workflow};
+use crate::payload::Payload;
 use crate::policy::{Policy, Usage};
 use crate::tool_spec::{split_tool_ref, SideEffects};
 
@@ -96,7 +97,7 @@ impl Runner<'_> {
             let call = ToolCall {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
-                input: input.clone(),
+                input: input.clone().into(),
             };
             fork.decide(&node.id, &call).envelope()
         });
@@ -105,7 +106,7 @@ impl Runner<'_> {
                 AgentEvent::ToolCallStarted {
                     call_id,
                     tool: config.tool.clone(),
-                    input,
+                    input: input.into(),
                 },
                 AgentEvent::ToolCallFinished {
                     envelope: envelope.clone(),
@@ -173,6 +174,7 @@ impl Runner<'_> {
             env: self.services.env.clone(),
             progress: None,
         });
+        let input = Payload::from(input);
         self.sink.emit(WorkflowEvent::Agent {
             node_id: node.id.clone(),
             event: Box::new(AgentEvent::ToolCallStarted {
