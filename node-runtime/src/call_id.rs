@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::payload::Payload;
+
 const DOMAIN: &[u8] = b"glassbox.call_id.v1";
 
 /// RFC 8785 canonical JSON text of a value.
@@ -80,6 +82,17 @@ impl serde_json::ser::Formatter for IntegralFloats {
 }
 
 /// The general RFC 8785 implementation (`serde_json_canonicalizer`).
+/// [`canonical_json`] of a payload: its text (written once for every
+/// record that shares it, see [`Payload::text`]) when that is canonical
+/// already, as it is for the usual value (ASCII keys, integers within
+/// +-2^53; serde_json writes a map's keys in order).
+pub fn canonical_of(payload: &Payload) -> std::borrow::Cow<'_, str> {
+    match fast_path(payload) {
+        Fast::Plain => std::borrow::Cow::Borrowed(payload.text()),
+        _ => std::borrow::Cow::Owned(canonical_json(payload)),
+    }
+}
+
 pub fn canonical_json_general(value: &Value) -> String {
     // Serializing a `serde_json::Value` cannot fail: its keys are strings and
     // its numbers are finite.
@@ -161,8 +174,8 @@ impl CallIdAllocator {
     }
 
     /// The id for the next call of `name@version` with this input.
-    pub fn next(&mut self, name: &str, version: &str, input: &Value) -> String {
-        let canonical = canonical_json(input);
+    pub fn next(&mut self, name: &str, version: &str, input: &Payload) -> String {
+        let canonical = canonical_of(input);
         let id_n = {
             let n = self
                 .seen
@@ -193,18 +206,18 @@ mod tests {
 
     #[test]
     fn unrelated_calls_do_not_shift_ids() {
-        let input = json!({"expression": "2*3"});
+        let input: Payload = json!({"expression": "2*3"}).into();
         let mut a = CallIdAllocator::new();
         let alone = a.next("calculator", "1.0.0", &input);
         let mut b = CallIdAllocator::new();
-        b.next("http_request", "1.0.0", &json!({"url": "http://x"}));
-        b.next("calculator", "1.0.0", &json!({"expression": "1"}));
+        b.next("http_request", "1.0.0", &json!({"url": "http://x"}).into());
+        b.next("calculator", "1.0.0", &json!({"expression": "1"}).into());
         assert_eq!(b.next("calculator", "1.0.0", &input), alone);
     }
 
     #[test]
     fn repeated_identical_calls_get_distinct_ids() {
-        let input = json!({"a": 1});
+        let input: Payload = json!({"a": 1}).into();
         let mut alloc = CallIdAllocator::new();
         let first = alloc.next("t", "1.0.0", &input);
         let second = alloc.next("t", "1.0.0", &input);

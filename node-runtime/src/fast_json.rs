@@ -53,7 +53,7 @@ impl Serialize for FastValue<'_> {
 /// parse the escaped text again to check it, which costs more than the
 /// escaping saves; the escaper's output is a JSON string by construction,
 /// and the tests fail if serde_json ever handles the name differently.
-const RAW_VALUE: &str = "$serde_json::private::RawValue";
+pub const RAW_VALUE: &str = "$serde_json::private::RawValue";
 
 fn string<S: Serializer>(s: &str, serializer: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeStruct;
@@ -64,6 +64,12 @@ fn string<S: Serializer>(s: &str, serializer: S) -> Result<S::Ok, S::Error> {
     let mut raw = serializer.serialize_struct(RAW_VALUE, 1)?;
     raw.serialize_field(RAW_VALUE, text.as_str())?;
     raw.end()
+}
+
+/// `s` as a JSON string (quotes included), appended to `out`: serde_json's
+/// bytes, escaped by SIMD whatever the length.
+pub fn escape_into(s: &str, out: &mut Vec<u8>) {
+    json_escape_simd::escape_into(s, out);
 }
 
 /// `serialize_with` for a [`Value`] field.

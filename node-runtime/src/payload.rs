@@ -20,43 +20,78 @@
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 /// A JSON value shared by the records that carry it (see the module docs).
-#[derive(Clone, PartialEq, Default)]
-pub struct Payload(Arc<Value>);
+#[derive(Clone, Default)]
+pub struct Payload(Arc<Inner>);
+
+#[derive(Clone, Default)]
+struct Inner {
+    value: Value,
+    /// The value's compact JSON text, written the first time it is asked
+    /// for (see [`Payload::text`]).
+    text: OnceLock<Box<str>>,
+}
 
 impl Payload {
     pub fn new(value: Value) -> Self {
-        Self(Arc::new(value))
+        Self(Arc::new(Inner {
+            value,
+            text: OnceLock::new(),
+        }))
     }
 
     /// The value, copied only when another record still holds it.
     pub fn into_value(self) -> Value {
-        Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
+        Arc::try_unwrap(self.0)
+            .map(|inner| inner.value)
+            .unwrap_or_else(|shared| shared.value.clone())
     }
 
     /// The value itself.
     pub fn value(&self) -> &Value {
-        &self.0
+        &self.0.value
     }
+
+    /// The value's compact JSON text (what `serde_json::to_string` writes),
+    /// written once for every record that shares it: a call's input is
+    /// written for its call id, its cache key, its invocation record and
+    /// each text of the run that holds it (issue #30).
+    pub fn text(&self) -> &str {
+        self.0.text.get_or_init(|| text_of(&self.0.value).into())
+    }
+}
+
+/// serde_json's compact text of a value, long strings escaped by SIMD in
+/// the native build.
+#[cfg(feature = "runtime")]
+fn text_of(value: &Value) -> String {
+    crate::fast_json::to_string(value)
+}
+
+#[cfg(not(feature = "runtime"))]
+fn text_of(value: &Value) -> String {
+    value.to_string()
 }
 
 impl Deref for Payload {
     type Target = Value;
 
     fn deref(&self) -> &Value {
-        &self.0
+        &self.0.value
     }
 }
 
 impl DerefMut for Payload {
     /// The value to change, copied first when another record holds it.
     fn deref_mut(&mut self) -> &mut Value {
-        Arc::make_mut(&mut self.0)
+        let inner = Arc::make_mut(&mut self.0);
+        inner.text = OnceLock::new();
+        &mut inner.value
     }
 }
 
@@ -72,33 +107,43 @@ impl From<Payload> for Value {
     }
 }
 
+impl PartialEq for Payload {
+    fn eq(&self, other: &Payload) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.value == other.0.value
+    }
+}
+
 impl PartialEq<Value> for Payload {
     fn eq(&self, other: &Value) -> bool {
-        *self.0 == *other
+        self.0.value == *other
     }
 }
 
 impl PartialEq<Payload> for Value {
     fn eq(&self, other: &Payload) -> bool {
-        *self == *other.0
+        *self == other.0.value
     }
 }
 
 impl fmt::Debug for Payload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(&self.0.value, f)
     }
 }
 
 impl fmt::Display for Payload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&*self.0, f)
+        fmt::Display::fmt(&self.0.value, f)
     }
 }
 
 impl Serialize for Payload {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serialize_value(&self.0, serializer)
+        #[cfg(feature = "runtime")]
+        if raw::on() {
+            return raw::text(self.text(), serializer);
+        }
+        serialize_value(&self.0.value, serializer)
     }
 }
 
@@ -117,6 +162,55 @@ impl<'de> Deserialize<'de> for Payload {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Value::deserialize(deserializer).map(Self::new)
     }
+}
+
+/// Payloads written from their text (see [`compact_texts`]).
+#[cfg(feature = "runtime")]
+mod raw {
+    use std::cell::Cell;
+
+    use serde::ser::{SerializeStruct, Serializer};
+
+    thread_local! {
+        static ON: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub(super) fn on() -> bool {
+        ON.with(Cell::get)
+    }
+
+    /// serde_json's raw value protocol (see `fast_json`): its text
+    /// serializer copies the text as it is.
+    pub(super) fn text<S: Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut raw = serializer.serialize_struct(crate::fast_json::RAW_VALUE, 1)?;
+        raw.serialize_field(crate::fast_json::RAW_VALUE, text)?;
+        raw.end()
+    }
+
+    /// Restores the flag as it was, also when `f` panics.
+    pub(super) struct Restore(pub(super) bool);
+
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ON.with(|on| on.set(self.0));
+        }
+    }
+
+    pub(super) fn set(value: bool) -> Restore {
+        Restore(ON.with(|on| on.replace(value)))
+    }
+}
+
+/// Runs `f` with every payload serialized from its [`Payload::text`], as
+/// one raw fragment, instead of written again from its value: for a
+/// compact serde_json writer only (a raw fragment is copied as it is; a
+/// pretty writer would not indent it, and other serializers read it back
+/// as a value). The store's dehydrating writer uses it, which cuts a
+/// payload's text as it would the value's (issue #30).
+#[cfg(feature = "runtime")]
+pub fn compact_texts<R>(f: impl FnOnce() -> R) -> R {
+    let _restore = raw::set(true);
+    f()
 }
 
 #[cfg(feature = "openapi")]
@@ -164,5 +258,32 @@ mod tests {
         assert_eq!(copy["n"], 0);
         assert_eq!(Value::from(p), value);
         assert_eq!(Payload::default(), Value::Null);
+    }
+
+    /// A payload's text is its value's compact JSON, written again after a
+    /// change; within `compact_texts` a compact writer copies it.
+    #[test]
+    fn a_payload_is_written_from_its_text_where_asked() {
+        let value = json!({"note": "x".repeat(300), "n": [1, -2, 2.5], "k": {"é": "\u{1}"}});
+        let mut p = Payload::from(value.clone());
+        assert_eq!(p.text(), serde_json::to_string(&value).expect("ser"));
+        p["n"] = json!(null);
+        assert_eq!(
+            p.text(),
+            serde_json::to_string(&*p).expect("ser"),
+            "a change writes it again"
+        );
+        #[cfg(feature = "runtime")]
+        {
+            let map = std::collections::BTreeMap::from([("input", p.clone())]);
+            let record = json!({ "input": p.value() });
+            let written = compact_texts(|| serde_json::to_string(&map)).expect("ser");
+            assert_eq!(written, record.to_string());
+            assert_eq!(
+                serde_json::to_string_pretty(&map).expect("ser"),
+                serde_json::to_string_pretty(&record).expect("ser"),
+                "outside it, written from the value"
+            );
+        }
     }
 }

@@ -60,6 +60,7 @@ impl Harness {
         if let Some(l) = limit {
             input["limit"] = json!(l);
         }
+        let input = node_runtime::Payload::from(input);
         let call_id = self.ids.next("sql_query", "1.0.0", &input);
         self.executor
             .execute(
@@ -67,7 +68,7 @@ impl Harness {
                 ToolCall {
                     call_id,
                     tool,
-                    input: input.into(),
+                    input,
                 },
                 Usage::default(),
             )

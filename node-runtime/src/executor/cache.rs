@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 
 use super::{CallState, Next, Stage, StageOutput, StageResult};
-use crate::call_id::canonical_json;
+use crate::call_id::canonical_of;
 use crate::tool_spec::{CachePolicy, SideEffects};
 
 struct Entry {
@@ -32,14 +32,14 @@ impl CacheStage {
 }
 
 /// The cache key of a call.
-pub fn cache_key(workspace_id: &str, tool_key: &str, input: &serde_json::Value) -> [u8; 32] {
+pub fn cache_key(workspace_id: &str, tool_key: &str, input: &crate::payload::Payload) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     h.update(b"glassbox.cache.v1\0");
     h.update(workspace_id.as_bytes());
     h.update(&[0]);
     h.update(tool_key.as_bytes());
     h.update(&[0]);
-    h.update(canonical_json(input).as_bytes());
+    h.update(canonical_of(input).as_bytes());
     *h.finalize().as_bytes()
 }
 

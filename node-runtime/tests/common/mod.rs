@@ -181,11 +181,12 @@ impl Fixture {
 
     pub fn call(&mut self, name: &str, input: Value) -> ToolCall {
         let tool = self.tool(name);
+        let input = node_runtime::Payload::from(input);
         let call_id = self.ids.next(&tool.spec.name, &tool.spec.version, &input);
         ToolCall {
             call_id,
             tool,
-            input: input.into(),
+            input,
         }
     }
 

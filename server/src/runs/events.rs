@@ -249,14 +249,6 @@ pub(super) fn event_blobs(event: &WorkflowEvent) -> Vec<BlobRef> {
         .collect()
 }
 
-/// A value's JSON text. `serde_json::to_string` writes straight into a
-/// buffer; `Display` (`value.to_string()`) goes through a formatter and
-/// costs twice as much on a 1 KB tool input, and `fast_json` escapes its
-/// long strings by SIMD (issue #30). The same bytes.
-fn json_text(value: &Value) -> String {
-    node_runtime::fast_json::to_string(value)
-}
-
 /// The invocation record one event creates or moves along, if any.
 ///
 /// The matches are exhaustive on purpose: a new event variant does not
@@ -353,7 +345,12 @@ pub(super) fn index_event(
             tool,
             input,
         } => {
-            let mut r = base(call_id, tool, json_text(input), InvocationStatus::Running);
+            let mut r = base(
+                call_id,
+                tool,
+                input.text().to_owned(),
+                InvocationStatus::Running,
+            );
             r.started_at = Some(now());
             Some(r)
         }
@@ -374,10 +371,10 @@ pub(super) fn index_event(
             let mut r = base(
                 &envelope.call_id,
                 &envelope.tool_ref(),
-                json_text(&envelope.input),
+                envelope.input.text().to_owned(),
                 status,
             );
-            r.output = Some(json_text(&envelope.output));
+            r.output = Some(envelope.output.text().to_owned());
             r.error = envelope.error.as_ref().map(|e| json!(e).to_string());
             r.started_at = Some(envelope.t_start.clone());
             r.completed_at = Some(envelope.t_end.clone());

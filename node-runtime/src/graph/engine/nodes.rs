@@ -89,7 +89,7 @@ impl Runner<'_> {
             .registry
             .get(name, version)
             .map_err(|e| e.to_string())?;
-        let input = tool_input(config, inputs);
+        let input = Payload::from(tool_input(config, inputs));
         let call_id = CallIdAllocator::new().next(name, version, &input);
         // A fork answers a recorded call from the recording and refuses a
         // new read it may not make, before any approval or execution.

@@ -177,13 +177,13 @@ const MEMO_MAX_BYTES: usize = 1 << 20;
 /// and one comparison. Kept for one run only.
 #[derive(Debug, Default)]
 struct HashMemo {
-    hashes: HashMap<Box<str>, String, foldhash::fast::RandomState>,
+    hashes: HashMap<Box<[u8]>, String, foldhash::fast::RandomState>,
     bytes: usize,
 }
 
 impl HashMemo {
     /// The key given to `text` before, if it was kept.
-    fn get(&self, text: &str) -> Option<String> {
+    fn get(&self, text: &[u8]) -> Option<String> {
         if text.len() > MEMO_MAX_TEXT {
             return None;
         }
@@ -191,7 +191,7 @@ impl HashMemo {
     }
 
     /// Keeps `text`'s key, within the memo's bounds.
-    fn keep(&mut self, text: &str, hash: &str) {
+    fn keep(&mut self, text: &[u8], hash: &str) {
         if text.len() <= MEMO_MAX_TEXT && self.bytes + text.len() <= MEMO_MAX_BYTES {
             self.bytes += text.len();
             self.hashes.insert(text.into(), hash.to_string());
@@ -294,7 +294,7 @@ impl PayloadSet {
     /// memo without being cut; else it is cut here, unless `cut` brings its
     /// skeleton and refs already (a scan that found its end cut it).
     fn add<'t>(&mut self, text: &'t str, cut: Option<Cut<'t>>) -> String {
-        let memo = self.known.hashes.get(text);
+        let memo = self.known.hashes.get(text.as_bytes());
         if let Some(hash) = &memo {
             if self.seen.contains(hash) || self.known.stored.contains(hash) {
                 return hash.clone();
@@ -303,10 +303,14 @@ impl PayloadSet {
         let (skeleton, refs) = cut.unwrap_or_else(|| self.cut(text, None));
         let refs = refs_text(&refs);
         let hash = memo.unwrap_or_else(|| {
-            let hash = key_of(&skeleton, refs.as_deref());
-            self.known.hashes.keep(text, &hash);
+            let hash = key_of(skeleton.as_bytes(), refs.as_deref());
+            self.known.hashes.keep(text.as_bytes(), &hash);
             hash
         });
+        let skeleton = match skeleton {
+            Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+            Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+        };
         self.keep_row(hash, skeleton, refs, text.len())
     }
 
@@ -315,12 +319,20 @@ impl PayloadSet {
     /// the length of the whole text it stands for. A value with no refs
     /// is its own text, known by the memo; one with refs is keyed by its
     /// skeleton and refs, as `key_of` keys it, without its whole text.
-    fn add_cut(&mut self, skeleton: &str, refs: Vec<(usize, String)>, whole: usize) -> String {
-        if refs.is_empty() {
-            return self.add(skeleton, Some((Cow::Borrowed(skeleton), refs)));
-        }
+    fn add_cut(&mut self, skeleton: &[u8], refs: Vec<(usize, String)>, whole: usize) -> String {
         let refs = refs_text(&refs);
-        let hash = key_of(skeleton, refs.as_deref());
+        let hash = if refs.is_some() {
+            key_of(skeleton, refs.as_deref())
+        } else {
+            match self.known.hashes.get(skeleton) {
+                Some(hash) => hash,
+                None => {
+                    let hash = key_of(skeleton, None);
+                    self.known.hashes.keep(skeleton, &hash);
+                    hash
+                }
+            }
+        };
         self.keep_row(hash, Cow::Borrowed(skeleton), refs, whole)
     }
 
@@ -330,7 +342,7 @@ impl PayloadSet {
     fn keep_row(
         &mut self,
         hash: String,
-        skeleton: Cow<'_, str>,
+        skeleton: Cow<'_, [u8]>,
         refs: Option<String>,
         size: usize,
     ) -> String {
@@ -501,12 +513,12 @@ fn zstd_decompress(data: &[u8], limit: usize) -> std::io::Result<Vec<u8>> {
 
 /// A skeleton as stored: compressed when that saves at least 10%, else as
 /// is.
-fn encode(skeleton: Cow<'_, str>) -> (i64, Vec<u8>) {
-    match zstd_compress(skeleton.as_bytes()) {
+fn encode(skeleton: Cow<'_, [u8]>) -> (i64, Vec<u8>) {
+    match zstd_compress(&skeleton) {
         Ok(packed) if packed.len().saturating_mul(10) <= skeleton.len().saturating_mul(9) => {
             (CODEC_ZSTD, packed)
         }
-        _ => (CODEC_RAW, skeleton.into_owned().into_bytes()),
+        _ => (CODEC_RAW, skeleton.into_owned()),
     }
 }
 
@@ -552,12 +564,12 @@ const SKELETON_KEY_CONTEXT: &str = "glassbox 2026-11-29 payload skeleton and ref
 /// always has the same key. Rows written before this kept a composite
 /// payload under the BLAKE3 of its whole text; they are read as before
 /// (a key is only looked up), and a text stored again gets the new key.
-fn key_of(skeleton: &str, refs: Option<&str>) -> String {
+fn key_of(skeleton: &[u8], refs: Option<&str>) -> String {
     let Some(refs) = refs else {
-        return hash_of(skeleton);
+        return blake3::hash(skeleton).to_hex().to_string();
     };
     let mut hasher = blake3::Hasher::new_derive_key(SKELETON_KEY_CONTEXT);
-    hasher.update(skeleton.as_bytes());
+    hasher.update(skeleton);
     hasher.update(refs.as_bytes());
     hasher.update(&(skeleton.len() as u64).to_le_bytes());
     hasher.finalize().to_hex().to_string()
@@ -709,7 +721,7 @@ impl<'a> Inflater<'a> {
             ));
         }
         if cfg!(debug_assertions)
-            && key_of(&data, row.refs.as_deref()) != hash
+            && key_of(data.as_bytes(), row.refs.as_deref()) != hash
             && hash_of(&text) != hash
         {
             return Err(format!("payload {hash} does not match its key"));
@@ -807,23 +819,27 @@ mod tests {
         let mut memo = HashMemo::default();
         let a = "a".repeat(1024);
         let b = format!("{}b", "a".repeat(1023));
-        assert_eq!(memo.get(&a), None);
-        memo.keep(&a, "ka");
-        memo.keep(&b, "kb");
+        assert_eq!(memo.get(a.as_bytes()), None);
+        memo.keep(a.as_bytes(), "ka");
+        memo.keep(b.as_bytes(), "kb");
         assert_eq!(
-            (memo.get(&a), memo.get(&b)),
+            (memo.get(a.as_bytes()), memo.get(b.as_bytes())),
             (Some("ka".into()), Some("kb".into()))
         );
         assert_eq!((memo.hashes.len(), memo.bytes), (2, 2048));
         let big = "c".repeat(MEMO_MAX_TEXT + 1);
-        memo.keep(&big, "kc");
-        assert_eq!(memo.get(&big), None, "a text over the limit is not kept");
+        memo.keep(big.as_bytes(), "kc");
+        assert_eq!(
+            memo.get(big.as_bytes()),
+            None,
+            "a text over the limit is not kept"
+        );
         assert_eq!(memo.hashes.len(), 2);
         let mut full = HashMemo {
             bytes: MEMO_MAX_BYTES - 10,
             ..HashMemo::default()
         };
-        full.keep(&a, "ka");
+        full.keep(a.as_bytes(), "ka");
         assert!(full.hashes.is_empty(), "a full memo keeps no more");
     }
 
@@ -852,7 +868,7 @@ mod tests {
         assert_eq!(rows.len(), 2, "the outputs and the input they hold");
         let row = rows.iter().find(|r| r.hash == x).expect("the outputs' row");
         let skeleton = decode(row.codec, row.size, &row.data).expect("decodes");
-        assert_eq!(x, key_of(&skeleton, row.refs.as_deref()));
+        assert_eq!(x, key_of(skeleton.as_bytes(), row.refs.as_deref()));
         assert_ne!(x, hash_of(&outputs("x")));
         assert_eq!(key(&outputs("x")).0, x, "the same text, the same key");
         assert_ne!(key(&outputs("y")).0, x, "another input, another key");
@@ -1330,6 +1346,14 @@ mod tests {
         }
 
         #[test]
+        fn any_string_is_escaped_as_serde_json_escapes_it(s in any::<String>(), pad in 0usize..200) {
+            let s = format!("{s}{}", "p".repeat(pad));
+            let value = serde_json::json!({"k": s, s.clone(): [s.clone()]});
+            let w = PayloadSet::default().serialize(&value).expect("ser");
+            prop_assert_eq!(w.text, serde_json::to_string(&value).expect("ser"));
+        }
+
+        #[test]
         fn any_text_round_trips_byte_for_byte(text in json_like_text()) {
             prop_assert_eq!(round_trip(&text).0, text.clone());
         }
@@ -1358,6 +1382,142 @@ mod tests {
             prop_assert_eq!(written_top, top);
             prop_assert_eq!(as_written.into_rows(), by_text.into_rows());
             prop_assert_eq!(PayloadSet::default().serialize(&value).expect("serializes"), d);
+        }
+    }
+
+    /// Every shape of serde's data model is written as serde_json writes
+    /// it (numbers, escapes, variants, keys that are not strings), and cut
+    /// as its text is.
+    #[test]
+    fn every_shape_is_written_as_serde_json_writes_it() {
+        #[derive(serde::Serialize)]
+        enum E {
+            Unit,
+            New(u8),
+            Tuple(i32, String),
+            Struct { input: String, x: f64 },
+        }
+        #[derive(serde::Serialize)]
+        struct Unit;
+        #[derive(serde::Serialize)]
+        struct Wrap(i64);
+        #[derive(serde::Serialize)]
+        struct All {
+            b: bool,
+            i: (i8, i16, i32, i64, i128),
+            u: (u8, u16, u32, u64, u128),
+            f: (f32, f64, f64, f64, f64),
+            c: char,
+            s: &'static str,
+            #[serde(with = "serde_bytes_like")]
+            bytes: Vec<u8>,
+            none: Option<u8>,
+            some: Option<&'static str>,
+            unit: (),
+            unit_struct: Unit,
+            wrap: Wrap,
+            e: Vec<E>,
+            ints: BTreeMap<i64, u8>,
+            bools: BTreeMap<bool, u8>,
+            chars: BTreeMap<char, u8>,
+            empty: BTreeMap<String, u8>,
+            input: E,
+            output: Vec<E>,
+        }
+        mod serde_bytes_like {
+            pub fn serialize<S: serde::Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(v)
+            }
+        }
+        use std::collections::BTreeMap;
+        let long = format!("\u{1}\"\\\n\té😀{}\u{7f}\u{2028}", "y".repeat(300));
+        let all = All {
+            b: true,
+            i: (-8, -16, -32, i64::MIN, i128::MIN),
+            u: (8, 16, 32, u64::MAX, u128::MAX),
+            f: (1.5, -0.0, 1e21, f64::NAN, 1.0 / 3.0),
+            c: '\u{0}',
+            s: "short \" \\ \u{1f} é",
+            bytes: vec![0, 1, 255],
+            none: None,
+            some: Some("x"),
+            unit: (),
+            unit_struct: Unit,
+            wrap: Wrap(-1),
+            e: vec![
+                E::Unit,
+                E::New(1),
+                E::Tuple(-2, "t".into()),
+                E::Struct {
+                    input: "i".into(),
+                    x: 2.5,
+                },
+            ],
+            ints: BTreeMap::from([(-1, 1), (2, 2)]),
+            bools: BTreeMap::from([(false, 0), (true, 1)]),
+            chars: BTreeMap::from([('"', 0), ('é', 1)]),
+            empty: BTreeMap::new(),
+            input: E::Struct {
+                input: long.clone(),
+                x: f64::INFINITY,
+            },
+            output: vec![E::Tuple(0, long.clone()), E::New(3)],
+        };
+        let text = serde_json::to_string(&all).expect("ser");
+        let mut by_text = PayloadSet::default();
+        let d = by_text.dehydrate(&text);
+        let mut written = PayloadSet::default();
+        assert_eq!(written.serialize(&all).expect("ser"), d);
+        assert_eq!(written.into_rows(), by_text.into_rows());
+        assert!(d.refs.is_some(), "the long input and output are cut");
+        let small = All {
+            input: E::Unit,
+            output: vec![],
+            ..all
+        };
+        assert_eq!(
+            PayloadSet::default().serialize(&small).expect("ser").text,
+            serde_json::to_string(&small).expect("ser")
+        );
+        #[derive(serde::Serialize)]
+        struct Keyed(BTreeMap<Vec<u8>, u8>);
+        assert!(PayloadSet::default()
+            .serialize(&Keyed(BTreeMap::from([(vec![1], 1)])))
+            .is_err());
+    }
+
+    /// A payload written from its text (as the run's texts are) is cut as
+    /// its value would be: the anchored values inside it become refs of
+    /// their own, and the skeleton, refs and rows are the text's cut.
+    #[test]
+    fn a_payload_written_from_its_text_is_cut_as_its_value() {
+        let inner = serde_json::json!({"content": [{"text": big(400)}], "n": 1});
+        for output in [
+            inner.clone(),
+            serde_json::json!([inner.clone(), big(300)]),
+            serde_json::json!(big(500)),
+            serde_json::json!(7),
+        ] {
+            let envelope = node_runtime::ToolEnvelope {
+                output: output.into(),
+                ..node_runtime::ToolEnvelope::failed(
+                    "c".into(),
+                    "t".into(),
+                    "1".into(),
+                    serde_json::json!({"q": big(300)}),
+                    node_runtime::ToolError::unknown("x"),
+                    "t0".into(),
+                    "t1".into(),
+                )
+            };
+            let event = serde_json::json!({"type": "ToolCallFinished"});
+            let text = serde_json::to_string(&(&event, &envelope)).expect("ser");
+            let mut by_text = PayloadSet::default();
+            let d = by_text.dehydrate(&text);
+            let mut written = PayloadSet::default();
+            let w = written.serialize(&(&event, &envelope)).expect("ser");
+            assert_eq!(w, d);
+            assert_eq!(written.into_rows(), by_text.into_rows());
         }
     }
 

@@ -10,24 +10,39 @@
 //! fresh memory, and every page of it a page fault (about 2.4 us each on
 //! the machines this runs on, more than the scan's instructions).
 //!
-//! [`PayloadSet::serialize`] writes the skeleton directly: serde_json's own
-//! serializer, whose [`Formatter`] here watches object keys. When the value
-//! of an anchored key ends and its text (counting what was cut from it) is
-//! at least [`MIN_PAYLOAD`] bytes, the bytes it left in the buffer (its own
+//! [`PayloadSet::serialize`] writes the skeleton directly, with the
+//! [`Writer`] here: a serde serializer that writes serde_json's compact
+//! text byte for byte (numbers by serde_json's own formatter, strings and
+//! keys escaped by SIMD, `fast_json`'s escaper, which escapes exactly as
+//! serde_json does) and watches object keys. When the value of an anchored
+//! key ends and its text (counting what was cut from it) is at least
+//! [`MIN_PAYLOAD`] bytes, the bytes it left in the buffer (its own
 //! skeleton) become its payload and give way to `null` and a ref, just as
 //! the scan would have cut them. Inner values are cut before the values
 //! that hold them, so a payload that holds payloads arrives as its
 //! skeleton and refs, which is what its key is made of (see `key_of`); its
-//! whole text is never written. The result is the same skeleton, refs and
-//! rows as `dehydrate(serde_json::to_string(value))`, byte for byte (the
-//! tests check it on arbitrary JSON), at the cost of one serialization.
+//! whole text is never written. A raw fragment (a long string escaped
+//! ahead, or a [`node_runtime::Payload`]'s text, see
+//! `node_runtime::payload::compact_texts`) is copied, an object or array
+//! cut as the scan cuts it. The result is the same skeleton, refs and rows
+//! as `dehydrate(serde_json::to_string(value))`, byte for byte (the tests
+//! check it on arbitrary JSON and on the run's own records).
+//!
+//! It replaced serde_json's serializer with a formatter hooked into its
+//! keys: serde_json escapes every string, keys included, one byte at a
+//! time, and a run's texts are mostly short keys and strings (the largest
+//! single cost of a sequential call's instructions).
 
-use std::io;
-
-use serde::Serialize;
-use serde_json::ser::{CharEscape, CompactFormatter, Formatter};
+use serde::ser::{self, Error as _, Serialize};
+use serde_json::ser::{CompactFormatter, Formatter};
 
 use super::{refs_text, Dehydrated, PayloadSet, TopPayload, ANCHORS, MIN_PAYLOAD};
+
+type Error = serde_json::Error;
+type Result<T = ()> = std::result::Result<T, Error>;
+
+/// serde_json's token for a raw value (`fast_json`).
+const RAW_VALUE: &str = node_runtime::fast_json::RAW_VALUE;
 
 /// An object's value being written.
 struct Open {
@@ -40,78 +55,91 @@ struct Open {
     start: usize,
     /// How many refs were taken before it.
     refs: usize,
-    /// [`Cuts::extra`] before it.
+    /// [`Writer::extra`] before it.
     extra: usize,
 }
 
-/// What the formatter tracks as the value is written.
-#[derive(Default)]
-struct Cuts {
-    /// The payloads cut so far and not inside another one cut since:
-    /// where their `null` is in the buffer, and their key.
+/// The serializer: serde_json's compact text into `buf`, cut as it goes.
+pub(super) struct Writer<'a> {
+    buf: Vec<u8>,
+    set: &'a mut PayloadSet,
+    /// The payloads cut so far and not inside another one cut since: where
+    /// their `null` is in the buffer, and their key.
     refs: Vec<(usize, String)>,
     /// How much longer the whole text is than the buffer: each payload cut
     /// stands in it for its text's length, less the four bytes of `null`.
     extra: usize,
     /// Objects and arrays open (the outermost object's keys are at 1).
     depth: usize,
-    /// Where the key being written starts.
-    key_start: usize,
-    /// Whether the key just written is an anchor, and its text when it is
-    /// one of the outermost object's.
-    anchor: bool,
-    top_key: Option<String>,
-    open: Vec<Open>,
     /// The payloads cut from the outermost object's own keys, when asked.
     top: Option<Vec<TopPayload>>,
 }
 
-/// serde_json's compact formatter, cutting anchored values as they end.
-/// It writes into its own buffer (the serializer's writer is a sink): a
-/// run's texts are mostly short keys and strings, and a shared buffer
-/// behind the writer cost more per piece than writing them.
-struct Cutter<'a> {
-    buf: &'a mut Vec<u8>,
-    set: &'a mut PayloadSet,
-    cuts: &'a mut Cuts,
-}
+impl Writer<'_> {
+    fn escape(&mut self, s: &str) {
+        node_runtime::fast_json::escape_into(s, &mut self.buf);
+    }
 
-/// Formatter methods that write as the compact formatter does, into the
-/// buffer.
-macro_rules! compact {
-    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {$(
-        #[inline]
-        fn $name<W: ?Sized + io::Write>(&mut self, _: &mut W $(, $arg: $ty)*) -> io::Result<()> {
-            CompactFormatter.$name(&mut *self.buf $(, $arg)*)
+    fn open(&mut self, byte: u8) {
+        self.depth += 1;
+        self.buf.push(byte);
+    }
+
+    fn close(&mut self, byte: u8) {
+        self.depth -= 1;
+        self.buf.push(byte);
+    }
+
+    /// Before a key: the separator, and where the key starts.
+    fn key_start(&mut self, first: bool) -> usize {
+        if !first {
+            self.buf.push(b',');
         }
-    )*};
-}
+        self.buf.len()
+    }
 
-impl Cutter<'_> {
-    /// The value `open` ended: cut it when it is big enough.
-    fn end_value(&mut self, open: Open) {
-        let buf = &mut *self.buf;
-        let cuts = &mut *self.cuts;
-        let whole = buf.len() - open.start + (cuts.extra - open.extra);
+    /// After the key that started at `at`: opens its value.
+    fn value_start(&mut self, at: usize) -> Open {
+        // The key as written, quotes and escapes included: what the scan
+        // compares too.
+        let name = self.buf[at..]
+            .strip_prefix(b"\"")
+            .and_then(|k| k.strip_suffix(b"\""))
+            .filter(|k| ANCHORS.contains(k));
+        let top_key = name
+            .filter(|_| self.depth == 1 && self.top.is_some())
+            .map(|k| String::from_utf8_lossy(k).into_owned());
+        let anchor = name.is_some();
+        self.buf.push(b':');
+        Open {
+            anchor,
+            top_key,
+            start: self.buf.len(),
+            refs: self.refs.len(),
+            extra: self.extra,
+        }
+    }
+
+    /// The value `open` ended: cut it when it is anchored and big enough.
+    fn value_end(&mut self, open: Open) {
+        if !open.anchor {
+            return;
+        }
+        let whole = self.buf.len() - open.start + (self.extra - open.extra);
         if whole < MIN_PAYLOAD {
             return;
         }
-        // serde_json writes UTF-8, and a value starts after a `:` and ends
-        // where the buffer does.
-        let Ok(skeleton) = std::str::from_utf8(&buf[open.start..]) else {
-            return;
-        };
-        let inner: Vec<(usize, String)> = cuts
+        let inner: Vec<(usize, String)> = self
             .refs
             .drain(open.refs..)
             .map(|(at, hash)| (at - open.start, hash))
             .collect();
-        let hash = self.set.add_cut(skeleton, inner, whole);
-        buf.truncate(open.start);
-        buf.extend_from_slice(b"null");
-        cuts.refs.push((open.start, hash.clone()));
-        cuts.extra = open.extra + whole - 4;
-        if let (Some(top), Some(key)) = (cuts.top.as_mut(), open.top_key) {
+        let hash = self.set.add_cut(&self.buf[open.start..], inner, whole);
+        self.buf.truncate(open.start);
+        self.buf.extend_from_slice(b"null");
+        self.refs.push((open.start, hash.clone()));
+        self.extra = open.extra + whole - 4;
+        if let (Some(top), Some(key)) = (self.top.as_mut(), open.top_key) {
             let at = open.start + open.extra;
             top.push(TopPayload {
                 key,
@@ -120,105 +148,639 @@ impl Cutter<'_> {
             });
         }
     }
+
+    /// One key and its value, the key written by `key`.
+    fn entry<T: Serialize + ?Sized>(
+        &mut self,
+        first: bool,
+        key: impl FnOnce(&mut Self) -> Result,
+        value: &T,
+    ) -> Result {
+        let at = self.key_start(first);
+        key(self)?;
+        let open = self.value_start(at);
+        value.serialize(&mut *self)?;
+        self.value_end(open);
+        Ok(())
+    }
+
+    /// A raw fragment: a long string escaped ahead, copied as is, or a
+    /// payload's whole text, cut as the scan cuts it where it meets the
+    /// value: its anchored values inside become refs, so its skeleton, refs
+    /// and key are those its value would give.
+    fn raw(&mut self, fragment: &str) {
+        if fragment.len() >= MIN_PAYLOAD && matches!(fragment.as_bytes()[0], b'{' | b'[') {
+            if let Some((len, (skeleton, refs))) = self.set.scan(fragment, false, None) {
+                if len == fragment.len() {
+                    let at = self.buf.len();
+                    self.buf.extend_from_slice(skeleton.as_bytes());
+                    self.extra += fragment.len() - skeleton.len();
+                    self.refs
+                        .extend(refs.into_iter().map(|(offset, hash)| (at + offset, hash)));
+                    return;
+                }
+            }
+        }
+        self.buf.extend_from_slice(fragment.as_bytes());
+    }
+
+    /// A number as serde_json writes it.
+    fn number(&mut self, write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Result {
+        write(&mut self.buf).map_err(Error::io)
+    }
 }
 
-impl Formatter for Cutter<'_> {
-    compact! {
-        write_null();
-        write_bool(value: bool);
-        write_i8(value: i8);
-        write_i16(value: i16);
-        write_i32(value: i32);
-        write_i64(value: i64);
-        write_i128(value: i128);
-        write_u8(value: u8);
-        write_u16(value: u16);
-        write_u32(value: u32);
-        write_u64(value: u64);
-        write_u128(value: u128);
-        write_f32(value: f32);
-        write_f64(value: f64);
-        write_number_str(value: &str);
-        begin_string();
-        end_string();
-        write_string_fragment(fragment: &str);
-        write_char_escape(char_escape: CharEscape);
-        write_byte_array(value: &[u8]);
-        begin_array_value(first: bool);
-        end_array_value();
-        write_raw_fragment(fragment: &str);
-    }
+impl<'a, 'w> ser::Serializer for &'a mut Writer<'w> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Seq<'a, 'w>;
+    type SerializeTuple = Seq<'a, 'w>;
+    type SerializeTupleStruct = Seq<'a, 'w>;
+    type SerializeTupleVariant = Seq<'a, 'w>;
+    type SerializeMap = Map<'a, 'w>;
+    type SerializeStruct = Map<'a, 'w>;
+    type SerializeStructVariant = Map<'a, 'w>;
 
-    fn begin_array<W: ?Sized + io::Write>(&mut self, _: &mut W) -> io::Result<()> {
-        self.cuts.depth += 1;
-        self.buf.push(b'[');
+    fn serialize_bool(self, v: bool) -> Result {
+        self.buf
+            .extend_from_slice(if v { b"true" } else { b"false" });
         Ok(())
     }
-
-    fn end_array<W: ?Sized + io::Write>(&mut self, _: &mut W) -> io::Result<()> {
-        self.cuts.depth -= 1;
-        self.buf.push(b']');
-        Ok(())
+    fn serialize_i8(self, v: i8) -> Result {
+        self.number(|b| CompactFormatter.write_i8(b, v))
     }
-
-    fn begin_object<W: ?Sized + io::Write>(&mut self, _: &mut W) -> io::Result<()> {
-        self.cuts.depth += 1;
-        self.buf.push(b'{');
-        Ok(())
+    fn serialize_i16(self, v: i16) -> Result {
+        self.number(|b| CompactFormatter.write_i16(b, v))
     }
-
-    fn end_object<W: ?Sized + io::Write>(&mut self, _: &mut W) -> io::Result<()> {
-        self.cuts.depth -= 1;
-        self.buf.push(b'}');
-        Ok(())
+    fn serialize_i32(self, v: i32) -> Result {
+        self.number(|b| CompactFormatter.write_i32(b, v))
     }
-
-    fn begin_object_key<W: ?Sized + io::Write>(
-        &mut self,
-        _: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        if !first {
-            self.buf.push(b',');
+    fn serialize_i64(self, v: i64) -> Result {
+        self.number(|b| CompactFormatter.write_i64(b, v))
+    }
+    fn serialize_i128(self, v: i128) -> Result {
+        self.number(|b| CompactFormatter.write_i128(b, v))
+    }
+    fn serialize_u8(self, v: u8) -> Result {
+        self.number(|b| CompactFormatter.write_u8(b, v))
+    }
+    fn serialize_u16(self, v: u16) -> Result {
+        self.number(|b| CompactFormatter.write_u16(b, v))
+    }
+    fn serialize_u32(self, v: u32) -> Result {
+        self.number(|b| CompactFormatter.write_u32(b, v))
+    }
+    fn serialize_u64(self, v: u64) -> Result {
+        self.number(|b| CompactFormatter.write_u64(b, v))
+    }
+    fn serialize_u128(self, v: u128) -> Result {
+        self.number(|b| CompactFormatter.write_u128(b, v))
+    }
+    fn serialize_f32(self, v: f32) -> Result {
+        if !v.is_finite() {
+            return self.serialize_unit();
         }
-        self.cuts.key_start = self.buf.len();
+        self.number(|b| CompactFormatter.write_f32(b, v))
+    }
+    fn serialize_f64(self, v: f64) -> Result {
+        if !v.is_finite() {
+            return self.serialize_unit();
+        }
+        self.number(|b| CompactFormatter.write_f64(b, v))
+    }
+    fn serialize_char(self, v: char) -> Result {
+        self.escape(v.encode_utf8(&mut [0; 4]));
         Ok(())
     }
-
-    fn end_object_key<W: ?Sized + io::Write>(&mut self, _: &mut W) -> io::Result<()> {
-        // The key as written, quotes and escapes included: what the scan
-        // compares too.
-        let key = &self.buf[self.cuts.key_start..];
-        let name = key
-            .strip_prefix(b"\"")
-            .and_then(|k| k.strip_suffix(b"\""))
-            .filter(|k| ANCHORS.contains(k));
-        self.cuts.anchor = name.is_some();
-        self.cuts.top_key = name
-            .filter(|_| self.cuts.depth == 1 && self.cuts.top.is_some())
-            .map(|k| String::from_utf8_lossy(k).into_owned());
+    fn serialize_str(self, v: &str) -> Result {
+        self.escape(v);
         Ok(())
     }
-
-    fn begin_object_value<W: ?Sized + io::Write>(&mut self, _: &mut W) -> io::Result<()> {
-        self.buf.push(b':');
-        let cuts = &mut *self.cuts;
-        cuts.open.push(Open {
-            anchor: std::mem::take(&mut cuts.anchor),
-            top_key: cuts.top_key.take(),
-            start: self.buf.len(),
-            refs: cuts.refs.len(),
-            extra: cuts.extra,
-        });
+    fn serialize_bytes(self, v: &[u8]) -> Result {
+        use ser::SerializeSeq;
+        let mut seq = self.serialize_seq(Some(v.len()))?;
+        for b in v {
+            seq.serialize_element(b)?;
+        }
+        seq.end()
+    }
+    fn serialize_none(self) -> Result {
+        self.serialize_unit()
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result {
+        self.buf.extend_from_slice(b"null");
         Ok(())
     }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(self, _name: &'static str, _i: u32, variant: &'static str) -> Result {
+        self.serialize_str(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _i: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result {
+        self.open(b'{');
+        self.entry(true, |w| w.serialize_str(variant), value)?;
+        self.close(b'}');
+        Ok(())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Seq<'a, 'w>> {
+        self.open(b'[');
+        Ok(Seq {
+            w: self,
+            first: true,
+            variant: None,
+        })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Seq<'a, 'w>> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Seq<'a, 'w>> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _i: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Seq<'a, 'w>> {
+        self.open(b'{');
+        let at = self.key_start(true);
+        self.escape(variant);
+        let open = self.value_start(at);
+        self.open(b'[');
+        Ok(Seq {
+            w: self,
+            first: true,
+            variant: Some(open),
+        })
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Map<'a, 'w>> {
+        self.open(b'{');
+        Ok(Map {
+            w: self,
+            first: true,
+            key: None,
+            variant: None,
+            raw: false,
+        })
+    }
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Map<'a, 'w>> {
+        if name == RAW_VALUE {
+            return Ok(Map {
+                w: self,
+                first: true,
+                key: None,
+                variant: None,
+                raw: true,
+            });
+        }
+        self.serialize_map(Some(len))
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _i: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Map<'a, 'w>> {
+        self.open(b'{');
+        let at = self.key_start(true);
+        self.escape(variant);
+        let open = self.value_start(at);
+        self.open(b'{');
+        Ok(Map {
+            w: self,
+            first: true,
+            key: None,
+            variant: Some(open),
+            raw: false,
+        })
+    }
+}
 
-    fn end_object_value<W: ?Sized + io::Write>(&mut self, _: &mut W) -> io::Result<()> {
-        if let Some(open) = self.cuts.open.pop().filter(|o| o.anchor) {
-            self.end_value(open);
+/// An array being written (or a tuple variant's, `{"variant":[...]}`).
+pub(super) struct Seq<'a, 'w> {
+    w: &'a mut Writer<'w>,
+    first: bool,
+    variant: Option<Open>,
+}
+
+impl Seq<'_, '_> {
+    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        if !std::mem::take(&mut self.first) {
+            self.w.buf.push(b',');
+        }
+        value.serialize(&mut *self.w)
+    }
+
+    fn finish(self) -> Result {
+        self.w.close(b']');
+        if let Some(open) = self.variant {
+            self.w.value_end(open);
+            self.w.close(b'}');
         }
         Ok(())
     }
+}
+
+impl ser::SerializeSeq for Seq<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        self.element(value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTuple for Seq<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        self.element(value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleStruct for Seq<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        self.element(value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleVariant for Seq<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        self.element(value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+/// An object being written (a map, a struct, a struct variant's
+/// `{"variant":{...}}`), or a raw value (`raw`: one field, its text).
+pub(super) struct Map<'a, 'w> {
+    w: &'a mut Writer<'w>,
+    first: bool,
+    /// A map's key written, its value not yet: where it starts.
+    key: Option<usize>,
+    variant: Option<Open>,
+    raw: bool,
+}
+
+impl Map<'_, '_> {
+    fn finish(self) -> Result {
+        if self.raw {
+            return Ok(());
+        }
+        self.w.close(b'}');
+        if let Some(open) = self.variant {
+            self.w.value_end(open);
+            self.w.close(b'}');
+        }
+        Ok(())
+    }
+
+    fn field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
+        if self.raw {
+            let text = value.serialize(RawText)?;
+            self.w.raw(&text);
+            return Ok(());
+        }
+        let first = std::mem::take(&mut self.first);
+        self.w
+            .entry(first, |w| ser::Serializer::serialize_str(w, key), value)
+    }
+}
+
+impl ser::SerializeMap for Map<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result {
+        let first = std::mem::take(&mut self.first);
+        let at = self.w.key_start(first);
+        key.serialize(KeyWriter { w: &mut *self.w })?;
+        self.key = Some(at);
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        let at = self
+            .key
+            .take()
+            .ok_or_else(|| Error::custom("a map value without its key"))?;
+        let open = self.w.value_start(at);
+        value.serialize(&mut *self.w)?;
+        self.w.value_end(open);
+        Ok(())
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeStruct for Map<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
+        self.field(key, value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeStructVariant for Map<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
+        self.field(key, value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+fn key_must_be_a_string() -> Error {
+    Error::custom("key must be a string")
+}
+
+/// A map key, as serde_json writes one: a string, or a number, a boolean
+/// or a char in quotes; anything else is an error.
+struct KeyWriter<'a, 'w> {
+    w: &'a mut Writer<'w>,
+}
+
+impl KeyWriter<'_, '_> {
+    fn quoted(self, write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Result {
+        self.w.buf.push(b'"');
+        write(&mut self.w.buf).map_err(Error::io)?;
+        self.w.buf.push(b'"');
+        Ok(())
+    }
+}
+
+macro_rules! quoted_keys {
+    ($($method:ident($ty:ty) => $write:ident;)*) => {$(
+        fn $method(self, v: $ty) -> Result {
+            self.quoted(|b| CompactFormatter.$write(b, v))
+        }
+    )*};
+}
+
+macro_rules! refused_keys {
+    ($($method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
+        fn $method(self $(, $arg: $ty)*) -> Result<$ret> {
+            $(let _ = $arg;)*
+            Err(key_must_be_a_string())
+        }
+    )*};
+}
+
+impl ser::Serializer for KeyWriter<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = ser::Impossible<(), Error>;
+    type SerializeTuple = ser::Impossible<(), Error>;
+    type SerializeTupleStruct = ser::Impossible<(), Error>;
+    type SerializeTupleVariant = ser::Impossible<(), Error>;
+    type SerializeMap = ser::Impossible<(), Error>;
+    type SerializeStruct = ser::Impossible<(), Error>;
+    type SerializeStructVariant = ser::Impossible<(), Error>;
+
+    fn serialize_str(self, v: &str) -> Result {
+        self.w.escape(v);
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result {
+        self.w.escape(v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+    fn serialize_unit_variant(self, _name: &'static str, _i: u32, variant: &'static str) -> Result {
+        self.serialize_str(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result {
+        value.serialize(self)
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result {
+        value.serialize(self)
+    }
+    fn serialize_f32(self, v: f32) -> Result {
+        if !v.is_finite() {
+            return Err(Error::custom(
+                "float key must be finite (got NaN or +/-inf)",
+            ));
+        }
+        self.quoted(|b| CompactFormatter.write_f32(b, v))
+    }
+    fn serialize_f64(self, v: f64) -> Result {
+        if !v.is_finite() {
+            return Err(Error::custom(
+                "float key must be finite (got NaN or +/-inf)",
+            ));
+        }
+        self.quoted(|b| CompactFormatter.write_f64(b, v))
+    }
+    quoted_keys! {
+        serialize_bool(bool) => write_bool;
+        serialize_i8(i8) => write_i8;
+        serialize_i16(i16) => write_i16;
+        serialize_i32(i32) => write_i32;
+        serialize_i64(i64) => write_i64;
+        serialize_i128(i128) => write_i128;
+        serialize_u8(u8) => write_u8;
+        serialize_u16(u16) => write_u16;
+        serialize_u32(u32) => write_u32;
+        serialize_u64(u64) => write_u64;
+        serialize_u128(u128) => write_u128;
+    }
+    refused_keys! {
+        serialize_bytes(v: &[u8]) -> ();
+        serialize_none() -> ();
+        serialize_unit() -> ();
+        serialize_unit_struct(name: &'static str) -> ();
+        serialize_seq(len: Option<usize>) -> Self::SerializeSeq;
+        serialize_tuple(len: usize) -> Self::SerializeTuple;
+        serialize_tuple_struct(name: &'static str, len: usize) -> Self::SerializeTupleStruct;
+        serialize_tuple_variant(name: &'static str, i: u32, variant: &'static str, len: usize) -> Self::SerializeTupleVariant;
+        serialize_map(len: Option<usize>) -> Self::SerializeMap;
+        serialize_struct(name: &'static str, len: usize) -> Self::SerializeStruct;
+        serialize_struct_variant(name: &'static str, i: u32, variant: &'static str, len: usize) -> Self::SerializeStructVariant;
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _i: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result {
+        Err(key_must_be_a_string())
+    }
+}
+
+/// The text of a raw value's one field (a string).
+struct RawText;
+
+impl ser::Serializer for RawText {
+    type Ok = String;
+    type Error = Error;
+    type SerializeSeq = ser::Impossible<String, Error>;
+    type SerializeTuple = ser::Impossible<String, Error>;
+    type SerializeTupleStruct = ser::Impossible<String, Error>;
+    type SerializeTupleVariant = ser::Impossible<String, Error>;
+    type SerializeMap = ser::Impossible<String, Error>;
+    type SerializeStruct = ser::Impossible<String, Error>;
+    type SerializeStructVariant = ser::Impossible<String, Error>;
+
+    fn serialize_str(self, v: &str) -> Result<String> {
+        Ok(v.to_owned())
+    }
+    fn serialize_bool(self, _v: bool) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_i8(self, _v: i8) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_i16(self, _v: i16) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_i32(self, _v: i32) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_i64(self, _v: i64) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_u8(self, _v: u8) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_u16(self, _v: u16) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_u32(self, _v: u32) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_u64(self, _v: u64) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_f32(self, _v: f32) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_f64(self, _v: f64) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_char(self, _v: char) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_bytes(self, _v: &[u8]) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_none(self) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_unit(self) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _i: u32,
+        _variant: &'static str,
+    ) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _value: &T,
+    ) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _i: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result<String> {
+        Err(raw_expected())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq> {
+        Err(raw_expected())
+    }
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple> {
+        Err(raw_expected())
+    }
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleStruct> {
+        Err(raw_expected())
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _i: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant> {
+        Err(raw_expected())
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap> {
+        Err(raw_expected())
+    }
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeStruct> {
+        Err(raw_expected())
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _i: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant> {
+        Err(raw_expected())
+    }
+}
+
+fn raw_expected() -> Error {
+    Error::custom("a raw value is its text")
 }
 
 /// The largest buffer a run keeps between writes (one a huge text grew is
@@ -232,7 +794,7 @@ impl PayloadSet {
     pub fn serialize<T: Serialize + ?Sized>(
         &mut self,
         value: &T,
-    ) -> Result<Dehydrated, serde_json::Error> {
+    ) -> std::result::Result<Dehydrated, serde_json::Error> {
         self.write(value, None).map(|(d, _)| d)
     }
 
@@ -241,7 +803,7 @@ impl PayloadSet {
     pub fn serialize_object<T: Serialize + ?Sized>(
         &mut self,
         value: &T,
-    ) -> Result<(Dehydrated, Vec<TopPayload>), serde_json::Error> {
+    ) -> std::result::Result<(Dehydrated, Vec<TopPayload>), serde_json::Error> {
         self.write(value, Some(Vec::new()))
             .map(|(d, top)| (d, top.unwrap_or_default()))
     }
@@ -250,36 +812,35 @@ impl PayloadSet {
         &mut self,
         value: &T,
         top: Option<Vec<TopPayload>>,
-    ) -> Result<(Dehydrated, Option<Vec<TopPayload>>), serde_json::Error> {
+    ) -> std::result::Result<(Dehydrated, Option<Vec<TopPayload>>), serde_json::Error> {
         // The run's buffer, grown once: a text written here is copied out
         // at its length (a value cut shrinks the text, and a string with
         // the capacity of what it held would keep that memory for as long
         // as the write waits in the writer's queue).
         let mut buf = std::mem::take(&mut self.known.buffer);
         buf.clear();
-        let mut cuts = Cuts {
-            top,
-            ..Cuts::default()
-        };
-        let formatter = Cutter {
-            buf: &mut buf,
+        let mut w = Writer {
+            buf,
             set: self,
-            cuts: &mut cuts,
+            refs: Vec::new(),
+            extra: 0,
+            depth: 0,
+            top,
         };
-        let mut serializer = serde_json::Serializer::with_formatter(io::sink(), formatter);
-        value.serialize(&mut serializer)?;
-        drop(serializer);
-        let text = std::str::from_utf8(&buf).map(str::to_owned).map_err(|e| {
-            <serde_json::Error as serde::ser::Error>::custom(format!("not UTF-8: {e}"))
+        // Payloads from their text, written once for the run's records.
+        let written = node_runtime::payload::compact_texts(|| value.serialize(&mut w));
+        let Writer { buf, refs, top, .. } = w;
+        // Only JSON text and escaped strings were written.
+        let text = written.and_then(|()| {
+            String::from_utf8(buf.clone()).map_err(|e| Error::custom(format!("not UTF-8: {e}")))
         });
         if buf.capacity() <= MAX_KEPT_BUFFER {
             self.known.buffer = buf;
         }
-        let text = text?;
         let d = Dehydrated {
-            text,
-            refs: refs_text(&cuts.refs),
+            text: text?,
+            refs: refs_text(&refs),
         };
-        Ok((d, cuts.top))
+        Ok((d, top))
     }
 }
