@@ -26,7 +26,8 @@ use serde::ser::{self, Serialize};
 /// The canonical text of `value`, or `None` outside the subset above.
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Option<String> {
     let mut out = Vec::with_capacity(256);
-    value.serialize(Writer { out: &mut out }).ok()?;
+    // A payload whose text is canonical comes as that text.
+    crate::payload::canonical_texts(|| value.serialize(Writer { out: &mut out })).ok()?;
     // Only JSON text and escaped strings were written.
     String::from_utf8(out).ok()
 }
@@ -312,10 +313,13 @@ impl<'a> Object<'a> {
     fn member<T: Serialize + ?Sized>(&mut self, key: Cow<'static, str>, value: &T) -> Result {
         if self.raw {
             // `fast_json`'s long string: its escaped text, which is
-            // serde_json's (and RFC 8785's) text of that string. Any other
-            // raw value (a whole object, say) may not be canonical.
+            // serde_json's (and RFC 8785's) text of that string; or a
+            // payload's canonical text (`payload::canonical_texts`, on
+            // while this writer runs). Any other raw value (a whole
+            // object, say) may not be canonical.
             let text = value.serialize(KeyWriter)?;
-            if !self.members.is_empty() || !text.starts_with('"') {
+            let canonical = text.starts_with('"') || crate::payload::canonical_texts_on();
+            if !self.members.is_empty() || !canonical {
                 return Err(Unsupported);
             }
             self.out.extend_from_slice(text.as_bytes());

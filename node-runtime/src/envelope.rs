@@ -96,6 +96,36 @@ impl ToolEnvelope {
         }
     }
 
+    /// The envelope as a JSON value: what `serde_json::to_value` gives,
+    /// built directly (its input and output copied as values, not written
+    /// out and read back: a long string of a payload goes through its text
+    /// there; issue #30).
+    pub fn to_value(&self) -> serde_json::Value {
+        use serde_json::Value;
+        let mut map = serde_json::Map::new();
+        map.insert("call_id".into(), Value::String(self.call_id.clone()));
+        map.insert("name".into(), Value::String(self.name.clone()));
+        map.insert("version".into(), Value::String(self.version.clone()));
+        map.insert("input".into(), self.input.value().clone());
+        map.insert("output".into(), self.output.value().clone());
+        map.insert(
+            "error".into(),
+            serde_json::to_value(&self.error).unwrap_or(Value::Null),
+        );
+        map.insert("t_start".into(), Value::String(self.t_start.clone()));
+        map.insert("t_end".into(), Value::String(self.t_end.clone()));
+        map.insert("cached".into(), Value::Bool(self.cached));
+        map.insert("truncated".into(), Value::Bool(self.truncated));
+        map.insert(
+            "attachments".into(),
+            serde_json::to_value(&self.attachments).unwrap_or(Value::Null),
+        );
+        if self.replayed {
+            map.insert("replayed".into(), Value::Bool(true));
+        }
+        Value::Object(map)
+    }
+
     /// `name@version`.
     pub fn tool_ref(&self) -> String {
         crate::tool_spec::tool_key(&self.name, &self.version)

@@ -140,8 +140,14 @@ impl fmt::Display for Payload {
 impl Serialize for Payload {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         #[cfg(feature = "runtime")]
-        if raw::on() {
-            return raw::text(self.text(), serializer);
+        match raw::mode() {
+            raw::Mode::Compact => return raw::text(self.text(), serializer),
+            raw::Mode::Canonical => {
+                if let std::borrow::Cow::Borrowed(text) = crate::call_id::canonical_of(self) {
+                    return raw::text(text, serializer);
+                }
+            }
+            raw::Mode::Value => {}
         }
         serialize_value(&self.0.value, serializer)
     }
@@ -171,12 +177,24 @@ mod raw {
 
     use serde::ser::{SerializeStruct, Serializer};
 
-    thread_local! {
-        static ON: Cell<bool> = const { Cell::new(false) };
+    /// How payloads are written on this thread now.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Mode {
+        /// From their value (every serializer).
+        Value,
+        /// From their compact text (see [`super::compact_texts`]).
+        Compact,
+        /// From their text where it is their canonical text (see
+        /// [`super::canonical_texts`]).
+        Canonical,
     }
 
-    pub(super) fn on() -> bool {
-        ON.with(Cell::get)
+    thread_local! {
+        static MODE: Cell<Mode> = const { Cell::new(Mode::Value) };
+    }
+
+    pub(crate) fn mode() -> Mode {
+        MODE.with(Cell::get)
     }
 
     /// serde_json's raw value protocol (see `fast_json`): its text
@@ -187,17 +205,17 @@ mod raw {
         raw.end()
     }
 
-    /// Restores the flag as it was, also when `f` panics.
-    pub(super) struct Restore(pub(super) bool);
+    /// Restores the mode as it was, also when `f` panics.
+    pub(super) struct Restore(Mode);
 
     impl Drop for Restore {
         fn drop(&mut self) {
-            ON.with(|on| on.set(self.0));
+            MODE.with(|m| m.set(self.0));
         }
     }
 
-    pub(super) fn set(value: bool) -> Restore {
-        Restore(ON.with(|on| on.replace(value)))
+    pub(super) fn set(mode: Mode) -> Restore {
+        Restore(MODE.with(|m| m.replace(mode)))
     }
 }
 
@@ -209,8 +227,26 @@ mod raw {
 /// payload's text as it would the value's (issue #30).
 #[cfg(feature = "runtime")]
 pub fn compact_texts<R>(f: impl FnOnce() -> R) -> R {
-    let _restore = raw::set(true);
+    let _restore = raw::set(raw::Mode::Compact);
     f()
+}
+
+/// Runs `f` with every payload whose text is its canonical JSON (RFC 8785:
+/// the usual case, see `call_id::canonical_of`) serialized from that text
+/// as one raw fragment: for the canonical writer (`canonical_ser`), which
+/// copies such a fragment as it is; a payload's text is written once for
+/// its call id, its cache key and the bundle's integrity hash (issue #30).
+#[cfg(feature = "runtime")]
+pub(crate) fn canonical_texts<R>(f: impl FnOnce() -> R) -> R {
+    let _restore = raw::set(raw::Mode::Canonical);
+    f()
+}
+
+/// Whether payloads are being written from their canonical texts (see
+/// [`canonical_texts`]).
+#[cfg(feature = "runtime")]
+pub(crate) fn canonical_texts_on() -> bool {
+    raw::mode() == raw::Mode::Canonical
 }
 
 #[cfg(feature = "openapi")]

@@ -148,16 +148,7 @@ pub(super) fn agent_handles(
     outputs: &AgentOutputs,
     stale: &dyn Fn(&str) -> Option<Value>,
 ) -> Result<AgentHandles, String> {
-    // The handles are taken out of the outputs' one `Value`, not copied
-    // from it (its `tools_by_id` holds every call of the run).
-    let mut as_value = match serde_json::to_value(outputs).map_err(|e| e.to_string())? {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
-    let mut handles: BTreeMap<String, Value> = AGENT_OUTPUTS
-        .iter()
-        .map(|k| (k.to_string(), as_value.remove(*k).unwrap_or(Value::Null)))
-        .collect();
+    let mut handles = contract_values(outputs);
     let mut fallbacks = BTreeMap::new();
     let mut resolved = Vec::new();
     for pin in &config.pins {
@@ -181,6 +172,54 @@ pub(super) fn agent_handles(
         fallbacks,
         resolved,
     })
+}
+
+/// The contract keys of an agent's outputs ([`AGENT_OUTPUTS`]) as values,
+/// as `serde_json::to_value` gives them, built directly (issue #30: a
+/// long run's `tools_by_id` went through serde, every call's input
+/// written out and read back).
+fn contract_values(outputs: &AgentOutputs) -> BTreeMap<String, Value> {
+    let string_or_null = |s: &Option<String>| s.clone().map_or(Value::Null, Value::String);
+    let handles = BTreeMap::from([
+        (
+            "response".to_string(),
+            Value::String(outputs.response.clone()),
+        ),
+        (
+            "tools_by_id".to_string(),
+            Value::Object(
+                outputs
+                    .tools_by_id
+                    .iter()
+                    .map(|(id, e)| (id.clone(), e.to_value()))
+                    .collect(),
+            ),
+        ),
+        (
+            "tool_order".to_string(),
+            Value::Array(
+                outputs
+                    .tool_order
+                    .iter()
+                    .cloned()
+                    .map(Value::String)
+                    .collect(),
+            ),
+        ),
+        (
+            "last_tool".to_string(),
+            outputs
+                .last_tool
+                .as_ref()
+                .map_or(Value::Null, ToolEnvelope::to_value),
+        ),
+        (
+            "traces_url".to_string(),
+            string_or_null(&outputs.traces_url),
+        ),
+    ]);
+    debug_assert!(AGENT_OUTPUTS.iter().all(|k| handles.contains_key(*k)));
+    handles
 }
 
 pub(super) fn collect_outputs(
@@ -211,5 +250,76 @@ mod bounds_tests {
         let e = render(huge, &none).expect_err("a huge output is refused");
         assert!(e.contains("more than the 1048576 allowed"), "{e}");
         assert_eq!(render("{{ 'ab' * 3 }}", &none).as_deref(), Ok("ababab"));
+    }
+}
+
+#[cfg(test)]
+mod contract_tests {
+    use super::*;
+    use crate::envelope::{Attachment, AttachmentKind};
+    use crate::error::ToolError;
+
+    /// The handles built directly are the outputs' values as serde makes
+    /// them, whatever the envelopes hold.
+    #[test]
+    fn the_contract_values_are_serdes() {
+        let ok = ToolEnvelope {
+            output: json!({"results": ["x".repeat(300), 1.5, null]}).into(),
+            error: None,
+            cached: true,
+            attachments: vec![Attachment {
+                kind: AttachmentKind::Blob,
+                url: "blob://h".into(),
+                content_type: Some("text/plain".into()),
+                bytes: Some(7),
+            }],
+            ..ToolEnvelope::failed(
+                "a".into(),
+                "json_query".into(),
+                "1.0.0".into(),
+                json!({"data": {"note": "y".repeat(1024), "i": 3}, "program": ".note"}),
+                ToolError::unknown("x"),
+                "t0".into(),
+                "t1".into(),
+            )
+        };
+        let failed = ToolEnvelope {
+            replayed: true,
+            ..ToolEnvelope::failed(
+                "b".into(),
+                "http_request".into(),
+                "1.0.0".into(),
+                json!("not an object"),
+                ToolError::unknown("boom").with_details(json!({"outcome": "unknown"})),
+                "t2".into(),
+                "t3".into(),
+            )
+        };
+        let mut outputs = AgentOutputs {
+            traces_url: Some("/runs/r/trace".into()),
+            limit_reached: Some("max_iterations".into()),
+            ..AgentOutputs::default()
+        };
+        let empty = contract_values(&outputs);
+        outputs.record(ok);
+        outputs.record(failed);
+        outputs.response = "done".into();
+        for (outputs, handles) in [
+            (
+                AgentOutputs::default(),
+                contract_values(&AgentOutputs::default()),
+            ),
+            (outputs.clone(), contract_values(&outputs)),
+        ] {
+            let Value::Object(mut all) = serde_json::to_value(&outputs).expect("value") else {
+                panic!("an object");
+            };
+            let want: BTreeMap<String, Value> = AGENT_OUTPUTS
+                .iter()
+                .map(|k| (k.to_string(), all.remove(*k).unwrap_or(Value::Null)))
+                .collect();
+            assert_eq!(handles, want);
+        }
+        assert_eq!(empty["traces_url"], json!("/runs/r/trace"));
     }
 }
