@@ -71,7 +71,9 @@ pub enum ProviderConfig {
 /// first (serde's `Content`) and builds the script from that copy, which
 /// for a script of many turns was a tenth of a run's instructions and a
 /// copy of every turn kept until the end of parsing (issue #30). The same
-/// config either way.
+/// config either way. The native build only: the app keeps the derived
+/// reading (and its size).
+#[cfg(feature = "runtime")]
 pub(crate) fn deserialize_provider<'de, D>(deserializer: D) -> Result<ProviderConfig, D::Error>
 where
     D: serde::Deserializer<'de>,
@@ -166,7 +168,7 @@ pub struct AgentConfig {
     pub tools: Vec<String>,
     #[serde(default)]
     pub policy: Policy,
-    #[serde(deserialize_with = "deserialize_provider")]
+    #[cfg_attr(feature = "runtime", serde(deserialize_with = "deserialize_provider"))]
     pub provider: ProviderConfig,
     #[serde(default)]
     pub params: ModelParams,
@@ -186,7 +188,7 @@ impl AgentConfig {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "runtime"))]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -87,10 +87,11 @@ impl serde_json::ser::Formatter for IntegralFloats {
 /// already, as it is for the usual value (ASCII keys, integers within
 /// +-2^53; serde_json writes a map's keys in order).
 pub fn canonical_of(payload: &Payload) -> std::borrow::Cow<'_, str> {
-    match fast_path(payload) {
-        Fast::Plain => std::borrow::Cow::Borrowed(payload.text()),
-        _ => std::borrow::Cow::Owned(canonical_json(payload)),
+    #[cfg(feature = "runtime")]
+    if fast_path(payload) == Fast::Plain {
+        return std::borrow::Cow::Borrowed(payload.text());
     }
+    std::borrow::Cow::Owned(canonical_json(payload))
 }
 
 pub fn canonical_json_general(value: &Value) -> String {

@@ -20,7 +20,9 @@
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+#[cfg(feature = "runtime")]
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -33,7 +35,9 @@ pub struct Payload(Arc<Inner>);
 struct Inner {
     value: Value,
     /// The value's compact JSON text, written the first time it is asked
-    /// for (see [`Payload::text`]).
+    /// for (see [`Payload::text`]; the native build only: the app never
+    /// asks).
+    #[cfg(feature = "runtime")]
     text: OnceLock<Box<str>>,
 }
 
@@ -41,6 +45,7 @@ impl Payload {
     pub fn new(value: Value) -> Self {
         Self(Arc::new(Inner {
             value,
+            #[cfg(feature = "runtime")]
             text: OnceLock::new(),
         }))
     }
@@ -61,21 +66,12 @@ impl Payload {
     /// written once for every record that shares it: a call's input is
     /// written for its call id, its cache key, its invocation record and
     /// each text of the run that holds it (issue #30).
+    #[cfg(feature = "runtime")]
     pub fn text(&self) -> &str {
-        self.0.text.get_or_init(|| text_of(&self.0.value).into())
+        self.0
+            .text
+            .get_or_init(|| crate::fast_json::to_string(&self.0.value).into())
     }
-}
-
-/// serde_json's compact text of a value, long strings escaped by SIMD in
-/// the native build.
-#[cfg(feature = "runtime")]
-fn text_of(value: &Value) -> String {
-    crate::fast_json::to_string(value)
-}
-
-#[cfg(not(feature = "runtime"))]
-fn text_of(value: &Value) -> String {
-    value.to_string()
 }
 
 impl Deref for Payload {
@@ -90,7 +86,10 @@ impl DerefMut for Payload {
     /// The value to change, copied first when another record holds it.
     fn deref_mut(&mut self) -> &mut Value {
         let inner = Arc::make_mut(&mut self.0);
-        inner.text = OnceLock::new();
+        #[cfg(feature = "runtime")]
+        {
+            inner.text = OnceLock::new();
+        }
         &mut inner.value
     }
 }
@@ -299,6 +298,7 @@ mod tests {
     /// A payload's text is its value's compact JSON, written again after a
     /// change; within `compact_texts` a compact writer copies it.
     #[test]
+    #[cfg(feature = "runtime")]
     fn a_payload_is_written_from_its_text_where_asked() {
         let value = json!({"note": "x".repeat(300), "n": [1, -2, 2.5], "k": {"é": "\u{1}"}});
         let mut p = Payload::from(value.clone());
@@ -309,7 +309,6 @@ mod tests {
             serde_json::to_string(&*p).expect("ser"),
             "a change writes it again"
         );
-        #[cfg(feature = "runtime")]
         {
             let map = std::collections::BTreeMap::from([("input", p.clone())]);
             let record = json!({ "input": p.value() });

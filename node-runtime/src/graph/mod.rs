@@ -141,7 +141,10 @@ pub struct AgentNodeConfig {
     pub tools: Vec<ToolSelection>,
     #[serde(default)]
     pub policy: Policy,
-    #[serde(deserialize_with = "crate::agent_config::deserialize_provider")]
+    #[cfg_attr(
+        feature = "runtime",
+        serde(deserialize_with = "crate::agent_config::deserialize_provider")
+    )]
     pub provider: ProviderConfig,
     #[serde(default)]
     pub params: ModelParams,

@@ -87,6 +87,14 @@ pub(super) struct EventOut {
     pub(super) committed: Committed,
 }
 
+/// A batch of events whose write ended: how, the events by sequence
+/// number, and the payload rows it carried.
+type Committing = (
+    Result<(), StoreError>,
+    Vec<(i64, WorkflowEvent)>,
+    Vec<String>,
+);
+
 /// Persists, indexes and broadcasts a run's events, in order, then its end.
 ///
 /// Batches are handed to the group writer as soon as they arrive, without
@@ -118,23 +126,17 @@ pub(super) async fn write_events(
     let mut tools: HashMap<String, (String, String, String)> = HashMap::new();
     let trace_id = crate::trace::trace_id(&run_id);
     let mut in_flight = FuturesOrdered::new();
-    let broadcast = |(done, events, hashes): (
-        Result<(), StoreError>,
-        Vec<(i64, WorkflowEvent)>,
-        Vec<String>,
-    )| {
-        match done {
-            Ok(()) => {
-                committed.with(|known| known.settled(hashes, true));
-                for (seq, event) in &events {
-                    tx.send(*seq, event);
-                }
+    let broadcast = |(done, events, hashes): Committing| match done {
+        Ok(()) => {
+            committed.with(|known| known.settled(hashes, true));
+            for (seq, event) in &events {
+                tx.send(*seq, event);
             }
-            Err(e) => {
-                committed.with(|known| known.settled(hashes, false));
-                tracing::error!(run_id, error = %e, "cannot store run events; their live streams end");
-                tx.cut();
-            }
+        }
+        Err(e) => {
+            committed.with(|known| known.settled(hashes, false));
+            tracing::error!(run_id, error = %e, "cannot store run events; their live streams end");
+            tx.cut();
         }
     };
     loop {

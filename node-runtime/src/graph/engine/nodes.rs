@@ -97,7 +97,7 @@ impl Runner<'_> {
             let call = ToolCall {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
-                input: input.clone().into(),
+                input: input.clone(),
             };
             fork.decide(&node.id, &call).envelope()
         });
@@ -106,7 +106,7 @@ impl Runner<'_> {
                 AgentEvent::ToolCallStarted {
                     call_id,
                     tool: config.tool.clone(),
-                    input: input.into(),
+                    input,
                 },
                 AgentEvent::ToolCallFinished {
                     envelope: envelope.clone(),
@@ -174,7 +174,6 @@ impl Runner<'_> {
             env: self.services.env.clone(),
             progress: None,
         });
-        let input = Payload::from(input);
         self.sink.emit(WorkflowEvent::Agent {
             node_id: node.id.clone(),
             event: Box::new(AgentEvent::ToolCallStarted {

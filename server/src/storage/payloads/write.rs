@@ -400,49 +400,29 @@ impl Seq<'_, '_> {
     }
 }
 
-impl ser::SerializeSeq for Seq<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
+/// The four sequence traits are the same list (`Seq::element`,
+/// `Seq::finish`).
+macro_rules! seq_impl {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Seq<'_, '_> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+                self.element(value)
+            }
+            fn end(self) -> Result {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Seq<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for Seq<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for Seq<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
+seq_impl!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// An object being written (a map, a struct, a struct variant's
 /// `{"variant":{...}}`), or a raw value (`raw`: one field, its text).
@@ -505,27 +485,27 @@ impl ser::SerializeMap for Map<'_, '_> {
     }
 }
 
-impl ser::SerializeStruct for Map<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.field(key, value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
+/// A struct and a struct variant are the same fields (`Map::field`).
+macro_rules! struct_impl {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Map<'_, '_> {
+            type Ok = ();
+            type Error = Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result {
+                self.field(key, value)
+            }
+            fn end(self) -> Result {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Map<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.field(key, value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
+struct_impl!(SerializeStruct, SerializeStructVariant);
 
 fn key_must_be_a_string() -> Error {
     Error::custom("key must be a string")
@@ -554,11 +534,12 @@ macro_rules! quoted_keys {
     )*};
 }
 
-macro_rules! refused_keys {
-    ($($method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
+/// Serializer methods that refuse what they are given with `$error`.
+macro_rules! refused {
+    ($error:expr; $($method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
         fn $method(self $(, $arg: $ty)*) -> Result<$ret> {
             $(let _ = $arg;)*
-            Err(key_must_be_a_string())
+            Err($error)
         }
     )*};
 }
@@ -624,7 +605,7 @@ impl ser::Serializer for KeyWriter<'_, '_> {
         serialize_u64(u64) => write_u64;
         serialize_u128(u128) => write_u128;
     }
-    refused_keys! {
+    refused! { key_must_be_a_string();
         serialize_bytes(v: &[u8]) -> ();
         serialize_none() -> ();
         serialize_unit() -> ();
@@ -665,63 +646,33 @@ impl ser::Serializer for RawText {
     fn serialize_str(self, v: &str) -> Result<String> {
         Ok(v.to_owned())
     }
-    fn serialize_bool(self, _v: bool) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_i8(self, _v: i8) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_i16(self, _v: i16) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_i32(self, _v: i32) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_i64(self, _v: i64) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_u8(self, _v: u8) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_u16(self, _v: u16) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_u32(self, _v: u32) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_u64(self, _v: u64) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_f32(self, _v: f32) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_f64(self, _v: f64) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_char(self, _v: char) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_bytes(self, _v: &[u8]) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_none(self) -> Result<String> {
-        Err(raw_expected())
+    refused! { raw_expected();
+        serialize_bool(v: bool) -> String;
+        serialize_i8(v: i8) -> String;
+        serialize_i16(v: i16) -> String;
+        serialize_i32(v: i32) -> String;
+        serialize_i64(v: i64) -> String;
+        serialize_u8(v: u8) -> String;
+        serialize_u16(v: u16) -> String;
+        serialize_u32(v: u32) -> String;
+        serialize_u64(v: u64) -> String;
+        serialize_f32(v: f32) -> String;
+        serialize_f64(v: f64) -> String;
+        serialize_char(v: char) -> String;
+        serialize_bytes(v: &[u8]) -> String;
+        serialize_none() -> String;
+        serialize_unit() -> String;
+        serialize_unit_struct(name: &'static str) -> String;
+        serialize_unit_variant(name: &'static str, i: u32, variant: &'static str) -> String;
+        serialize_seq(len: Option<usize>) -> Self::SerializeSeq;
+        serialize_tuple(len: usize) -> Self::SerializeTuple;
+        serialize_tuple_struct(name: &'static str, len: usize) -> Self::SerializeTupleStruct;
+        serialize_tuple_variant(name: &'static str, i: u32, variant: &'static str, len: usize) -> Self::SerializeTupleVariant;
+        serialize_map(len: Option<usize>) -> Self::SerializeMap;
+        serialize_struct(name: &'static str, len: usize) -> Self::SerializeStruct;
+        serialize_struct_variant(name: &'static str, i: u32, variant: &'static str, len: usize) -> Self::SerializeStructVariant;
     }
     fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_unit(self) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_unit_variant(
-        self,
-        _name: &'static str,
-        _i: u32,
-        _variant: &'static str,
-    ) -> Result<String> {
         Err(raw_expected())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
@@ -738,43 +689,6 @@ impl ser::Serializer for RawText {
         _variant: &'static str,
         _value: &T,
     ) -> Result<String> {
-        Err(raw_expected())
-    }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq> {
-        Err(raw_expected())
-    }
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple> {
-        Err(raw_expected())
-    }
-    fn serialize_tuple_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleStruct> {
-        Err(raw_expected())
-    }
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _i: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleVariant> {
-        Err(raw_expected())
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap> {
-        Err(raw_expected())
-    }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeStruct> {
-        Err(raw_expected())
-    }
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _i: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStructVariant> {
         Err(raw_expected())
     }
 }
