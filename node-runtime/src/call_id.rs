@@ -81,7 +81,6 @@ impl serde_json::ser::Formatter for IntegralFloats {
     }
 }
 
-/// The general RFC 8785 implementation (`serde_json_canonicalizer`).
 /// [`canonical_json`] of a payload: its text (written once for every
 /// record that shares it, see [`Payload::text`]) when that is canonical
 /// already, as it is for the usual value (ASCII keys, integers within
@@ -94,6 +93,7 @@ pub fn canonical_of(payload: &Payload) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(canonical_json(payload))
 }
 
+/// The general RFC 8785 implementation (`serde_json_canonicalizer`).
 pub fn canonical_json_general(value: &Value) -> String {
     // Serializing a `serde_json::Value` cannot fail: its keys are strings and
     // its numbers are finite.

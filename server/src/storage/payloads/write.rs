@@ -190,6 +190,32 @@ impl Writer<'_> {
     }
 }
 
+/// The serializer methods of booleans and integers: each writes its value
+/// by serde_json's formatter, through `$via` (the writer's `number`, a
+/// key's `quoted`).
+macro_rules! scalars {
+    ($via:ident) => {
+        scalars! { @ $via;
+            serialize_bool(bool) => write_bool;
+            serialize_i8(i8) => write_i8;
+            serialize_i16(i16) => write_i16;
+            serialize_i32(i32) => write_i32;
+            serialize_i64(i64) => write_i64;
+            serialize_i128(i128) => write_i128;
+            serialize_u8(u8) => write_u8;
+            serialize_u16(u16) => write_u16;
+            serialize_u32(u32) => write_u32;
+            serialize_u64(u64) => write_u64;
+            serialize_u128(u128) => write_u128;
+        }
+    };
+    (@ $via:ident; $($method:ident($ty:ty) => $write:ident;)*) => {$(
+        fn $method(self, v: $ty) -> Result {
+            self.$via(|b| CompactFormatter.$write(b, v))
+        }
+    )*};
+}
+
 impl<'a, 'w> ser::Serializer for &'a mut Writer<'w> {
     type Ok = ();
     type Error = Error;
@@ -201,41 +227,7 @@ impl<'a, 'w> ser::Serializer for &'a mut Writer<'w> {
     type SerializeStruct = Map<'a, 'w>;
     type SerializeStructVariant = Map<'a, 'w>;
 
-    fn serialize_bool(self, v: bool) -> Result {
-        self.buf
-            .extend_from_slice(if v { b"true" } else { b"false" });
-        Ok(())
-    }
-    fn serialize_i8(self, v: i8) -> Result {
-        self.number(|b| CompactFormatter.write_i8(b, v))
-    }
-    fn serialize_i16(self, v: i16) -> Result {
-        self.number(|b| CompactFormatter.write_i16(b, v))
-    }
-    fn serialize_i32(self, v: i32) -> Result {
-        self.number(|b| CompactFormatter.write_i32(b, v))
-    }
-    fn serialize_i64(self, v: i64) -> Result {
-        self.number(|b| CompactFormatter.write_i64(b, v))
-    }
-    fn serialize_i128(self, v: i128) -> Result {
-        self.number(|b| CompactFormatter.write_i128(b, v))
-    }
-    fn serialize_u8(self, v: u8) -> Result {
-        self.number(|b| CompactFormatter.write_u8(b, v))
-    }
-    fn serialize_u16(self, v: u16) -> Result {
-        self.number(|b| CompactFormatter.write_u16(b, v))
-    }
-    fn serialize_u32(self, v: u32) -> Result {
-        self.number(|b| CompactFormatter.write_u32(b, v))
-    }
-    fn serialize_u64(self, v: u64) -> Result {
-        self.number(|b| CompactFormatter.write_u64(b, v))
-    }
-    fn serialize_u128(self, v: u128) -> Result {
-        self.number(|b| CompactFormatter.write_u128(b, v))
-    }
+    scalars!(number);
     fn serialize_f32(self, v: f32) -> Result {
         if !v.is_finite() {
             return self.serialize_unit();
@@ -450,9 +442,7 @@ impl Map<'_, '_> {
 
     fn field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
         if self.raw {
-            let text = value.serialize(RawText)?;
-            self.w.raw(&text);
-            return Ok(());
+            return value.serialize(RawText(&mut *self.w));
         }
         let first = std::mem::take(&mut self.first);
         self.w
@@ -526,14 +516,6 @@ impl KeyWriter<'_, '_> {
     }
 }
 
-macro_rules! quoted_keys {
-    ($($method:ident($ty:ty) => $write:ident;)*) => {$(
-        fn $method(self, v: $ty) -> Result {
-            self.quoted(|b| CompactFormatter.$write(b, v))
-        }
-    )*};
-}
-
 /// Serializer methods that refuse what they are given with `$error`.
 macro_rules! refused {
     ($error:expr; $($method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
@@ -544,16 +526,24 @@ macro_rules! refused {
     )*};
 }
 
+/// The compound types of a serializer that writes one scalar (a key, a
+/// raw value's text): none can be serialized.
+macro_rules! no_compounds {
+    () => {
+        type SerializeSeq = ser::Impossible<(), Error>;
+        type SerializeTuple = ser::Impossible<(), Error>;
+        type SerializeTupleStruct = ser::Impossible<(), Error>;
+        type SerializeTupleVariant = ser::Impossible<(), Error>;
+        type SerializeMap = ser::Impossible<(), Error>;
+        type SerializeStruct = ser::Impossible<(), Error>;
+        type SerializeStructVariant = ser::Impossible<(), Error>;
+    };
+}
+
 impl ser::Serializer for KeyWriter<'_, '_> {
     type Ok = ();
     type Error = Error;
-    type SerializeSeq = ser::Impossible<(), Error>;
-    type SerializeTuple = ser::Impossible<(), Error>;
-    type SerializeTupleStruct = ser::Impossible<(), Error>;
-    type SerializeTupleVariant = ser::Impossible<(), Error>;
-    type SerializeMap = ser::Impossible<(), Error>;
-    type SerializeStruct = ser::Impossible<(), Error>;
-    type SerializeStructVariant = ser::Impossible<(), Error>;
+    no_compounds!();
 
     fn serialize_str(self, v: &str) -> Result {
         self.w.escape(v);
@@ -592,19 +582,7 @@ impl ser::Serializer for KeyWriter<'_, '_> {
         }
         self.quoted(|b| CompactFormatter.write_f64(b, v))
     }
-    quoted_keys! {
-        serialize_bool(bool) => write_bool;
-        serialize_i8(i8) => write_i8;
-        serialize_i16(i16) => write_i16;
-        serialize_i32(i32) => write_i32;
-        serialize_i64(i64) => write_i64;
-        serialize_i128(i128) => write_i128;
-        serialize_u8(u8) => write_u8;
-        serialize_u16(u16) => write_u16;
-        serialize_u32(u32) => write_u32;
-        serialize_u64(u64) => write_u64;
-        serialize_u128(u128) => write_u128;
-    }
+    scalars!(quoted);
     refused! { key_must_be_a_string();
         serialize_bytes(v: &[u8]) -> ();
         serialize_none() -> ();
@@ -629,41 +607,37 @@ impl ser::Serializer for KeyWriter<'_, '_> {
     }
 }
 
-/// The text of a raw value's one field (a string).
-struct RawText;
+/// A raw value's one field (a string), handed to [`Writer::raw`] as it is
+/// borrowed, not copied first.
+struct RawText<'a, 'w>(&'a mut Writer<'w>);
 
-impl ser::Serializer for RawText {
-    type Ok = String;
+impl ser::Serializer for RawText<'_, '_> {
+    type Ok = ();
     type Error = Error;
-    type SerializeSeq = ser::Impossible<String, Error>;
-    type SerializeTuple = ser::Impossible<String, Error>;
-    type SerializeTupleStruct = ser::Impossible<String, Error>;
-    type SerializeTupleVariant = ser::Impossible<String, Error>;
-    type SerializeMap = ser::Impossible<String, Error>;
-    type SerializeStruct = ser::Impossible<String, Error>;
-    type SerializeStructVariant = ser::Impossible<String, Error>;
+    no_compounds!();
 
-    fn serialize_str(self, v: &str) -> Result<String> {
-        Ok(v.to_owned())
+    fn serialize_str(self, v: &str) -> Result {
+        self.0.raw(v);
+        Ok(())
     }
     refused! { raw_expected();
-        serialize_bool(v: bool) -> String;
-        serialize_i8(v: i8) -> String;
-        serialize_i16(v: i16) -> String;
-        serialize_i32(v: i32) -> String;
-        serialize_i64(v: i64) -> String;
-        serialize_u8(v: u8) -> String;
-        serialize_u16(v: u16) -> String;
-        serialize_u32(v: u32) -> String;
-        serialize_u64(v: u64) -> String;
-        serialize_f32(v: f32) -> String;
-        serialize_f64(v: f64) -> String;
-        serialize_char(v: char) -> String;
-        serialize_bytes(v: &[u8]) -> String;
-        serialize_none() -> String;
-        serialize_unit() -> String;
-        serialize_unit_struct(name: &'static str) -> String;
-        serialize_unit_variant(name: &'static str, i: u32, variant: &'static str) -> String;
+        serialize_bool(v: bool) -> ();
+        serialize_i8(v: i8) -> ();
+        serialize_i16(v: i16) -> ();
+        serialize_i32(v: i32) -> ();
+        serialize_i64(v: i64) -> ();
+        serialize_u8(v: u8) -> ();
+        serialize_u16(v: u16) -> ();
+        serialize_u32(v: u32) -> ();
+        serialize_u64(v: u64) -> ();
+        serialize_f32(v: f32) -> ();
+        serialize_f64(v: f64) -> ();
+        serialize_char(v: char) -> ();
+        serialize_bytes(v: &[u8]) -> ();
+        serialize_none() -> ();
+        serialize_unit() -> ();
+        serialize_unit_struct(name: &'static str) -> ();
+        serialize_unit_variant(name: &'static str, i: u32, variant: &'static str) -> ();
         serialize_seq(len: Option<usize>) -> Self::SerializeSeq;
         serialize_tuple(len: usize) -> Self::SerializeTuple;
         serialize_tuple_struct(name: &'static str, len: usize) -> Self::SerializeTupleStruct;
@@ -672,14 +646,14 @@ impl ser::Serializer for RawText {
         serialize_struct(name: &'static str, len: usize) -> Self::SerializeStruct;
         serialize_struct_variant(name: &'static str, i: u32, variant: &'static str, len: usize) -> Self::SerializeStructVariant;
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<String> {
+    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result {
         Err(raw_expected())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
         _name: &'static str,
         _value: &T,
-    ) -> Result<String> {
+    ) -> Result {
         Err(raw_expected())
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -688,7 +662,7 @@ impl ser::Serializer for RawText {
         _i: u32,
         _variant: &'static str,
         _value: &T,
-    ) -> Result<String> {
+    ) -> Result {
         Err(raw_expected())
     }
 }
