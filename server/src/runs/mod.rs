@@ -616,8 +616,12 @@ impl Runs {
                 span,
                 spans: route.spans(),
             };
-            this.execute(run, workflow, inputs, resume, last_seq, agents)
-                .await;
+            // Boxed: the run's whole state machine (tens of KB) inline in
+            // this task's future was copied three times as the task was
+            // made, about 84K instructions a run through the API
+            // (callgrind of `glassbox serve`, issue #30); now the task is
+            // small and the run's future is built once, on the heap.
+            Box::pin(this.execute(run, workflow, inputs, resume, last_seq, agents)).await;
             drop(route);
         });
         let _ = slot.task.set(handle.abort_handle());
