@@ -443,10 +443,12 @@ async fn apply_sqlite(
 /// the 3M a run through the API costs (callgrind of `glassbox serve`).
 /// On failure the transaction is rolled back.
 fn apply_direct(
-    conn: &mut rusqlite::Connection,
+    conn: &rusqlite::Connection,
     statements: &[(&Values, Vec<Vec<Arg>>)],
 ) -> Result<(), StoreError> {
-    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    // A statement without parameters, from the connection's kept ones.
+    let step = |sql: &str| conn.prepare_cached(sql)?.execute([]).map(drop);
+    step("BEGIN IMMEDIATE")?;
     let written = statements
         .iter()
         .try_for_each(|(statement, rows)| {
@@ -457,13 +459,11 @@ fn apply_direct(
             rows.iter()
                 .try_for_each(|row| prepared.execute(rusqlite::params_from_iter(row)).map(drop))
         })
-        .and_then(|()| conn.prepare_cached("COMMIT")?.execute([]).map(drop));
+        .and_then(|()| step("COMMIT"));
     if written.is_err() && !conn.is_autocommit() {
         // What failed is the error to report; a failed rollback leaves
         // the transaction to SQLite, which rolls it back on close.
-        let _ = conn
-            .prepare_cached("ROLLBACK")
-            .and_then(|mut rollback| rollback.execute([]));
+        let _ = step("ROLLBACK");
     }
     Ok(written?)
 }
@@ -750,16 +750,16 @@ mod tests {
     /// `BEGIN`, `COMMIT` and `ROLLBACK` statements are reused).
     #[test]
     fn a_batch_commits_whole_or_not_at_all() {
-        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
             .unwrap();
-        apply_direct(&mut conn, &[(&ITEMS, vec![row(1, "a"), row(2, "b")])]).unwrap();
+        apply_direct(&conn, &[(&ITEMS, vec![row(1, "a"), row(2, "b")])]).unwrap();
         // Row 3 is new, row 2 is taken: the batch fails and row 3 is gone.
-        let failed = apply_direct(&mut conn, &[(&ITEMS, vec![row(3, "c"), row(2, "again")])]);
+        let failed = apply_direct(&conn, &[(&ITEMS, vec![row(3, "c"), row(2, "again")])]);
         assert!(failed.is_err(), "a duplicate key fails the batch");
         assert!(conn.is_autocommit(), "the failed batch was rolled back");
         assert_eq!(items(&conn), vec![(1, "a".into()), (2, "b".into())]);
-        apply_direct(&mut conn, &[(&ITEMS, vec![row(3, "c")]), (&ITEMS, vec![])]).unwrap();
+        apply_direct(&conn, &[(&ITEMS, vec![row(3, "c")]), (&ITEMS, vec![])]).unwrap();
         assert_eq!(items(&conn).len(), 3);
     }
 }
