@@ -24,8 +24,8 @@ pub(super) fn invocation_id(run_id: &str, node_id: &str, call_id: &str) -> Strin
 ///
 /// The channel is made by the first subscription, not with the run (issue
 /// #30): a run nobody follows (every `glassbox run`, an API run nobody
-/// watches) never allocates and fills its slots, which were about 1% of a
-/// server's CPU with 100 runs in flight.
+/// watches) never allocates and fills its slots (about 1.6% of a server's
+/// CPU profile with 100 runs in flight, all followed, at 1024 slots).
 #[derive(Clone, Default)]
 pub(super) struct LiveBroadcast(Arc<Mutex<Option<broadcast::Sender<LiveEvent>>>>);
 
@@ -35,14 +35,13 @@ pub(super) struct LiveBroadcast(Arc<Mutex<Option<broadcast::Sender<LiveEvent>>>>
 const LIVE_CAPACITY: usize = 256;
 
 impl LiveBroadcast {
-    pub(super) fn new() -> Self {
-        Self::default()
+    /// The current channel's sender, if a subscription made one.
+    fn sender(&self) -> std::sync::MutexGuard<'_, Option<broadcast::Sender<LiveEvent>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(super) fn subscribe(&self) -> broadcast::Receiver<LiveEvent> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.sender()
             .get_or_insert_with(|| broadcast::channel(LIVE_CAPACITY).0)
             .subscribe()
     }
@@ -53,7 +52,7 @@ impl LiveBroadcast {
     /// issue #30). A subscriber that comes after this look reads the event
     /// from the table, where it is already.
     fn send(&self, seq: i64, event: &WorkflowEvent) {
-        let sender = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let sender = self.sender();
         let Some(sender) = sender.as_ref().filter(|s| s.receiver_count() > 0) else {
             return;
         };
@@ -64,7 +63,7 @@ impl LiveBroadcast {
     /// Ends the current subscriptions: the old channel's one sender is
     /// dropped here (the next subscription makes a new one).
     fn cut(&self) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.sender() = None;
     }
 }
 
@@ -433,7 +432,7 @@ mod tests {
             .execute(store.writer())
             .await
             .expect("seq 2 taken");
-        let live = LiveBroadcast::new();
+        let live = LiveBroadcast::default();
         let mut first = live.subscribe();
         let (tx, rx) = mpsc::unbounded_channel();
         let (end_tx, end_rx) = oneshot::channel();

@@ -582,7 +582,7 @@ impl Runs {
             created,
             agents,
         } = from;
-        let events = LiveBroadcast::new();
+        let events = LiveBroadcast::default();
         let live = Arc::new(LiveRun {
             workspace_id: owner.workspace_id.clone(),
             fork,
