@@ -18,18 +18,25 @@
 //! run (the key is `(run_id, hash)`, deleted with it), so no reference
 //! counting is needed and no run can probe another's payloads.
 //!
-//! A row's skeleton is kept zstd-compressed ([`CODEC_ZSTD`], level
-//! [`ZSTD_LEVEL`]) when that makes it at least 10% smaller, else as is
-//! ([`CODEC_RAW`]); rows written before zstd may be raw deflated
-//! ([`CODEC_DEFLATE`]) and stay readable. Reading decompresses to at most
-//! the row's `size` bytes (a skeleton is never longer than the text it
-//! stands for), so a bad or oversized stream is an error, never a panic or
-//! an unbounded buffer.
+//! A row's skeleton is kept compressed when that makes it at least 10%
+//! smaller, else as is ([`CODEC_RAW`]): a skeleton shorter than
+//! [`ZSTD_FROM`] as an LZ4 block ([`CODEC_LZ4`]), a longer one as a zstd
+//! frame ([`CODEC_ZSTD`], level [`ZSTD_LEVEL`]). Rows written before may be
+//! zstd at any size, or raw deflated ([`CODEC_DEFLATE`]), and stay
+//! readable. Reading decompresses to at most the row's `size` bytes (a
+//! skeleton is never longer than the text it stands for), so a bad or
+//! oversized stream is an error, never a panic or an unbounded buffer.
 //!
 //! zstd replaced deflate on the write path because a 1 KB payload is
 //! short: miniz_oxide builds and zeroes a compressor of about 300 KB for
 //! each one (37-186 us per 1 KB payload measured), while one zstd context
-//! per thread, reused, compresses it in about 6 us to the same size.
+//! per thread, reused, compresses it in about 6 us to the same size. LZ4
+//! then took the short ones (issue #30): zstd still builds its entropy
+//! tables for each 1 KB payload, about 32K instructions of a sequential
+//! tool call's 578K, where LZ4, which has no entropy stage, takes a few
+//! thousand; on a text that short zstd's better ratio saves a few hundred
+//! bytes at most, while a long text (a page an HTTP call fetched) keeps
+//! zstd's ratio.
 //!
 //! Dehydrating (scanning, hashing and compressing) happens on the run's own
 //! task; the group writer only stores the rows it is given.
@@ -67,6 +74,12 @@ pub const CODEC_DEFLATE: i64 = 1;
 /// `payloads.codec`: `data` is the skeleton as one zstd frame (RFC 8878)
 /// that states its content size.
 pub const CODEC_ZSTD: i64 = 2;
+/// `payloads.codec`: `data` is the skeleton's length (4 bytes, little
+/// endian) and then the skeleton as one LZ4 block (no frame).
+pub const CODEC_LZ4: i64 = 3;
+/// Skeletons this long or longer are compressed with zstd, shorter ones
+/// with LZ4 (see the module's documentation).
+pub const ZSTD_FROM: usize = 64 * 1024;
 /// The zstd level: the fastest regular one, which the run path pays for
 /// (a 1 KB payload per tool call); higher levels gain little on such short
 /// texts.
@@ -511,15 +524,42 @@ fn zstd_decompress(data: &[u8], limit: usize) -> std::io::Result<Vec<u8>> {
     })
 }
 
-/// A skeleton as stored: compressed when that saves at least 10%, else as
-/// is.
+/// A skeleton as stored: compressed (LZ4 when short, zstd when long) when
+/// that saves at least 10%, else as is.
 fn encode(skeleton: Cow<'_, [u8]>) -> (i64, Vec<u8>) {
-    match zstd_compress(&skeleton) {
-        Ok(packed) if packed.len().saturating_mul(10) <= skeleton.len().saturating_mul(9) => {
-            (CODEC_ZSTD, packed)
+    let packed = if skeleton.len() < ZSTD_FROM {
+        Some((CODEC_LZ4, lz4_flex::block::compress_prepend_size(&skeleton)))
+    } else {
+        zstd_compress(&skeleton).ok().map(|packed| (CODEC_ZSTD, packed))
+    };
+    match packed {
+        Some((codec, packed))
+            if packed.len().saturating_mul(10) <= skeleton.len().saturating_mul(9) =>
+        {
+            (codec, packed)
         }
         _ => (CODEC_RAW, skeleton.into_owned()),
     }
+}
+
+/// An LZ4 row's skeleton: the length its first 4 bytes state, at most
+/// `limit`, and exactly that many bytes from the block after them. Nothing
+/// is allocated for a stated length beyond `limit`.
+fn lz4_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, String> {
+    let (length, block) = data
+        .split_first_chunk::<4>()
+        .ok_or("bad LZ4 row: no length")?;
+    let length = u32::from_le_bytes(*length) as usize;
+    if length > limit {
+        return Err(format!("bad LZ4 row: {length} bytes is past its size {limit}"));
+    }
+    let mut out = vec![0; length];
+    let written = lz4_flex::block::decompress_into(block, &mut out)
+        .map_err(|e| format!("bad LZ4 block: {e}"))?;
+    if written != length {
+        return Err(format!("bad LZ4 block: {written} bytes, not {length}"));
+    }
+    Ok(out)
 }
 
 /// The skeleton a stored row holds: a compressed one decompresses to at
@@ -538,6 +578,7 @@ fn decode(codec: i64, size: i64, data: &[u8]) -> Result<Cow<'_, str>, String> {
         CODEC_ZSTD => {
             zstd_decompress(data, limit()?).map_err(|e| format!("bad zstd frame: {e}"))?
         }
+        CODEC_LZ4 => lz4_decompress(data, limit()?)?,
         other => return Err(format!("unknown codec {other}")),
     };
     String::from_utf8(bytes)
@@ -1028,7 +1069,8 @@ mod tests {
     #[test]
     fn each_codec_round_trips() {
         for (text, codec) in [
-            (format!("{{\"note\":\"{}\"}}", big(1024)), CODEC_ZSTD),
+            (format!("{{\"note\":\"{}\"}}", big(1024)), CODEC_LZ4),
+            (format!("{{\"note\":\"{}\"}}", big(ZSTD_FROM)), CODEC_ZSTD),
             (format!("\"{}\"", noise(260, 7)), CODEC_RAW),
         ] {
             let mut set = PayloadSet::default();
@@ -1037,7 +1079,7 @@ mod tests {
             assert_eq!(rows.len(), 1);
             assert_eq!(rows[0].codec, codec, "{text}");
             assert_eq!(rows[0].size, text.len() as i64);
-            if codec == CODEC_ZSTD {
+            if codec != CODEC_RAW {
                 assert!(rows[0].data.len() * 10 <= text.len() * 9);
             } else {
                 assert_eq!(rows[0].data, text.as_bytes());
@@ -1056,7 +1098,7 @@ mod tests {
         let d = set.dehydrate(&text);
         let rows = set.into_rows();
         let codecs: Vec<i64> = rows.iter().map(|r| r.codec).collect();
-        assert_eq!(codecs, [CODEC_RAW, CODEC_ZSTD], "the input, the outputs");
+        assert_eq!(codecs, [CODEC_RAW, CODEC_LZ4], "the input, the outputs");
         let rows = stored(rows);
         let back = Inflater::new(&rows)
             .inflate(&d.text, d.refs.as_deref())
@@ -1079,17 +1121,22 @@ mod tests {
 
     #[test]
     fn rows_of_earlier_versions_stay_readable() {
-        // Deflate (codec 1) was the codec before zstd.
+        // Deflate (codec 1) was the codec before zstd, and zstd (codec 2)
+        // compressed short payloads too before LZ4.
         let text = format!("{{\"note\":\"{}\"}}", big(1024));
         let mut set = PayloadSet::default();
         let d = set.dehydrate_whole(&text);
         let row = set.into_rows().remove(0);
+        assert_eq!(row.codec, CODEC_LZ4);
         let deflated = miniz_oxide::deflate::compress_to_vec(text.as_bytes(), 1);
-        let rows = one_row(&row.hash, CODEC_DEFLATE, row.size, deflated);
-        let back = Inflater::new(&rows)
-            .inflate(&d.text, d.refs.as_deref())
-            .expect("inflates");
-        assert_eq!(back, text);
+        let zstd = zstd::bulk::compress(text.as_bytes(), ZSTD_LEVEL).expect("compresses");
+        for (codec, data) in [(CODEC_DEFLATE, deflated), (CODEC_ZSTD, zstd)] {
+            let rows = one_row(&row.hash, codec, row.size, data);
+            let back = Inflater::new(&rows)
+                .inflate(&d.text, d.refs.as_deref())
+                .expect("inflates");
+            assert_eq!(back, text, "codec {codec}");
+        }
     }
 
     #[test]
@@ -1098,11 +1145,34 @@ mod tests {
         let mut set = PayloadSet::default();
         let d = set.dehydrate_whole(&text);
         let row = set.into_rows().remove(0);
-        assert_eq!(row.codec, CODEC_ZSTD);
+        assert_eq!(row.codec, CODEC_LZ4);
         let refs = d.refs.expect("refs");
         let size = row.size;
         let deflated = miniz_oxide::deflate::compress_to_vec(text.as_bytes(), 1);
-        for (codec, good) in [(CODEC_ZSTD, row.data.clone()), (CODEC_DEFLATE, deflated)] {
+        let zstd = zstd::bulk::compress(text.as_bytes(), ZSTD_LEVEL).expect("compresses");
+        let mut lz4_block_cut = row.data.clone();
+        lz4_block_cut.truncate(lz4_block_cut.len() - 1);
+        let mut lz4_longer = row.data.clone();
+        lz4_longer[..4].copy_from_slice(&(size as u32 + 1).to_le_bytes());
+        let mut lz4_shorter = row.data.clone();
+        lz4_shorter[..4].copy_from_slice(&(size as u32 - 1).to_le_bytes());
+        // LZ4 rows whose stated length and block disagree, or that state
+        // more than fits in any block: nothing that large is allocated.
+        for data in [
+            lz4_block_cut,
+            lz4_longer,
+            lz4_shorter,
+            vec![0xff, 0xff, 0xff, 0xff, 0],
+            vec![1, 2, 3],
+        ] {
+            let rows = one_row(&row.hash, CODEC_LZ4, i64::MAX, data);
+            assert!(Inflater::new(&rows).inflate(&d.text, Some(&refs)).is_err());
+        }
+        for (codec, good) in [
+            (CODEC_LZ4, row.data.clone()),
+            (CODEC_ZSTD, zstd),
+            (CODEC_DEFLATE, deflated),
+        ] {
             let mut garbage = good.clone();
             garbage[0] ^= 0xff;
             let other = if codec == CODEC_ZSTD {
@@ -1126,7 +1196,7 @@ mod tests {
                 (codec, size, text.clone().into_bytes()),
                 (CODEC_RAW, size, good.clone()),
                 (other, size, good.clone()),
-                (3, size, good.clone()),
+                (4, size, good.clone()),
                 (-1, size, good),
             ];
             for (codec, size, data) in cases {
@@ -1141,6 +1211,7 @@ mod tests {
         // Streams that decompress to bytes that are not UTF-8.
         let not_utf8 = [0xff; 1024];
         for (codec, data) in [
+            (CODEC_LZ4, lz4_flex::block::compress_prepend_size(&not_utf8)),
             (
                 CODEC_ZSTD,
                 zstd::bulk::compress(&not_utf8, ZSTD_LEVEL).expect("compresses"),
