@@ -530,7 +530,9 @@ fn encode(skeleton: Cow<'_, [u8]>) -> (i64, Vec<u8>) {
     let packed = if skeleton.len() < ZSTD_FROM {
         Some((CODEC_LZ4, lz4_flex::block::compress_prepend_size(&skeleton)))
     } else {
-        zstd_compress(&skeleton).ok().map(|packed| (CODEC_ZSTD, packed))
+        zstd_compress(&skeleton)
+            .ok()
+            .map(|packed| (CODEC_ZSTD, packed))
     };
     match packed {
         Some((codec, packed))
@@ -551,7 +553,9 @@ fn lz4_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, String> {
         .ok_or("bad LZ4 row: no length")?;
     let length = u32::from_le_bytes(*length) as usize;
     if length > limit {
-        return Err(format!("bad LZ4 row: {length} bytes is past its size {limit}"));
+        return Err(format!(
+            "bad LZ4 row: {length} bytes is past its size {limit}"
+        ));
     }
     let mut out = vec![0; length];
     let written = lz4_flex::block::decompress_into(block, &mut out)
