@@ -18,14 +18,15 @@
 //! run (the key is `(run_id, hash)`, deleted with it), so no reference
 //! counting is needed and no run can probe another's payloads.
 //!
-//! A row's skeleton is kept compressed when that makes it at least 10%
-//! smaller, else as is ([`CODEC_RAW`]): a skeleton shorter than
-//! [`ZSTD_FROM`] as an LZ4 block ([`CODEC_LZ4`]), a longer one as a zstd
-//! frame ([`CODEC_ZSTD`], level [`ZSTD_LEVEL`]). Rows written before may be
-//! zstd at any size, or raw deflated ([`CODEC_DEFLATE`]), and stay
-//! readable. Reading decompresses to at most the row's `size` bytes (a
-//! skeleton is never longer than the text it stands for), so a bad or
-//! oversized stream is an error, never a panic or an unbounded buffer.
+//! A row's skeleton is kept compressed when that makes it smaller, else as
+//! is ([`CODEC_RAW`]): a skeleton shorter than [`ZSTD_FROM`] as an LZ4
+//! block ([`CODEC_LZ4`]) when that saves a quarter, any other as a zstd
+//! frame ([`CODEC_ZSTD`], level [`ZSTD_LEVEL`]) when that saves 10% (see
+//! `encode`). Rows written before may be zstd at any size, or raw deflated
+//! ([`CODEC_DEFLATE`]), and stay readable. Reading decompresses to at most
+//! the row's `size` bytes (a skeleton is never longer than the text it
+//! stands for), so a bad or oversized stream is an error, never a panic or
+//! an unbounded buffer.
 //!
 //! zstd replaced deflate on the write path because a 1 KB payload is
 //! short: miniz_oxide builds and zeroes a compressor of about 300 KB for
@@ -34,9 +35,10 @@
 //! then took the short ones (issue #30): zstd still builds its entropy
 //! tables for each 1 KB payload, about 32K instructions of a sequential
 //! tool call's 578K, where LZ4, which has no entropy stage, takes a few
-//! thousand; on a text that short zstd's better ratio saves a few hundred
-//! bytes at most, while a long text (a page an HTTP call fetched) keeps
-//! zstd's ratio.
+//! thousand. Where LZ4 finds too few repeats (random letters, base64)
+//! zstd's entropy coding still saves a third, so such a text goes on to
+//! zstd, as does a long one (a page an HTTP call fetched), whose ratio
+//! matters more than the time.
 //!
 //! Dehydrating (scanning, hashing and compressing) happens on the run's own
 //! task; the group writer only stores the rows it is given.
@@ -524,21 +526,22 @@ fn zstd_decompress(data: &[u8], limit: usize) -> std::io::Result<Vec<u8>> {
     })
 }
 
-/// A skeleton as stored: compressed (LZ4 when short, zstd when long) when
-/// that saves at least 10%, else as is.
+/// A skeleton as stored. A short one is an LZ4 block when that saves at
+/// least a quarter (text with repeats: JSON, logs, the same value again);
+/// a long one, or a short one LZ4 cannot shrink that much (random text,
+/// base64, hashes: without entropy coding LZ4 saves nothing there, where
+/// zstd saves a third of a 36-letter alphabet), is a zstd frame when that
+/// saves at least 10%; else the skeleton is kept as is.
 fn encode(skeleton: Cow<'_, [u8]>) -> (i64, Vec<u8>) {
-    let packed = if skeleton.len() < ZSTD_FROM {
-        Some((CODEC_LZ4, lz4_flex::block::compress_prepend_size(&skeleton)))
-    } else {
-        zstd_compress(&skeleton)
-            .ok()
-            .map(|packed| (CODEC_ZSTD, packed))
-    };
-    match packed {
-        Some((codec, packed))
-            if packed.len().saturating_mul(10) <= skeleton.len().saturating_mul(9) =>
-        {
-            (codec, packed)
+    if skeleton.len() < ZSTD_FROM {
+        let packed = lz4_flex::block::compress_prepend_size(&skeleton);
+        if packed.len().saturating_mul(4) <= skeleton.len().saturating_mul(3) {
+            return (CODEC_LZ4, packed);
+        }
+    }
+    match zstd_compress(&skeleton) {
+        Ok(packed) if packed.len().saturating_mul(10) <= skeleton.len().saturating_mul(9) => {
+            (CODEC_ZSTD, packed)
         }
         _ => (CODEC_RAW, skeleton.into_owned()),
     }
@@ -1035,6 +1038,20 @@ mod tests {
         "x".repeat(n)
     }
 
+    /// `n` pseudo-random letters and digits (about 5.2 bits a character):
+    /// too few repeats for LZ4 to save a quarter, while zstd saves a third.
+    fn letters_and_digits(n: usize, mut seed: u64) -> String {
+        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                char::from(ALPHABET[(seed % ALPHABET.len() as u64) as usize])
+            })
+            .collect()
+    }
+
     /// `n` pseudo-random printable ASCII characters (no `"` or `\`): on a
     /// text this short, deflate cannot save 10% (about 6.6 bits a
     /// character, plus its code tables).
@@ -1075,6 +1092,8 @@ mod tests {
         for (text, codec) in [
             (format!("{{\"note\":\"{}\"}}", big(1024)), CODEC_LZ4),
             (format!("{{\"note\":\"{}\"}}", big(ZSTD_FROM)), CODEC_ZSTD),
+            // Short, but without repeats for LZ4: zstd's entropy coding.
+            (format!("\"{}\"", letters_and_digits(1024, 3)), CODEC_ZSTD),
             (format!("\"{}\"", noise(260, 7)), CODEC_RAW),
         ] {
             let mut set = PayloadSet::default();
