@@ -492,8 +492,14 @@ fn merge_invocation(into: &mut InvocationRow, later: &InvocationRow) {
     into.completed_at = later.completed_at.clone();
 }
 
+/// A map of one batch's rows by their ids, hashed with foldhash: the keys
+/// are ids this server made (run, span, call and payload ids), and a batch
+/// holds at most [`MAX_BATCH`] writes; SipHash and its growing tables took
+/// about 1% of a sequential tool call's instructions (issue #30).
+type BatchMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// Spans by `(run_id, span_id)`: a span arrives once, a repeat is ignored.
-fn add_spans<'a>(into: &mut HashMap<(&'a str, &'a str), Vec<Arg>>, rows: &'a [SpanRow]) {
+fn add_spans<'a>(into: &mut BatchMap<(&'a str, &'a str), Vec<Arg>>, rows: &'a [SpanRow]) {
     for r in rows {
         into.insert((&r.run_id, &r.span_id), span_args(r));
     }
@@ -511,21 +517,21 @@ async fn apply_all<'a>(
 ) -> Result<(), StoreError> {
     let at = now();
     let mut statuses: Vec<Vec<Arg>> = Vec::new();
-    let mut status_at: HashMap<&str, usize> = HashMap::new();
+    let mut status_at: BatchMap<&str, usize> = BatchMap::default();
     let mut events = Vec::new();
     let mut invocations: Vec<InvocationRow> = Vec::new();
-    let mut invocation_at: HashMap<&str, usize> = HashMap::new();
-    let mut blobs: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
+    let mut invocation_at: BatchMap<&str, usize> = BatchMap::default();
+    let mut blobs: BatchMap<(&str, &str), Vec<Arg>> = BatchMap::default();
     // Runs that end in this batch.
     let mut ended: Vec<&str> = Vec::new();
     let mut finished = Vec::new();
     let mut nodes = Vec::new();
     let mut bundles = Vec::new();
-    let mut pins: HashMap<(&str, &str, &str), Vec<Arg>> = HashMap::new();
-    let mut checkpoints: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
+    let mut pins: BatchMap<(&str, &str, &str), Vec<Arg>> = BatchMap::default();
+    let mut checkpoints: BatchMap<(&str, &str), Vec<Arg>> = BatchMap::default();
     // Each write carries every payload it refers to (so a write that
     // fails alone leaves no ref behind); a payload is stored once.
-    let mut payloads: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
+    let mut payloads: BatchMap<(&str, &str), Vec<Arg>> = BatchMap::default();
     let mut add_payloads = |run_id: &'a str, rows: &'a [PayloadRow]| {
         for p in rows {
             payloads
@@ -533,7 +539,7 @@ async fn apply_all<'a>(
                 .or_insert_with(|| payload_args(run_id, p));
         }
     };
-    let mut spans: HashMap<(&str, &str), Vec<Arg>> = HashMap::new();
+    let mut spans: BatchMap<(&str, &str), Vec<Arg>> = BatchMap::default();
     let mut audits = Vec::new();
     let mut started = Vec::new();
     let mut created = Vec::new();
