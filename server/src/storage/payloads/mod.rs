@@ -625,12 +625,37 @@ fn key_of(skeleton: &[u8], refs: Option<&str>) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
+/// A payload's refs as stored, `[[offset,"key"],...]`: serde_json's text of
+/// them, byte for byte (a composite payload's key hashes it). The keys are
+/// lowercase hex, which JSON writes as it is, so the text is put together
+/// directly instead of through serde_json's escaping writer, a byte at a
+/// time (issue #30); any other key goes through serde_json.
 fn refs_text(refs: &[(usize, String)]) -> Option<String> {
     if refs.is_empty() {
-        None
-    } else {
-        serde_json::to_string(refs).ok()
+        return None;
     }
+    // Every byte checked without stopping early, so the check runs on
+    // SIMD lanes; a key of another store is rare enough to pay twice.
+    let hex = |key: &str| {
+        key.bytes().fold(true, |ok, b| {
+            ok & (b.is_ascii_digit() | (b'a'..=b'f').contains(&b))
+        })
+    };
+    if !refs.iter().all(|(_, key)| hex(key)) {
+        return serde_json::to_string(refs).ok();
+    }
+    let mut text = String::with_capacity(2 + refs.iter().map(|(_, k)| k.len() + 26).sum::<usize>());
+    let mut digits = itoa::Buffer::new();
+    text.push('[');
+    for (i, (offset, key)) in refs.iter().enumerate() {
+        text.push_str(if i == 0 { "[" } else { ",[" });
+        text.push_str(digits.format(*offset));
+        text.push_str(",\"");
+        text.push_str(key);
+        text.push_str("\"]");
+    }
+    text.push(']');
+    Some(text)
 }
 
 fn parse_refs(refs: Option<&str>) -> Result<Vec<(usize, String)>, String> {
@@ -861,6 +886,35 @@ impl Store {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The refs text is serde_json's, byte for byte: a composite
+    /// payload's key hashes it, so the same content keeps its key.
+    #[test]
+    fn refs_text_is_serde_jsons_text() {
+        let hex = hash_of("a payload");
+        for refs in [
+            vec![(0, hex.clone())],
+            vec![
+                (9, hex.clone()),
+                (1_000_000, hash_of("another")),
+                (usize::MAX, hex.clone()),
+            ],
+            // Not a key this store makes: still serde_json's text.
+            vec![
+                (3, "quote\" and \\ back\u{1}".to_string()),
+                (4, hex.clone()),
+            ],
+            vec![(5, "\u{e9}t\u{e9}".to_string())],
+        ] {
+            assert_eq!(
+                refs_text(&refs),
+                serde_json::to_string(&refs).ok(),
+                "{refs:?}"
+            );
+            assert_eq!(parse_refs(refs_text(&refs).as_deref()), Ok(refs));
+        }
+        assert_eq!(refs_text(&[]), None);
+    }
 
     /// The memo gives back the key kept for a text, only for that text,
     /// and keeps no more than its bounds.
