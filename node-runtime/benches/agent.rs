@@ -99,7 +99,7 @@ fn config(turns: usize) -> AgentConfig {
             ..Policy::default()
         },
         provider: ProviderConfig::Scripted {
-            script: json!({"turns": script}),
+            script: json!({"turns": script}).into(),
         },
         params: ModelParams::default(),
         traces_url: None,

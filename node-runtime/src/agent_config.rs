@@ -15,8 +15,11 @@ use crate::pricing::Price;
 pub enum ProviderConfig {
     /// Deterministic turns from a script (offline default).
     Scripted {
-        #[cfg_attr(feature = "runtime", serde(serialize_with = "crate::fast_json::value"))]
-        script: serde_json::Value,
+        /// Shared, not copied, by the workflow, the node's run config and
+        /// its bundle, and written from one text by each record that holds
+        /// it: a long script is most of a workflow file (issue #30).
+        #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+        script: crate::payload::Payload,
     },
     /// OpenAI Chat Completions or any compatible server (Ollama, vLLM, ...).
     Openai {
@@ -83,7 +86,9 @@ where
         let scripted = map.len() == 2
             && map.get("kind").and_then(serde_json::Value::as_str) == Some("scripted");
         if let Some(script) = scripted.then(|| map.remove("script")).flatten() {
-            return Ok(ProviderConfig::Scripted { script });
+            return Ok(ProviderConfig::Scripted {
+                script: script.into(),
+            });
         }
     }
     ProviderConfig::deserialize(value).map_err(serde::de::Error::custom)

@@ -79,7 +79,9 @@ fn config(tools: &[&str], script: Value) -> AgentConfig {
         user_prompt: "What is 6 times 7?".into(),
         tools: tools.iter().map(|t| t.to_string()).collect(),
         policy: Policy::default(),
-        provider: ProviderConfig::Scripted { script },
+        provider: ProviderConfig::Scripted {
+            script: script.into(),
+        },
         params: ModelParams::default(),
         traces_url: Some("/runs/r1/trace".into()),
     }

@@ -362,7 +362,9 @@ fn agent_node(calc_enabled: bool, on_missing: OnMissing, script: Value) -> NodeK
             },
         ],
         policy: Policy::default(),
-        provider: ProviderConfig::Scripted { script },
+        provider: ProviderConfig::Scripted {
+            script: script.into(),
+        },
         params: ModelParams::default(),
         pins: vec![PinnedHandle {
             name: "calc_result".into(),

@@ -77,7 +77,7 @@ fn agent(tools: &[(&str, bool)], pins: Vec<PinnedHandle>) -> NodeKind {
             .collect(),
         policy: Policy::default(),
         provider: ProviderConfig::Scripted {
-            script: json!({"turns": []}),
+            script: json!({"turns": []}).into(),
         },
         params: ModelParams::default(),
         pins,

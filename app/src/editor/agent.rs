@@ -119,7 +119,7 @@ pub fn switch_provider(current: &ProviderConfig, kind: &str) -> Result<ProviderC
     };
     Ok(match kind {
         "scripted" => ProviderConfig::Scripted {
-            script: json!({"turns": [{"text": "Scripted answer."}]}),
+            script: json!({"turns": [{"text": "Scripted answer."}]}).into(),
         },
         "openai" => ProviderConfig::Openai {
             base_url: "https://api.openai.com/v1".into(),
@@ -364,7 +364,7 @@ pub fn set_script(provider: &mut ProviderConfig, text: &str) -> Result<(), Strin
     node_runtime::script::Script::parse(&value)?;
     match provider {
         ProviderConfig::Scripted { script } => {
-            *script = value;
+            *script = value.into();
             Ok(())
         }
         _ => Err("Script: only the scripted provider plays a script".into()),
@@ -378,7 +378,7 @@ mod tests {
     #[test]
     fn providers_switch_with_their_defaults_and_keep_what_carries_over() {
         let scripted = ProviderConfig::Scripted {
-            script: json!({"turns": []}),
+            script: json!({"turns": []}).into(),
         };
         assert_eq!(
             switch_provider(&scripted, "scripted").unwrap(),
@@ -443,7 +443,7 @@ mod tests {
     #[test]
     fn presets_fill_the_openai_compatible_provider() {
         let scripted = ProviderConfig::Scripted {
-            script: json!({"turns": []}),
+            script: json!({"turns": []}).into(),
         };
         let ollama = apply_preset(&scripted, "ollama").unwrap();
         assert_eq!(preset_of(&ollama), Some("ollama"));
@@ -511,9 +511,13 @@ mod param_tests {
         assert_eq!(p.max_tokens, 256);
         assert!(set_param_field(&mut p, "max_tokens", "0").is_err());
 
-        let mut scripted =
-            switch_provider(&ProviderConfig::Scripted { script: json!({}) }, "scripted")
-                .expect("scripted");
+        let mut scripted = switch_provider(
+            &ProviderConfig::Scripted {
+                script: json!({}).into(),
+            },
+            "scripted",
+        )
+        .expect("scripted");
         set_script(&mut scripted, r#"{"turns": [{"text": "hi"}]}"#).expect("script");
         assert!(set_script(&mut scripted, "{oops")
             .expect_err("json")

@@ -248,7 +248,7 @@ pub fn agent_settings(editor: RwSignal<Editor>, watched: Watched, id: String) ->
                         on:click=move |_| {
                             let script = recorded.to_value();
                             change(use_id.clone(), Box::new(move |c| {
-                                c.provider = ProviderConfig::Scripted { script };
+                                c.provider = ProviderConfig::Scripted { script: script.into() };
                                 Ok(())
                             }));
                         }>"Use this run's answers as the script"</button>
@@ -321,7 +321,7 @@ fn script_editor(
         </label>
         <button type="button" data-testid="script-example" on:click=move |_| {
             change(example_id.clone(), Box::new(|c| {
-                c.provider = ProviderConfig::Scripted { script: node_runtime::script::Script::example() };
+                c.provider = ProviderConfig::Scripted { script: node_runtime::script::Script::example().into() };
                 Ok(())
             }));
         }>"Start from an example"</button>

@@ -256,7 +256,7 @@ pub fn new_node(kind: &str, id: String, at: Position) -> Result<Node, UnknownKin
                 tools: Vec::new(),
                 policy: Default::default(),
                 provider: ProviderConfig::Scripted {
-                    script: json!({"turns": [{"text": "Scripted answer."}]}),
+                    script: json!({"turns": [{"text": "Scripted answer."}]}).into(),
                 },
                 params: Default::default(),
                 pins: Vec::new(),

@@ -175,7 +175,9 @@ fn answer_from_recording(workflow: &mut Workflow, record: &Value) -> Result<(), 
         })?;
         let script = serde_json::to_value(Script::from_bundle(&bundle))
             .map_err(|e| StoreError::Corrupt(format!("a recorded script: {e}")))?;
-        config.provider = ProviderConfig::Scripted { script };
+        config.provider = ProviderConfig::Scripted {
+            script: script.into(),
+        };
     }
     Ok(())
 }
