@@ -644,6 +644,7 @@ fn refs_text(refs: &[(usize, String)]) -> Option<String> {
     if !refs.iter().all(|(_, key)| hex(key)) {
         return serde_json::to_string(refs).ok();
     }
+    // A ref is its key and at most 26 bytes more: `,[`, 20 digits, `,"`, `"]`.
     let mut text = String::with_capacity(2 + refs.iter().map(|(_, k)| k.len() + 26).sum::<usize>());
     let mut digits = itoa::Buffer::new();
     text.push('[');
