@@ -24,6 +24,7 @@
 #[cfg(feature = "runtime")]
 pub mod engine;
 pub mod materialize;
+mod node_de;
 pub mod pins;
 pub mod record;
 pub mod rules;
@@ -76,7 +77,9 @@ pub struct Position {
     pub y: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A node: `id`, `label`, `position`, then its `kind` and `config` (see
+/// [`NodeKind`]). Read by hand (`node_de`), written as derived.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Node {
     pub id: String,
     #[serde(default)]
