@@ -46,6 +46,22 @@ enum Kind {
     Output,
 }
 
+impl From<&NodeKind> for Kind {
+    /// The tag a node kind is written with. Exhaustive, so a new kind of
+    /// node does not compile until it is read here too (the test below
+    /// reads every kind back).
+    fn from(kind: &NodeKind) -> Self {
+        match kind {
+            NodeKind::Input(_) => Kind::Input,
+            NodeKind::Agent(_) => Kind::Agent,
+            NodeKind::Tool(_) => Kind::Tool,
+            NodeKind::Template(_) => Kind::Template,
+            NodeKind::Branch(_) => Kind::Branch,
+            NodeKind::Output(_) => Kind::Output,
+        }
+    }
+}
+
 /// Reads the config of one kind of node.
 #[derive(Clone, Copy)]
 struct Config(Kind);
@@ -178,6 +194,33 @@ mod tests {
         assert!(matches!(first.kind, NodeKind::Template(_)));
         let written = serde_json::to_value(&first).expect("writes");
         assert_eq!(node(written).expect("reads back"), first);
+    }
+
+    /// Every kind of node reads back as written (`Kind::from` names them
+    /// all).
+    #[test]
+    fn every_kind_of_node_reads_back() {
+        let kinds = [
+            json!({"kind": "input", "config": {"schema": {"type": "object"}}}),
+            json!({"kind": "agent", "config": {"prompt": "go",
+                "provider": {"kind": "scripted", "script": {"turns": [{"text": "done"}]}}}}),
+            json!({"kind": "tool", "config": {"tool": "calculator@1.0.0"}}),
+            json!({"kind": "template", "config": {"template": "{{ x }}"}}),
+            json!({"kind": "branch", "config": {"pointer": "/ok", "condition": {"op": "truthy"}}}),
+            json!({"kind": "output", "config": {"fields": ["a"]}}),
+        ];
+        let mut seen = Vec::new();
+        for mut doc in kinds {
+            doc["id"] = json!("n");
+            let read = node(doc.clone()).unwrap_or_else(|e| panic!("{doc}: {e}"));
+            seen.push(format!("{:?}", super::Kind::from(&read.kind)));
+            let written = serde_json::to_value(&read).expect("writes");
+            assert_eq!(node(written).expect("reads back"), read);
+        }
+        assert_eq!(
+            seen,
+            ["Input", "Agent", "Tool", "Template", "Branch", "Output"]
+        );
     }
 
     #[test]
