@@ -24,6 +24,7 @@
 #[cfg(feature = "runtime")]
 pub mod engine;
 pub mod materialize;
+#[cfg(feature = "runtime")]
 mod node_de;
 pub mod pins;
 pub mod record;
@@ -78,8 +79,11 @@ pub struct Position {
 }
 
 /// A node: `id`, `label`, `position`, then its `kind` and `config` (see
-/// [`NodeKind`]). Read by hand (`node_de`), written as derived.
+/// [`NodeKind`]). Written as derived; read by hand in the native build
+/// (`node_de`), as derived in the app (whose size the hand-written reader
+/// would grow).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(not(feature = "runtime"), derive(Deserialize))]
 pub struct Node {
     pub id: String,
     #[serde(default)]

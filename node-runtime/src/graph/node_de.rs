@@ -11,7 +11,9 @@
 //! a `Value`. The documents read are the ones the derived reading took,
 //! with the same errors: `id`, `kind` and `config` are required, `label`
 //! and `position` default, a key seen twice is an error, other keys are
-//! ignored.
+//! ignored. The native build only: the app keeps the derived reading (and
+//! its size: this reader in the app's wasm grew what opening the editor
+//! fetches by 7 KiB gzipped).
 
 use std::fmt;
 
