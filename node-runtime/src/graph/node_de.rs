@@ -91,6 +91,20 @@ impl<'de> Deserialize<'de> for Node {
 
 struct NodeVisitor;
 
+/// Reads the value of `key` into its empty `slot` (a key seen twice is an
+/// error, as in a derived reading).
+fn fill<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
+    slot: &mut Option<T>,
+    key: &'static str,
+    map: &mut A,
+) -> Result<(), A::Error> {
+    if slot.is_some() {
+        return Err(de::Error::duplicate_field(key));
+    }
+    *slot = Some(map.next_value()?);
+    Ok(())
+}
+
 impl<'de> Visitor<'de> for NodeVisitor {
     type Value = Node;
 
@@ -106,30 +120,12 @@ impl<'de> Visitor<'de> for NodeVisitor {
         let mut config: Option<NodeKind> = None;
         // A config that came before its kind.
         let mut early: Option<Value> = None;
-        fn once<T, E: de::Error>(slot: &Option<T>, key: &'static str) -> Result<(), E> {
-            match slot {
-                Some(_) => Err(E::duplicate_field(key)),
-                None => Ok(()),
-            }
-        }
         while let Some(key) = map.next_key::<Field>()? {
             match key {
-                Field::Id => {
-                    once(&id, "id")?;
-                    id = Some(map.next_value()?);
-                }
-                Field::Label => {
-                    once(&label, "label")?;
-                    label = Some(map.next_value()?);
-                }
-                Field::Position => {
-                    once(&position, "position")?;
-                    position = Some(map.next_value()?);
-                }
-                Field::Kind => {
-                    once(&kind, "kind")?;
-                    kind = Some(map.next_value()?);
-                }
+                Field::Id => fill(&mut id, "id", &mut map)?,
+                Field::Label => fill(&mut label, "label", &mut map)?,
+                Field::Position => fill(&mut position, "position", &mut map)?,
+                Field::Kind => fill(&mut kind, "kind", &mut map)?,
                 Field::Config => {
                     if config.is_some() || early.is_some() {
                         return Err(de::Error::duplicate_field("config"));
